@@ -1,0 +1,3 @@
+from lsp_agent.cli import main
+
+raise SystemExit(main())

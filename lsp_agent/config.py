@@ -1,0 +1,138 @@
+"""Settings: defaults < user file < workspace `.lsp-agent/config.toml` < editor options < CLI flags.
+
+Every number the spec names is a field here with the spec's value as default.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Limits(_Section):
+    read_lines: int = Field(800, ge=1, description="Most lines one read_file call returns.")
+    read_line_chars: int = Field(2000, ge=20, description="A read_file line is cut to this many chars.")
+    list_depth: int = Field(2, ge=1, le=10, description="Default list_dir depth.")
+    list_entries: int = Field(400, ge=1, description="Most entries one list_dir call returns.")
+    search_results: int = Field(100, ge=1, description="Default and maximum search_code matches.")
+    search_line_chars: int = Field(300, ge=20, description="A matched line is cut to this many chars.")
+    command_timeout_s: float = Field(120, gt=0, description="Default run_command timeout (seconds).")
+    command_timeout_max_s: float = Field(300, gt=0, description="Largest run_command timeout allowed.")
+    output_chars: int = Field(8000, ge=200, description="Command output beyond this keeps head + tail.")
+    write_bytes: int = Field(1_000_000, ge=1, description="Largest text one write/patch may produce.")
+    failed_edits_before_reread: int = Field(3, ge=1, description="Failed edits of a file before a re-read.")
+    loop_warn_repeats: int = Field(3, ge=2, description="Identical calls in a row that get a warning.")
+    loop_stop_repeats: int = Field(5, ge=2, description="Identical calls in a row that stop the run.")
+    verify_timeout_s: float = Field(300, gt=0, description="Timeout of one verification command.")
+    result_chars: int = Field(
+        50_000, ge=500, description="Bound on any one tool result text (800 typical code lines fit).")
+    trace_result_chars: int = Field(2_000, ge=100, description="Tool result chars kept in the trace.")
+
+
+class VerifyCommand(_Section):
+    kind: Literal["test", "typecheck", "lint"]
+    argv: list[str] = Field(min_length=1)
+    parser: Literal["pytest", "mypy", "pyright", "ruff", "tsc", "generic"] = "generic"
+
+
+class ToolSettings(_Section):
+    allowed_programs: list[str] = Field(
+        default_factory=lambda: ["python", "python3", "pytest", "node", "npm", "ls", "cat", "rg", "git"]
+    )
+    git_read_only: list[str] = Field(default_factory=lambda: ["status", "diff", "log", "show"])
+    generated_globs: list[str] = Field(default_factory=list)
+    verify: list[VerifyCommand] | None = Field(
+        None, description="Fixed verification commands; detected from the project when unset."
+    )
+
+
+class Experimental(_Section):
+    context_recovery: bool = False
+    mcp_tool_discovery: bool = False
+    tail_reminders: bool = False
+    read_only_recipes: bool = False
+
+
+class ProviderConfig(_Section):
+    base_url: str = Field(alias="baseUrl")
+    wire: Literal["chat", "responses"] = "chat"
+    api_key_env: str | None = Field(None, alias="apiKeyEnv")
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(60, gt=0, alias="timeoutS")
+    idle_timeout_s: float = Field(60, gt=0, alias="idleTimeoutS")
+    max_retries: int = Field(4, ge=0, le=10, alias="maxRetries")
+
+
+class ModelInfo(_Section):
+    context_window: int | None = Field(None, alias="contextWindow")
+    reasoning: bool | None = None
+    tools: bool | None = None
+    efforts: list[str] = Field(default_factory=list)
+
+
+class Settings(_Section):
+    model: str = "scripted/demo"
+    max_steps: int = Field(40, ge=1, le=10_000, alias="maxSteps")
+    reasoning_effort: str | None = Field(None, alias="reasoningEffort")
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    models: dict[str, ModelInfo] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+    experimental: Experimental = Field(default_factory=Experimental)
+    script: str | None = Field(None, description="Reply script for the scripted provider (JSON file).")
+    tool_profile: Literal["default", "minimal"] = Field(
+        "default", alias="toolProfile",
+        description="Which tools the model gets: all defaults, or a minimal read/patch/verify set.")
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "lsp-agent" / "config.toml"
+
+
+def workspace_config_path(root: Path) -> Path:
+    return root / ".lsp-agent" / "config.toml"
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class ConfigError(Exception):
+    pass
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def load_settings(workspace: Path | None, *layers: dict[str, Any]) -> Settings:
+    """Merge the files and the given layers (lowest first) and validate once."""
+    merged: dict[str, Any] = _read_toml(user_config_path())
+    if workspace is not None:
+        merged = deep_merge(merged, _read_toml(workspace_config_path(workspace)))
+    for layer in layers:
+        merged = deep_merge(merged, layer)
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(str(exc)) from exc

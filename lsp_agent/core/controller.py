@@ -1,0 +1,87 @@
+"""The controller: every check before a call has any effect.
+
+The model may ask for anything; a failed check executes nothing and becomes that
+call's own result, classified, with a message that says what to do next.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from lsp_agent.core.history import ErrorKind, ToolCallPart
+from lsp_agent.tools.base import StrictArgs, Tool, ToolContext
+from lsp_agent.tools.paths import PathDenied, resolve_in_root
+from lsp_agent.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True)
+class Accepted:
+    tool: Tool[Any]
+    args: StrictArgs
+    raw_args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    kind: ErrorKind
+    message: str
+
+    @property
+    def output(self) -> str:
+        return f"ERROR: {self.kind.value}: {self.message}"
+
+
+def _describe_validation(exc: ValidationError, tool: Tool[Any]) -> str:
+    allowed = ", ".join(tool.args_model.model_fields) or "none"
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "arguments"
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            problems.append(f"unknown parameter '{loc}'")
+        elif kind == "missing":
+            problems.append(f"missing required parameter '{loc}'")
+        else:
+            problems.append(f"'{loc}': {err['msg']}")
+    return (f"the arguments do not match the schema of {tool.name}: {'; '.join(problems)}. "
+            f"Allowed parameters: {allowed}. Fix the arguments and call again.")
+
+
+def check(call: ToolCallPart, registry: ToolRegistry, ctx: ToolContext) -> Accepted | Rejection:
+    tool = registry.get(call.name)
+    if tool is None:
+        return Rejection(ErrorKind.UNKNOWN_TOOL,
+                         f"there is no tool named '{call.name}'. Available tools: {', '.join(registry.names())}.")
+    raw = call.arguments.strip() or "{}"
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return Rejection(ErrorKind.INVALID_JSON,
+                         f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}). "
+                         "Resend the complete arguments as one JSON object.")
+    if not isinstance(parsed, dict):
+        return Rejection(ErrorKind.PARAMETER_MISMATCH,
+                         f"the arguments must be a JSON object, not {type(parsed).__name__}.")
+    try:
+        args = tool.args_model.model_validate(parsed)
+    except ValidationError as exc:
+        return Rejection(ErrorKind.PARAMETER_MISMATCH, _describe_validation(exc, tool))
+    for path in tool.paths(args):
+        try:
+            resolve_in_root(ctx.root, path)
+        except PathDenied as exc:
+            return Rejection(ErrorKind.PATH_DENIED,
+                             f"{exc}. Use a path relative to the workspace root, inside it.")
+    limit = ctx.settings.limits.write_bytes
+    for text in tool.contents(args):
+        size = len(text.encode("utf-8", errors="surrogatepass"))
+        if size > limit:
+            return Rejection(ErrorKind.PARAMETER_MISMATCH,
+                             f"the content is {size} bytes; the limit is {limit}. Write smaller pieces.")
+        if "\x00" in text:
+            return Rejection(ErrorKind.PARAMETER_MISMATCH, "the content contains a NUL byte; only text is written.")
+    return Accepted(tool, args, parsed)

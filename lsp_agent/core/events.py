@@ -1,0 +1,158 @@
+"""Typed events the loop emits. The headless `--json` lines and the LSP `agent/event`
+notifications carry exactly these shapes (names follow opencode's `run --format json`).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from lsp_agent.core.wire import WireModel
+
+
+class StopReason(StrEnum):
+    FINAL = "final"
+    STEP_LIMIT = "step_limit"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+    LOOP = "loop"
+
+
+class VerificationStatus(StrEnum):
+    VERIFIED = "verified"
+    FAILED = "failed"
+    NOT_RUN = "not_run"
+
+
+class Tokens(WireModel):
+    input: int = 0
+    output: int = 0
+    reasoning: int = 0
+    cache: dict[str, int] = Field(default_factory=lambda: {"read": 0, "write": 0})
+
+
+class _Event(WireModel):
+    session_id: str
+    generation: str
+
+
+class StepStart(_Event):
+    type: Literal["step_start"] = "step_start"
+    step: int
+    max_steps: int
+
+
+class TextDelta(_Event):
+    type: Literal["text_delta"] = "text_delta"
+    part_id: str
+    delta: str
+
+
+class ReasoningDelta(_Event):
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    part_id: str
+    delta: str
+
+
+class TextPartInfo(WireModel):
+    id: str
+    message_id: str
+    text: str
+
+
+class TextEvent(_Event):
+    type: Literal["text"] = "text"
+    part: TextPartInfo
+
+
+class ReasoningEvent(_Event):
+    type: Literal["reasoning"] = "reasoning"
+    part: TextPartInfo
+
+
+class ToolState(WireModel):
+    status: Literal["running", "completed", "error"]
+    input: dict[str, Any] | str
+    output: str | None = None
+    error_kind: str | None = None
+    elapsed_ms: int | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class ToolPartInfo(WireModel):
+    id: str
+    message_id: str
+    call_id: str
+    tool: str
+    state: ToolState
+
+
+class ToolStart(_Event):
+    type: Literal["tool_start"] = "tool_start"
+    step: int
+    part: ToolPartInfo
+
+
+class ToolUse(_Event):
+    type: Literal["tool_use"] = "tool_use"
+    step: int
+    part: ToolPartInfo
+
+
+class StepFinishInfo(WireModel):
+    id: str
+    step: int
+    reason: Literal["tool-calls", "stop"]
+    tokens: Tokens
+
+
+class StepFinish(_Event):
+    type: Literal["step_finish"] = "step_finish"
+    part: StepFinishInfo
+
+
+class ErrorInfo(WireModel):
+    kind: str
+    message: str
+    status: int | None = None
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    error: ErrorInfo
+
+
+class NoticeEvent(_Event):
+    """Harness notices a user should see: loop-guard warnings, folds, compactions, repairs."""
+
+    type: Literal["notice"] = "notice"
+    kind: str
+    message: str
+    data: dict[str, Any] | None = None
+
+
+class RunFinish(_Event):
+    type: Literal["run_finish"] = "run_finish"
+    stop_reason: StopReason
+    verification: VerificationStatus
+    verification_part_id: str | None = None
+    steps: int
+    tool_calls: int
+    tool_errors: int
+    tokens: Tokens
+    files_changed: list[str]
+    model: str
+    scripted: bool
+    error: ErrorInfo | None = None
+
+
+Event = Annotated[
+    StepStart | TextDelta | ReasoningDelta | TextEvent | ReasoningEvent | ToolStart | ToolUse
+    | StepFinish | ErrorEvent | NoticeEvent | RunFinish,
+    Field(discriminator="type"),
+]
+
+#: Events that carry partial text; a line-oriented stream (CLI --json) skips them.
+DELTA_TYPES = frozenset({"text_delta", "reasoning_delta", "tool_start"})

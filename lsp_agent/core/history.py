@@ -1,0 +1,108 @@
+"""The conversation record: messages made of parts. Pure data, shared by every layer."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lsp_agent.core import ids
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class ErrorKind(StrEnum):
+    """Classes of a failed tool call; each has its own next-step message."""
+
+    INVALID_JSON = "invalid_json"
+    PARAMETER_MISMATCH = "parameter_mismatch"
+    UNKNOWN_TOOL = "unknown_tool"
+    PATH_DENIED = "path_denied"
+    TOOL_FAILURE = "tool_failure"
+    TIMEOUT = "timeout"
+    DENIED = "denied"
+    CANCELLED = "cancelled"
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(default_factory=ids.part_id)
+
+
+class TextPart(_Part):
+    type: Literal["text"] = "text"
+    text: str
+    # Harness-written text (reminders, notes) that is not the user's or model's own words.
+    synthetic: bool = False
+    # Facts a synthetic note records for the harness (e.g. `external_change`: paths).
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReasoningPart(_Part):
+    type: Literal["reasoning"] = "reasoning"
+    text: str
+    # Opaque provider data carried back on the next request (Responses API reasoning items).
+    provider_item_id: str | None = None
+    encrypted_content: str | None = None
+
+
+class ToolCallPart(_Part):
+    type: Literal["tool_call"] = "tool_call"
+    call_id: str
+    name: str
+    arguments: str
+
+
+class ToolResultPart(_Part):
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str
+    ok: bool
+    output: str
+    error_kind: ErrorKind | None = None
+    # Structured facts the harness derives state from (never from the model's words):
+    # paths read/written, the verify envelope, command exit code.
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    elapsed_ms: int = 0
+
+
+Part = Annotated[TextPart | ReasoningPart | ToolCallPart | ToolResultPart, Field(discriminator="type")]
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: int = 0
+    output: int = 0
+    reasoning: int = 0
+    cache_read: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            reasoning=self.reasoning + other.reasoning,
+            cache_read=self.cache_read + other.cache_read,
+        )
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(default_factory=ids.message_id)
+    role: Role
+    parts: list[Part] = Field(default_factory=list)
+    generation: str | None = None
+    step: int | None = None
+
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    def tool_calls(self) -> list[ToolCallPart]:
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    def tool_results(self) -> list[ToolResultPart]:
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]

@@ -1,0 +1,302 @@
+"""The agent loop: build the request, stream the reply, check and run the calls,
+repeat — until a typed stop reason. The model proposes; the controller decides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from typing import Any
+
+from lsp_agent.context.instructions import BASE_INSTRUCTIONS
+from lsp_agent.core import controller, events, verification
+from lsp_agent.core.events import StopReason
+from lsp_agent.core.history import (
+    ErrorKind,
+    Message,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from lsp_agent.core.ids import part_id as _new_part_id
+from lsp_agent.core.loop_guard import LoopGuard
+from lsp_agent.core.ports import (
+    AssistantReply,
+    ModelRequest,
+    ProviderError,
+    ProviderErrorKind,
+    ReasoningDelta,
+    ReplyDone,
+    TextDelta,
+)
+from lsp_agent.core.session import AgentSession
+from lsp_agent.store.trace import TraceWriter
+from lsp_agent.tools.base import Access, ToolContext, ToolResult
+from lsp_agent.tools.process import cancel_signal
+
+log = logging.getLogger(__name__)
+
+
+def _tokens(usage: Usage) -> events.Tokens:
+    return events.Tokens(input=usage.input, output=usage.output, reasoning=usage.reasoning,
+                         cache={"read": usage.cache_read, "write": 0})
+
+
+def _input_of(call: ToolCallPart) -> dict[str, Any] | str:
+    try:
+        parsed = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        return call.arguments
+    return parsed if isinstance(parsed, dict) else call.arguments
+
+
+class Generation:
+    """One run of the loop, started by a user message and ended by a stop reason."""
+
+    def __init__(self, session: AgentSession, max_steps: int | None = None) -> None:
+        self.session = session
+        self.env = session.env
+        self.id = str(uuid.uuid4())
+        self.max_steps = max_steps or self.env.settings.max_steps
+        self.steps = 0
+        self.tool_calls = 0
+        self.tool_errors = 0
+        self.usage = Usage()
+        self.files_changed: dict[str, None] = {}
+        self.cancel_event = asyncio.Event()
+        limits = self.env.settings.limits
+        self.guard = LoopGuard(limits.loop_warn_repeats, limits.loop_stop_repeats)
+        self._waiting: set[asyncio.Task[Any]] = set()
+        self._stream_task: asyncio.Future[AssistantReply] | None = None
+        self._assistant_message_id = ""
+        self.trace: TraceWriter | None = None
+        if self.env.trace_dir is not None:
+            self.trace = TraceWriter(self.env.trace_dir / f"{session.id}-{self.id}.jsonl")
+
+    # --- control ------------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Stop at the earliest safe point: the stream is dropped, running processes are
+        killed (partial output kept), calls still waiting at the gate never run."""
+        self.cancel_event.set()
+        if self._stream_task is not None:
+            self._stream_task.cancel()
+        for task in list(self._waiting):
+            task.cancel()
+
+    def emit(self, event: Any) -> None:
+        self.env.sink.emit(event)
+
+    def _base(self) -> dict[str, str]:
+        return {"session_id": self.session.id, "generation": self.id}
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    async def run(self, prompt: str) -> events.RunFinish:
+        session = self.session
+        session.active = self
+        token = cancel_signal.set(self.cancel_event)
+        try:
+            session.append(Message(role=Role.USER, parts=[TextPart(text=prompt)], generation=self.id))
+            return await self._loop()
+        finally:
+            cancel_signal.reset(token)
+            session.active = None
+            session.flush_notes()
+            if self.trace is not None:
+                self.trace.close()
+
+    async def _loop(self) -> events.RunFinish:
+        while True:
+            if self.cancel_event.is_set():
+                return self._finish(StopReason.CANCELLED)
+            if self.steps >= self.max_steps:
+                return self._finish(StopReason.STEP_LIMIT)
+            self.session.flush_notes(self.id)
+            self.steps += 1
+            self.emit(events.StepStart(**self._base(), step=self.steps, max_steps=self.max_steps))
+            try:
+                reply = await self._ask_model()
+            except ProviderError as exc:
+                info = events.ErrorInfo(kind=exc.kind.value, message=exc.describe(), status=exc.status)
+                self.emit(events.ErrorEvent(**self._base(), error=info))
+                return self._finish(StopReason.ERROR, info)
+            if reply is None:
+                return self._finish(StopReason.CANCELLED)
+            results = await self._dispatch(reply.tool_calls) if reply.tool_calls else []
+            self._step_finished(reply)
+            if self.guard.tripped():
+                return self._finish(StopReason.LOOP)
+            if self.cancel_event.is_set():
+                return self._finish(StopReason.CANCELLED)
+            if not results:
+                return self._finish(StopReason.FINAL)
+
+    def build_request(self) -> ModelRequest:
+        return ModelRequest(
+            model=self.env.settings.model,
+            instructions=BASE_INSTRUCTIONS,
+            tools=self.env.registry.specs(),
+            messages=list(self.session.history),
+            reasoning_effort=self.env.settings.reasoning_effort,
+        )
+
+    async def _ask_model(self) -> AssistantReply | None:
+        """Stream one reply, forwarding deltas; None when cancelled mid-stream."""
+        request = self.build_request()
+        text_id, reasoning_id = _new_part_id(), _new_part_id()
+        streamed: list[str] = []
+
+        async def consume() -> AssistantReply:
+            async for item in self.env.provider.stream(request):
+                if isinstance(item, TextDelta):
+                    streamed.append(item.text)
+                    self.emit(events.TextDelta(**self._base(), part_id=text_id, delta=item.text))
+                elif isinstance(item, ReasoningDelta):
+                    self.emit(events.ReasoningDelta(**self._base(), part_id=reasoning_id, delta=item.text))
+                elif isinstance(item, ReplyDone):
+                    return item.reply
+            raise ProviderError(ProviderErrorKind.STREAM_CUT, "the provider ended the stream without a complete reply")
+
+        self._stream_task = asyncio.ensure_future(consume())
+        try:
+            reply = await self._stream_task
+        except asyncio.CancelledError:
+            if not self.cancel_event.is_set():
+                raise
+            if streamed:  # keep what the user already saw
+                self.session.append(Message(role=Role.ASSISTANT, generation=self.id, step=self.steps,
+                                            parts=[TextPart(id=text_id, text="".join(streamed))]))
+            return None
+        finally:
+            self._stream_task = None
+        self.usage = self.usage + (reply.usage or Usage())
+        parts: list[Any] = []
+        parts.extend(reply.reasoning)
+        if reply.text:
+            parts.append(TextPart(id=text_id, text=reply.text))
+        parts.extend(reply.tool_calls)
+        message = Message(role=Role.ASSISTANT, parts=parts, generation=self.id, step=self.steps)
+        self.session.append(message)
+        for r in reply.reasoning:
+            self.emit(events.ReasoningEvent(**self._base(), part=events.TextPartInfo(
+                id=r.id, message_id=message.id, text=r.text)))
+        if reply.text:
+            self.emit(events.TextEvent(**self._base(), part=events.TextPartInfo(
+                id=text_id, message_id=message.id, text=reply.text)))
+        self._assistant_message_id = message.id
+        return reply
+
+    # --- tool calls ---------------------------------------------------------------------------
+
+    async def _dispatch(self, calls: list[ToolCallPart]) -> list[ToolResultPart]:
+        ctx = ToolContext(root=self.env.root, settings=self.env.settings, documents=self.env.documents,
+                          applier=self.env.applier, files=self.session.files, step=self.steps,
+                          session_id=self.session.id, message_id=self._assistant_message_id)
+        verdicts = [controller.check(call, self.env.registry, ctx) for call in calls]
+        tasks = [asyncio.ensure_future(self._run_call(call, verdict, ctx))
+                 for call, verdict in zip(calls, verdicts, strict=True)]
+        results = list(await asyncio.gather(*tasks))
+        for call, result in zip(calls, results, strict=True):
+            warning = self.guard.warning(self.guard.observe(call))
+            if warning:
+                result.output = f"{result.output}\n{warning}"
+                self.emit(events.NoticeEvent(**self._base(), kind="loop_guard", message=warning))
+        self.session.append(Message(role=Role.TOOL, parts=list(results), generation=self.id, step=self.steps))
+        for call, result in zip(calls, results, strict=True):
+            self._record_call(call, result)
+        return results
+
+    async def _run_call(self, call: ToolCallPart, verdict: controller.Accepted | controller.Rejection,
+                        ctx: ToolContext) -> ToolResultPart:
+        if isinstance(verdict, controller.Rejection):
+            return ToolResultPart(call_id=call.call_id, name=call.name, ok=False, output=verdict.output,
+                                  error_kind=verdict.kind)
+        tool = verdict.tool
+        task = asyncio.current_task()
+        assert task is not None
+        self._waiting.add(task)
+        started = time.monotonic()
+        try:
+            async with self.session.gate.hold(exclusive=tool.access is not Access.READ):
+                self._waiting.discard(task)
+                if self.cancel_event.is_set():
+                    raise asyncio.CancelledError
+                self.emit(events.ToolStart(**self._base(), step=self.steps, part=events.ToolPartInfo(
+                    id=call.id, message_id=ctx.message_id, call_id=call.call_id, tool=call.name,
+                    state=events.ToolState(status="running", input=verdict.raw_args))))
+                result = await self._execute(tool, verdict, ctx)
+        except asyncio.CancelledError:
+            self._waiting.discard(task)
+            result = ToolResult.failure(ErrorKind.CANCELLED,
+                                        "cancelled: the run was cancelled before this call ran; nothing was done.")
+        if self.cancel_event.is_set() and result.ok is False and result.error_kind is None:
+            result.error_kind = ErrorKind.CANCELLED
+        if self.cancel_event.is_set() and tool.access is Access.EXEC and result.error_kind is not ErrorKind.CANCELLED:
+            result = ToolResult(False, f"ERROR: cancelled while running; partial output kept.\n{result.output}",
+                                ErrorKind.CANCELLED, result.metadata)
+        bound = self.env.settings.limits.result_chars
+        output = result.output if len(result.output) <= bound else (
+            result.output[:bound] + f"\n[TRUNCATED] result cut at {bound} characters")
+        return ToolResultPart(call_id=call.call_id, name=call.name, ok=result.ok, output=output,
+                              error_kind=result.error_kind, metadata=result.metadata,
+                              elapsed_ms=int((time.monotonic() - started) * 1000))
+
+    async def _execute(self, tool: Any, verdict: controller.Accepted, ctx: ToolContext) -> ToolResult:
+        try:
+            result: ToolResult = await tool.run(verdict.args, ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a tool bug must not take the session down
+            log.exception("tool %s failed", tool.name)
+            return ToolResult.failure(ErrorKind.TOOL_FAILURE,
+                                      f"tool_failure: {tool.name} failed unexpectedly ({type(exc).__name__}: {exc}). "
+                                      "Try a different approach or report it to the user.")
+        return result
+
+    def _record_call(self, call: ToolCallPart, result: ToolResultPart) -> None:
+        self.tool_calls += 1
+        if not result.ok:
+            self.tool_errors += 1
+        for path in result.metadata.get("written") or []:
+            self.files_changed[str(path)] = None
+        status: Any = "completed" if result.ok else "error"
+        self.emit(events.ToolUse(**self._base(), step=self.steps, part=events.ToolPartInfo(
+            id=result.id, message_id=self._assistant_message_id, call_id=call.call_id, tool=call.name,
+            state=events.ToolState(status=status, input=_input_of(call), output=result.output,
+                                   error_kind=result.error_kind.value if result.error_kind else None,
+                                   elapsed_ms=result.elapsed_ms, metadata=result.metadata or None))))
+        if self.trace is not None:
+            limit = self.env.settings.limits.trace_result_chars
+            self.trace.write({"step": self.steps, "tool": call.name, "callID": call.call_id,
+                              "args": _input_of(call), "ok": result.ok,
+                              "errorKind": result.error_kind.value if result.error_kind else None,
+                              "result": result.output[:limit], "ms": result.elapsed_ms})
+
+    # --- endings ------------------------------------------------------------------------------
+
+    def _step_finished(self, reply: AssistantReply) -> None:
+        usage = reply.usage or Usage()
+        self.emit(events.StepFinish(**self._base(), part=events.StepFinishInfo(
+            id=_new_part_id(), step=self.steps, reason="tool-calls" if reply.tool_calls else "stop",
+            tokens=_tokens(usage))))
+        if self.trace is not None:
+            self.trace.write({"step": self.steps, "stepFinish": True, "tokens": usage.model_dump()})
+
+    def _finish(self, reason: StopReason, error: events.ErrorInfo | None = None) -> events.RunFinish:
+        check = verification.derive(self.session.history)
+        result = events.RunFinish(
+            **self._base(), stop_reason=reason, verification=check.status,
+            verification_part_id=check.part_id, steps=self.steps, tool_calls=self.tool_calls,
+            tool_errors=self.tool_errors, tokens=_tokens(self.usage), files_changed=sorted(self.files_changed),
+            model=self.env.provider.label if self.env.provider.scripted else self.env.settings.model,
+            scripted=self.env.provider.scripted, error=error)
+        if self.trace is not None:
+            self.trace.write({"runFinish": result.wire()})
+        self.emit(result)
+        return result

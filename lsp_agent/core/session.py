@@ -1,0 +1,88 @@
+"""A session: one conversation with its record, its file facts and its gate.
+
+Generations (one per user message) run one at a time; the record is loaded from
+the store on resume and appended to as each message is created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsp_agent.config import Settings
+from lsp_agent.core import ids
+from lsp_agent.core.edits import EditApplier
+from lsp_agent.core.gate import Gate
+from lsp_agent.core.history import Message, Role, TextPart
+from lsp_agent.core.verification import EXTERNAL_CHANGE
+from lsp_agent.core.ports import DocumentSource, EventSink, Provider
+from lsp_agent.store.db import Store
+from lsp_agent.tools.base import FileTracker
+from lsp_agent.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from lsp_agent.core.loop import Generation
+
+
+class NullSink:
+    def emit(self, event: object) -> None:
+        pass
+
+
+@dataclass
+class Environment:
+    """What a session needs from the outside world: the ports and shared services."""
+
+    root: Path
+    settings: Settings
+    store: Store
+    registry: ToolRegistry
+    provider: Provider
+    documents: DocumentSource
+    applier: EditApplier
+    sink: EventSink = field(default_factory=NullSink)
+    trace_dir: Path | None = None
+
+
+class AgentSession:
+    def __init__(self, env: Environment, session_id: str | None = None, title: str = "") -> None:
+        self.env = env
+        self.files = FileTracker()
+        self.gate = Gate()
+        self.active: Generation | None = None
+        self.pending_notes: list[TextPart] = []
+        if session_id is None:
+            self.id = ids.session_id()
+            env.store.create_session(self.id, str(env.root), env.settings.model, title)
+            self.history: list[Message] = []
+        else:
+            if env.store.session(session_id) is None:
+                raise KeyError(session_id)
+            self.id = session_id
+            self.history = env.store.messages(session_id)
+
+    def note_external_change(self, paths: list[str]) -> None:
+        """Files changed outside the agent: earlier reads are stale and a check made before is
+        no longer evidence. Recorded as a harness note (appended, so the prefix stays stable);
+        while a step is in flight it waits for the step boundary."""
+        if not paths:
+            return
+        self.files.reread_required.update(p for p in paths if p in self.files.read_steps)
+        listed = ", ".join(sorted(paths))
+        note = TextPart(text=f"[note from lsp-agent] Changed outside the agent: {listed}. Earlier reads of these "
+                             "files are stale; re-read before editing, and verify again.",
+                        synthetic=True, metadata={EXTERNAL_CHANGE: sorted(paths)})
+        self.pending_notes.append(note)
+        if self.active is None:
+            self.flush_notes()
+
+    def flush_notes(self, generation: str | None = None) -> None:
+        if self.pending_notes:
+            notes, self.pending_notes = self.pending_notes, []
+            self.append(Message(role=Role.USER, parts=list(notes), generation=generation))
+
+    def append(self, message: Message) -> None:
+        """Persist first, then remember: the record never lags behind what the model saw."""
+        self.env.store.append_message(self.id, message)
+        self.history.append(message)

@@ -1,0 +1,363 @@
+"""`eval run`: every attempt of a cohort, one NDJSON line each, written the moment it ends.
+
+An attempt: a fresh fixture; the oracle must fail on it (else the task is
+invalid); the agent runs once, non-interactively, under the timeout, its
+whole process tree killed on timeout or cancel; after it exits on its own the
+oracle decides. The clock covers the agent process and the post-run oracle,
+not the fixture setup or the first (failing) check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal, Protocol, TextIO
+
+from lsp_agent.config import Experimental
+from lsp_agent.core.events import StopReason
+from lsp_agent.eval.fixture import AttemptDir, FixtureError, build_fixture
+from lsp_agent.eval.manifest import Arm, ConfigValue, Manifest, Task, flatten_config
+from lsp_agent.eval.metrics import EventMeter
+from lsp_agent.eval.proctree import Finished, run_tree
+from lsp_agent.eval.records import ArmInfo, AttemptRecord, CohortHeader, Incomplete, Outcome, TaskInvalid
+from lsp_agent.tools.process import scrubbed_env
+
+DEFAULT_COMMAND = (sys.executable, "-m", "lsp_agent", "run")
+_STOP_REASONS = {r.value for r in StopReason}
+
+
+class EvalError(Exception):
+    """The cohort cannot go on (the agent command cannot start, Git is missing, ...)."""
+
+
+# --- one attempt -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttemptJob:
+    """Everything one attempt needs; plain data, so an executor may ship it to another machine."""
+
+    cohort: str
+    model: str
+    task: Task
+    arm: Arm
+    repetition: int
+    position: int
+    command: tuple[str, ...]
+    timeout_ms: int
+    oracle_cwd: str
+    keep: bool = False
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    record: AttemptRecord | None = None  # None: the agent never started (invalid task or cancelled before)
+    invalid_reason: str | None = None
+    kept: str | None = None
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    UNDECIDED = "undecided"
+
+
+def _toml_string(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _toml_value(value: ConfigValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return _toml_string(value)
+
+
+def config_pairs(arm: Arm) -> list[str]:
+    """The arm as `--config` values. Every known flag is pinned, so a user config file cannot leak in."""
+    pairs = [f"toolProfile={arm.tool_profile}"]
+    for flag in Experimental.model_fields:
+        pairs.append(f"experimental.{flag}={_toml_value(arm.features.get(flag, False))}")
+    for key, value in flatten_config(arm.config).items():
+        pairs.append(f"{key}={_toml_value(value)}")
+    return pairs
+
+
+def agent_argv(job: AttemptJob, workspace: Path) -> list[str]:
+    argv = [*job.command, "--workspace", str(workspace), "--model", job.model, "--json"]
+    for pair in config_pairs(job.arm):
+        argv += ["--config", pair]
+    return [*argv, "--", job.task.prompt]  # `--`: a prompt starting with '-' stays a prompt
+
+
+async def run_oracle(task: Task, attempt: AttemptDir, cwd: str, timeout_ms: int,
+                     cancel: asyncio.Event | None) -> tuple[Verdict, Finished, str]:
+    """Exit 0 passes, 1 fails, anything else (another code, a signal, a timeout) decides nothing."""
+    done = await run_tree([*task.oracle, str(attempt.work)], Path(cwd), scrubbed_env(), timeout_ms / 1000,
+                          cancel, log_to=attempt.base / "oracle.log")
+    if done.spawn_error:
+        return Verdict.UNDECIDED, done, f"could not start ({done.spawn_error})"
+    if done.timed_out:
+        return Verdict.UNDECIDED, done, f"timed out after {timeout_ms} ms"
+    if done.exit_code == 0:
+        return Verdict.PASS, done, "exited 0"
+    if done.exit_code == 1:
+        return Verdict.FAIL, done, "exited 1"
+    if done.exit_code is None:
+        return Verdict.UNDECIDED, done, "was killed by a signal"
+    return Verdict.UNDECIDED, done, f"exited {done.exit_code}"
+
+
+def _agent_env(attempt: AttemptDir) -> dict[str, str]:
+    # The agent needs the operator's environment (provider keys), but its own state dir so
+    # attempts share nothing and nothing lands in the operator's store.
+    return {**os.environ, "LSP_AGENT_STATE_DIR": str(attempt.state), "PYTHONUNBUFFERED": "1"}
+
+
+async def run_attempt(job: AttemptJob, cancel: asyncio.Event) -> AttemptResult:
+    try:
+        attempt = await asyncio.to_thread(build_fixture, job.task, job.task.id)
+    except FixtureError as exc:
+        raise EvalError(f"task {job.task.id}: {exc}") from exc
+    try:
+        verdict, first, why = await run_oracle(job.task, attempt, job.oracle_cwd, job.timeout_ms, cancel)
+        if first.cancelled or cancel.is_set():
+            return AttemptResult()
+        if verdict is not Verdict.FAIL:
+            return AttemptResult(invalid_reason=f"the oracle {why} on the fresh fixture of repetition "
+                                                f"{job.repetition}, arm {job.arm.name}; it must exit 1")
+        meter = EventMeter()
+        agent = await run_tree(agent_argv(job, attempt.work), attempt.work, _agent_env(attempt),
+                               job.timeout_ms / 1000, cancel, on_stdout=meter.feed, log_to=attempt.agent_log)
+        meter.close()
+        if agent.spawn_error:
+            raise EvalError(f"the agent command cannot start: {agent.spawn_error}")
+        return AttemptResult(record=await _finish(job, attempt, agent, meter, cancel),
+                             kept=str(attempt.base) if job.keep else None)
+    finally:
+        if not job.keep:
+            await asyncio.to_thread(attempt.remove)
+
+
+async def _finish(job: AttemptJob, attempt: AttemptDir, agent: Finished, meter: EventMeter,
+                  cancel: asyncio.Event) -> AttemptRecord:
+    elapsed, verification_ms = agent.duration_ms, None
+    if agent.timed_out:
+        outcome = Outcome.TIMEOUT
+    elif agent.cancelled:
+        outcome = Outcome.CANCELLED
+    else:
+        verdict, check, _ = await run_oracle(job.task, attempt, job.oracle_cwd, job.timeout_ms, cancel)
+        elapsed += check.duration_ms
+        if check.cancelled:
+            outcome = Outcome.CANCELLED
+        else:
+            verification_ms = check.duration_ms
+            outcome = {Verdict.PASS: Outcome.VERIFIED, Verdict.FAIL: Outcome.FAILED,
+                       Verdict.UNDECIDED: Outcome.COMPLETED_UNVERIFIED}[verdict]
+    status, metrics, issue = meter.result(interrupted=agent.timed_out or agent.cancelled or agent.output_cut)
+    return AttemptRecord(
+        cohort=job.cohort, model=job.model, task=job.task.id, repetition=job.repetition, arm=job.arm.name,
+        position=0 if job.position == 0 else 1, outcome=outcome, elapsed_ms=elapsed,
+        verification_ms=verification_ms, exit_code=agent.exit_code,
+        stop_reason=meter.stop_reason if meter.stop_reason in _STOP_REASONS else None,
+        metrics_status=status, metrics=metrics, metrics_issue=issue)
+
+
+async def check_task(task: Task, oracle_cwd: str, timeout_ms: int, cancel: asyncio.Event) -> str | None:
+    """None when the oracle fails (exit 1) on a fresh fixture, else why the task is invalid."""
+    try:
+        attempt = await asyncio.to_thread(build_fixture, task, task.id)
+    except FixtureError as exc:
+        raise EvalError(f"task {task.id}: {exc}") from exc
+    try:
+        verdict, done, why = await run_oracle(task, attempt, oracle_cwd, timeout_ms, cancel)
+    finally:
+        await asyncio.to_thread(attempt.remove)
+    if done.cancelled or verdict is Verdict.FAIL:
+        return None
+    return f"the oracle {why} on the fresh fixture; it must exit 1 before the agent runs"
+
+
+# --- the cohort ------------------------------------------------------------------------------
+
+
+class Executor(Protocol):
+    """Runs one attempt somewhere; the records are the same wherever that is."""
+
+    name: str
+
+    async def run(self, job: AttemptJob, cancel: asyncio.Event) -> AttemptResult: ...
+
+
+def plan(manifest: Manifest, cohort: str, oracle_cwd: str, keep: bool = False) -> list[AttemptJob]:
+    """Repetition by repetition, task by task; the arm that goes first alternates between repetitions."""
+    command = tuple(manifest.command) if manifest.command else DEFAULT_COMMAND
+    jobs = []
+    for repetition in range(1, manifest.repetitions + 1):
+        arms = manifest.arms if repetition % 2 == 1 else list(reversed(manifest.arms))
+        for task in manifest.tasks:
+            for position, arm in enumerate(arms):
+                jobs.append(AttemptJob(cohort=cohort, model=manifest.model, task=task, arm=arm,
+                                       repetition=repetition, position=position, command=command,
+                                       timeout_ms=manifest.timeout_ms, oracle_cwd=oracle_cwd, keep=keep))
+    return jobs
+
+
+def header(manifest: Manifest, cohort: str) -> CohortHeader:
+    return CohortHeader(
+        cohort=cohort, model=manifest.model, runtime_revision=manifest.runtime_revision,
+        arms=[ArmInfo(name=a.name, features=dict(a.features), tool_profile=a.tool_profile) for a in manifest.arms],
+        tasks=[t.id for t in manifest.tasks], repetitions=manifest.repetitions, timeout_ms=manifest.timeout_ms,
+        attempts=len(manifest.tasks) * manifest.repetitions * 2)
+
+
+@dataclass
+class CohortResult:
+    cohort: str
+    planned: int
+    recorded: int = 0
+    invalid: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+    error: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 complete; 1 interrupted or aborted; 3 complete but some tasks invalid."""
+        if self.interrupted or self.error:
+            return 1
+        return 3 if self.invalid else 0
+
+
+def _clock(seconds: float) -> str:
+    hours, rest = divmod(max(0, round(seconds)), 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+class CohortRunner:
+    def __init__(self, manifest: Manifest, oracle_cwd: Path, out: TextIO, err: TextIO, executor: Executor,
+                 jobs: int = 1, keep: bool = False) -> None:
+        self.manifest = manifest
+        self.cohort = manifest.cohort()
+        self.oracle_cwd = str(oracle_cwd.resolve())
+        self.out, self.err = out, err
+        self.executor = executor
+        self.jobs = max(1, jobs)
+        self.keep = keep
+        self.result = CohortResult(self.cohort, planned=len(manifest.tasks) * manifest.repetitions * 2)
+        self._total = self.result.planned
+        self._per_task = manifest.repetitions * 2
+        self._by_task: dict[str, int] = {}
+        self._started = 0.0
+
+    def _write(self, line: str) -> None:
+        self.out.write(line + "\n")
+        self.out.flush()
+
+    def _say(self, text: str) -> None:
+        self.err.write(f"eval: {text}\n")
+        self.err.flush()
+
+    def _invalidate(self, task: str, reason: str) -> None:
+        if task in self.result.invalid:
+            return
+        self.result.invalid[task] = reason
+        self._write(TaskInvalid(cohort=self.cohort, task=task, reason=reason).line())
+        self._say(f"task {task} is INVALID: {reason}; its attempts are skipped")
+
+    async def run(self, stop: asyncio.Event) -> CohortResult:
+        self._write(header(self.manifest, self.cohort).line())
+        self._say(f"cohort {self.cohort[:12]} · {len(self.manifest.tasks)} task(s) x "
+                  f"{self.manifest.repetitions} repetition(s) x 2 arms · executor {self.executor.name}, "
+                  f"{self.jobs} job(s)")
+        gate = asyncio.Semaphore(self.jobs)
+        await self._all(stop, *(self._check(task, gate, stop) for task in self.manifest.tasks))
+        queue = deque(plan(self.manifest, self.cohort, self.oracle_cwd, self.keep))
+        self._total = sum(1 for j in queue if j.task.id not in self.result.invalid)
+        self._started = time.monotonic()
+        if not stop.is_set():
+            await self._all(stop, *(self._worker(queue, stop) for _ in range(self.jobs)))
+        missing = self._total - self.result.recorded
+        if stop.is_set() and (missing > 0 or self.result.interrupted):
+            self.result.interrupted = True
+            reason: Literal["cancelled", "error"] = "error" if self.result.error else "cancelled"
+            self._write(Incomplete(cohort=self.cohort, reason=reason, recorded=self.result.recorded,
+                                   planned=self._total).line())
+            self._say(f"INCOMPLETE ({reason}{': ' + self.result.error if self.result.error else ''}): "
+                      f"{self.result.recorded} of {self._total} attempts recorded; this cohort cannot be compared")
+        else:
+            self._say(f"cohort {self.cohort[:12]} complete: {self.result.recorded} attempts recorded"
+                      + (f", {len(self.result.invalid)} task(s) invalid" if self.result.invalid else ""))
+        return self.result
+
+    async def _all(self, stop: asyncio.Event, *work: Coroutine[Any, Any, None]) -> None:
+        """Run to the end; the first EvalError stops the rest (they wind down through `stop`)."""
+        for outcome in await asyncio.gather(*work, return_exceptions=True):
+            if isinstance(outcome, EvalError):
+                self.result.error = self.result.error or str(outcome)
+                stop.set()
+            elif isinstance(outcome, BaseException):
+                raise outcome
+
+    async def _check(self, task: Task, gate: asyncio.Semaphore, stop: asyncio.Event) -> None:
+        async with gate:
+            if stop.is_set():
+                return
+            try:
+                reason = await check_task(task, self.oracle_cwd, self.manifest.timeout_ms, stop)
+            except EvalError:
+                stop.set()
+                raise
+            if reason is not None:
+                self._invalidate(task.id, reason)
+
+    async def _worker(self, queue: deque[AttemptJob], stop: asyncio.Event) -> None:
+        while queue and not stop.is_set():
+            job = queue.popleft()
+            if job.task.id in self.result.invalid:
+                continue
+            try:
+                result = await self.executor.run(job, stop)
+            except EvalError:
+                stop.set()
+                raise
+            if result.invalid_reason is not None and job.task.id not in self.result.invalid:
+                self._invalidate(job.task.id, result.invalid_reason)
+                # Its attempts that were not recorded will never be; late in-flight ones add back.
+                self._total -= self._per_task - self._by_task.get(job.task.id, 0)
+            elif result.record is not None:
+                self._record(result)
+
+    def _record(self, result: AttemptResult) -> None:
+        record = result.record
+        assert record is not None
+        self._write(record.line())
+        self.result.recorded += 1
+        self._by_task[record.task] = self._by_task.get(record.task, 0) + 1
+        if record.task in self.result.invalid:
+            self._total += 1
+        if record.outcome is Outcome.CANCELLED:
+            self.result.interrupted = True
+        done = self.result.recorded
+        spent = time.monotonic() - self._started
+        eta = _clock(spent / done * max(0, self._total - done)) if done else "unknown"
+        kept = f" · kept {result.kept}" if result.kept else ""
+        self._say(f"attempt {done} of {self._total} · task {record.task} rep {record.repetition} "
+                  f"arm {record.arm}: {record.outcome.value} in {record.elapsed_ms / 1000:.1f}s · "
+                  f"ETA {eta}{kept}")

@@ -1,0 +1,38 @@
+"""The headless front end: the same core on disk ports, for the CLI, eval and CI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsp_agent.config import Settings
+from lsp_agent.core.disk_applier import DiskApplier
+from lsp_agent.core.disk_documents import DiskDocuments
+from lsp_agent.core.events import RunFinish
+from lsp_agent.core.loop import Generation
+from lsp_agent.core.ports import EventSink, Provider
+from lsp_agent.core.session import AgentSession, Environment
+from lsp_agent.store.db import Store
+from lsp_agent.store.paths import workspace_dir
+from lsp_agent.tools.defaults import default_registry
+
+
+def make_provider(settings: Settings, base_url: str | None = None, wire: str | None = None) -> Provider:
+    from lsp_agent.providers.registry import build_provider
+
+    return build_provider(settings, settings.model, base_url=base_url, wire=wire)
+
+
+def open_environment(root: Path, settings: Settings, provider: Provider, sink: EventSink,
+                     state: Path | None = None) -> Environment:
+    base = state or workspace_dir(root)
+    return Environment(
+        root=root.resolve(), settings=settings, store=Store(base / "store.db"),
+        registry=default_registry(settings), provider=provider, documents=DiskDocuments(root),
+        applier=DiskApplier(root.resolve()), sink=sink, trace_dir=base / "traces",
+    )
+
+
+async def run_once(env: Environment, prompt: str, max_steps: int | None = None,
+                   session_id: str | None = None) -> RunFinish:
+    session = AgentSession(env, session_id, title=prompt[:80])
+    return await Generation(session, max_steps).run(prompt)

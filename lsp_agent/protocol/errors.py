@@ -1,0 +1,92 @@
+"""JSON-RPC errors of the agent/* methods: documented codes, and `data: {kind, status, field?}`.
+
+| code   | status | kinds                                   | when                                      |
+|--------|--------|-----------------------------------------|-------------------------------------------|
+| -32602 | 400    | invalid_params                          | wrong type, unknown or missing field      |
+| -32602 | 413    | too_large                               | a field is over its documented limit      |
+| -32004 | 404    | unknown_session, unknown_message        | the ID does not exist in this workspace   |
+| -32009 | 409    | busy                                    | the session already runs a generation     |
+| -32010 | 503    | config                                  | no usable model/provider in the settings  |
+| -32603 | 500    | internal                                | a bug; the server keeps serving           |
+
+`-32601` (method not found) comes from the JSON-RPC layer for unknown methods.
+The table is also rendered into docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from lsp_agent.protocol.models import ErrorData
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    code: int
+    name: str
+    status: int
+    kinds: tuple[str, ...]
+    meaning: str
+
+
+INVALID_PARAMS = ErrorCode(-32602, "InvalidParams", 400, ("invalid_params",),
+                           "A field has the wrong type, is unknown, or is missing; `data.field` names it.")
+TOO_LARGE = ErrorCode(-32602, "InvalidParams", 413, ("too_large",),
+                      "A field is over its documented limit (e.g. a prompt over 200,000 characters).")
+NOT_FOUND = ErrorCode(-32004, "NotFound", 404, ("unknown_session", "unknown_message"),
+                      "The session or message ID does not exist in this workspace.")
+CONFLICT = ErrorCode(-32009, "Conflict", 409, ("busy",),
+                     "The session is already running a generation: wait, cancel, or steer it.")
+UNAVAILABLE = ErrorCode(-32010, "Unavailable", 503, ("config",),
+                        "The settings name no usable model/provider; fix them (the server said why).")
+INTERNAL = ErrorCode(-32603, "InternalError", 500, ("internal",),
+                     "A bug in the server; the request failed but the server keeps serving.")
+
+CODES = (INVALID_PARAMS, TOO_LARGE, NOT_FOUND, CONFLICT, UNAVAILABLE, INTERNAL)
+_BY_STATUS = {404: NOT_FOUND, 409: CONFLICT, 413: TOO_LARGE, 503: UNAVAILABLE, 500: INTERNAL}
+
+
+class ProtocolError(Exception):
+    """An error answer to a request; the server turns it into a JSON-RPC error response."""
+
+    def __init__(self, code: ErrorCode, message: str, kind: str | None = None, field: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code.code
+        self.message = message
+        self.data = ErrorData(kind=kind or code.kinds[0], status=code.status, field=field)
+
+    def wire_data(self) -> dict[str, object]:
+        return self.data.wire()
+
+
+def _field(loc: tuple[int | str, ...]) -> str | None:
+    return ".".join(str(p) for p in loc) or None
+
+
+def invalid_params(exc: ValidationError, method: str) -> ProtocolError:
+    """The first problem of a failed params validation, with the offending field named."""
+    first = exc.errors(include_url=False)[0]
+    field = _field(tuple(first["loc"]))
+    kind = first["type"]
+    if kind in ("string_too_long", "too_long"):
+        limit = (first.get("ctx") or {}).get("max_length")
+        return ProtocolError(TOO_LARGE, f"{method}: `{field}` is too large (limit {limit})", field=field)
+    if kind == "extra_forbidden":
+        return ProtocolError(INVALID_PARAMS, f"{method}: unknown field `{field}`", field=field)
+    if kind == "missing":
+        return ProtocolError(INVALID_PARAMS, f"{method}: missing field `{field}`", field=field)
+    where = f"`{field}`: " if field else "params: "
+    return ProtocolError(INVALID_PARAMS, f"{method}: {where}{first['msg']}", field=field)
+
+
+def from_core(kind: str, message: str, status: int) -> ProtocolError:
+    """Map a core refusal (AgentError) onto the documented codes by its status."""
+    return ProtocolError(_BY_STATUS.get(status, INVALID_PARAMS), message, kind=kind)
+
+
+def describe_codes() -> list[dict[str, Any]]:
+    return [{"code": c.code, "name": c.name, "status": c.status, "kinds": list(c.kinds), "meaning": c.meaning}
+            for c in CODES]

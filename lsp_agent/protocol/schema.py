@@ -1,0 +1,225 @@
+"""The protocol as data: JSON Schema of every custom method, notification and command, and the
+Markdown reference (docs/protocol.md) rendered from the same models.
+
+`lsp-agent schema` prints `build_schema()`; `lsp-agent schema --markdown` prints the document.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from lsp_agent.core import events
+from lsp_agent.protocol import errors, methods, models
+
+PROTOCOL_VERSION = 1
+Kind = Literal["request", "notification", "command"]
+
+
+@dataclass(frozen=True)
+class MethodDoc:
+    name: str
+    kind: Kind
+    direction: str
+    params: type[BaseModel]
+    result: type[BaseModel] | None
+    summary: str
+
+
+METHODS: tuple[MethodDoc, ...] = (
+    MethodDoc(methods.AGENT_RUN, "request", "client → server", models.RunParams, models.RunResult,
+              "Start a generation (a new session, or an idle existing one). Returns at once; the run streams "
+              "`agent/event` notifications and `$/progress`, and ends with a `run_finish` event."),
+    MethodDoc(methods.AGENT_CANCEL, "request", "client → server", models.CancelParams, models.CancelResult,
+              "Cancel the session's running generation at the earliest safe point (it ends `cancelled`)."),
+    MethodDoc(methods.AGENT_SESSIONS, "request", "client → server", models.SessionsParams,
+              models.SessionsResult, "List the workspace's sessions, newest first. Params may be omitted."),
+    MethodDoc(methods.AGENT_SESSION, "request", "client → server", models.SessionParams, models.SessionResult,
+              "One session's messages and their parts, in pages (`after` = the previous page's `next`)."),
+    MethodDoc(methods.AGENT_STATUS, "request", "client → server", models.StatusParams, models.StatusResult,
+              "Whether a generation runs, its step, and the verification status derived from the record. "
+              "Params may be omitted."),
+    MethodDoc(methods.AGENT_EVENT, "notification", "server → client", models.EventParams, None,
+              "Every core event of a generation, in order (deltas coalesced per part, ~30 ms). `event` has "
+              "the same shape as a line of `lsp-agent run --json`."),
+    MethodDoc(methods.AGENT_SAVE_DOCUMENTS, "request", "server → client", models.SaveDocumentsParams,
+              models.SaveDocumentsResult,
+              "Sent before verify_project runs: save these open documents the agent edited. If the client "
+              "does not implement it, or a save fails, verify_project reports `error: unsaved edits` instead "
+              "of testing stale files."),
+    MethodDoc(methods.COMMAND_FIX_DIAGNOSTIC, "command", "client → server (workspace/executeCommand)",
+              models.FixDiagnosticArgs, models.RunResult,
+              "Offered by the code action \"Ask the agent to fix this\" on `lsp-agent` diagnostics; starts "
+              "`agent/run` with the failure, file and line in the prompt. `arguments` is `[FixDiagnosticArgs]`."),
+)
+
+
+def _schema(model: type[BaseModel], mode: Literal["validation", "serialization"]) -> dict[str, Any]:
+    return model.model_json_schema(by_alias=True, mode=mode)
+
+
+def build_schema() -> dict[str, Any]:
+    entries: dict[str, Any] = {}
+    for doc in METHODS:
+        # What the server reads is described as validated; what it writes as serialized.
+        reads = doc.direction.startswith("client")
+        entry: dict[str, Any] = {
+            "kind": doc.kind,
+            "direction": doc.direction,
+            "description": doc.summary,
+            "params": _schema(doc.params, "validation" if reads else "serialization"),
+        }
+        if doc.result is not None:
+            entry["result"] = _schema(doc.result, "serialization" if reads else "validation")
+        entries[doc.name] = entry
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "lsp-agent protocol",
+        "version": PROTOCOL_VERSION,
+        "methods": entries,
+        "errorData": _schema(models.ErrorData, "serialization"),
+        "errors": errors.describe_codes(),
+    }
+
+
+def schema_json() -> str:
+    return json.dumps(build_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+# --- Markdown ---------------------------------------------------------------------------------
+
+
+def _type_of(prop: dict[str, Any]) -> str:
+    if "$ref" in prop:
+        return str(prop["$ref"]).rsplit("/", 1)[-1]
+    if "const" in prop:
+        return json.dumps(prop["const"])
+    if "enum" in prop:
+        return " \\| ".join(json.dumps(v) for v in prop["enum"])
+    if "anyOf" in prop or "oneOf" in prop:
+        options = [_type_of(p) for p in prop.get("anyOf") or prop.get("oneOf") or []]
+        return " \\| ".join(dict.fromkeys(options))
+    kind = prop.get("type")
+    if kind == "array":
+        return f"{_type_of(prop.get('items') or {})}[]"
+    if kind == "object":
+        extra = prop.get("additionalProperties")
+        return f"object<{_type_of(extra)}>" if isinstance(extra, dict) and extra else "object"
+    return str(kind or "any")
+
+
+def _limits(prop: dict[str, Any]) -> str:
+    names = {"minLength": "min length", "maxLength": "max length", "minimum": "≥", "maximum": "≤"}
+    found = []
+    for key, label in names.items():
+        for option in [prop, *(prop.get("anyOf") or [])]:
+            if key in option:
+                found.append(f"{label} {option[key]}")
+    if "default" in prop and prop["default"] is not None:
+        found.append(f"default {json.dumps(prop['default'])}")
+    return "; ".join(found)
+
+
+def _fields_table(schema: dict[str, Any]) -> list[str]:
+    props: dict[str, Any] = schema.get("properties") or {}
+    if not props:
+        return ["(no fields)"]
+    required = set(schema.get("required") or [])
+    rows = ["| field | type | required | description |", "|---|---|---|---|"]
+    for name, prop in props.items():
+        text = " ".join(str(prop.get("description") or "").split())
+        limits = _limits(prop)
+        if limits:
+            text = f"{text} ({limits})" if text else limits
+        cell = text.replace("|", "\\|")
+        rows.append(f"| `{name}` | {_type_of(prop)} | {'yes' if name in required else 'no'} | {cell} |")
+    return rows
+
+
+def _model_section(title: str, model: type[BaseModel], mode: Literal["validation", "serialization"]) -> list[str]:
+    schema = _schema(model, mode)
+    lines = [f"**{title}** `{model.__name__}`", ""]
+    doc = " ".join((model.__doc__ or "").split())
+    if doc and title != "Params":
+        lines += [doc, ""]
+    return [*lines, *_fields_table(schema), ""]
+
+
+def _nested_models() -> list[type[BaseModel]]:
+    return [models.SessionInfo, models.MessageOut, models.TextPartOut, models.ReasoningPartOut,
+            models.ToolCallPartOut, models.ToolResultPartOut, models.SaveFailure]
+
+
+def _event_models() -> list[type[BaseModel]]:
+    union = typing.get_args(events.Event)[0]
+    return list(typing.get_args(union))
+
+
+def render_markdown() -> str:
+    out = [
+        "# lsp-agent protocol",
+        "",
+        "<!-- Generated by `lsp-agent schema --markdown` from lsp_agent/protocol/. Do not edit by hand;",
+        "     tests/unit/test_protocol_docs.py fails when this file is out of date. -->",
+        "",
+        "The server speaks LSP over stdio (`lsp-agent serve`; `--tcp HOST:PORT` for debugging) and adds the",
+        "custom methods below. Field names are camelCase, IDs end in `ID` (`sessionID`). Params are strict:",
+        "a wrong type, an unknown or a missing field is answered with InvalidParams naming the field.",
+        f"Protocol version {PROTOCOL_VERSION}; the JSON Schema of everything here is printed by `lsp-agent schema`.",
+        "",
+        "Settings: `initializationOptions` take the keys of `.lsp-agent/config.toml` (`model`, `providers`,",
+        "`maxSteps`, `limits`, `tools`, `experimental`, `script`), merged over the workspace configuration;",
+        f"`workspace/didChangeConfiguration` with a `{methods.CONFIG_SECTION}` section (or the client's",
+        f"`workspace/configuration` for `{methods.CONFIG_SECTION}`) changes them for runs started afterwards.",
+        "Invalid values fall back to the defaults and the user is told once (`window/showMessage`).",
+        "",
+        "| method | kind | direction |",
+        "|---|---|---|",
+    ]
+    out += [f"| [`{d.name}`](#{d.name.replace('/', '').replace('.', '').lower()}) | {d.kind} | {d.direction} |"
+            for d in METHODS]
+    out.append("")
+    for doc in METHODS:
+        reads = doc.direction.startswith("client")
+        out += [f"## {doc.name}", "", f"*{doc.kind}, {doc.direction}.* {doc.summary}", ""]
+        out += _model_section("Params", doc.params, "validation" if reads else "serialization")
+        if doc.result is not None:
+            out += _model_section("Result", doc.result, "serialization" if reads else "validation")
+    out += ["## Nested types", ""]
+    for model in _nested_models():
+        out += [f"### {model.__name__}", "", *_fields_table(_schema(model, "serialization")), ""]
+    out += ["## Events", "",
+            "`agent/event` carries one of these in `event`, told apart by `type`. `text_delta`,",
+            "`reasoning_delta` and `tool_start` are partial (the headless `--json` stream skips them).", ""]
+    for model in _event_models():
+        event_type = model.model_fields["type"].default
+        out += [f"### {event_type}", "", *_fields_table(_schema(model, "serialization")), ""]
+    out += ["## Errors", "",
+            "Errors are JSON-RPC errors whose `data` is `{kind, status, field?}`:", "",
+            *_fields_table(_schema(models.ErrorData, "serialization")), "",
+            "| code | name | status | kinds | meaning |", "|---|---|---|---|---|"]
+    for code in errors.CODES:
+        out.append(f"| {code.code} | {code.name} | {code.status} | {', '.join(code.kinds)} | {code.meaning} |")
+    out += ["", "Unknown methods get `-32601` (MethodNotFound) from the JSON-RPC layer; the server keeps serving.",
+            ""]
+    out += ["## Edits, saving and diagnostics", "",
+            "- Every change is a `workspace/applyEdit` with `documentChanges` when the client supports it: a",
+            "  `TextDocumentEdit` per open document, versioned with the document's version, with the patch's",
+            "  ranges (never a whole-file replacement). RenameFile/DeleteFile of an open document are sent",
+            "  when the client lists them in `workspace.workspaceEdit.resourceOperations`.",
+            "- Files that are not open in the editor, and new files, are written by the server itself",
+            "  (atomic writes), so the server never has to guess what an unopened editor buffer holds.",
+            "- `applied: false` from the client, or a document version that moved, fails the edit; the",
+            "  model is told to re-read. The user's unsaved text is never overwritten.",
+            "- Before `verify_project` runs the server sends `agent/saveDocuments` for the open documents it",
+            "  edited; without a successful answer verification reports `error: unsaved edits`.",
+            "- A client without `workspace.applyEdit` gets every edit written to disk by the server.",
+            f"- Failures of a verify check become Diagnostics (source `{methods.DIAGNOSTIC_SOURCE}`, severity",
+            "  Error, code = the check kind) on the failing file; a later passing check of that kind clears",
+            f"  them. The code action \"Ask the agent to fix this\" runs `{methods.COMMAND_FIX_DIAGNOSTIC}`.",
+            ""]
+    return "\n".join(out)

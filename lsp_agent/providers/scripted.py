@@ -1,0 +1,136 @@
+"""The scripted provider: a deterministic test double (and the demo's model).
+
+It replays a fixed script of replies. Which reply comes next is derived from the
+request itself (the number of assistant messages already in the history), so
+the same history always gets the same reply. Labelled "scripted" everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lsp_agent.config import Settings
+from lsp_agent.core import ids
+from lsp_agent.core.history import ReasoningPart, Role, ToolCallPart, Usage
+from lsp_agent.core.ports import (
+    AssistantReply,
+    ModelRequest,
+    ProviderError,
+    ProviderErrorKind,
+    ProviderEvent,
+    ReasoningDelta,
+    ReplyDone,
+    TextDelta,
+)
+
+
+class ScriptedCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] | None = None
+    #: the raw argument string, to script malformed JSON
+    arguments_raw: str | None = None
+
+
+class ScriptedError(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: ProviderErrorKind = ProviderErrorKind.HTTP_STATUS
+    message: str = "scripted provider failure"
+    status: int | None = 500
+
+
+class ScriptedReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ScriptedCall] = Field(default_factory=list)
+    usage: Usage | None = None
+    #: pause before the reply starts streaming (tests of cancellation and steering)
+    delay_ms: int = 0
+    error: ScriptedError | None = None
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    label: str = "scripted"
+    replies: list[ScriptedReply]
+    #: replies past the end repeat the last one instead of ending the run
+    repeat_last: bool = False
+
+
+EXHAUSTED = "[scripted] The script has no more replies."
+
+
+def _chunks(text: str, size: int = 16) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+class ScriptedProvider:
+    scripted = True
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.label = f"scripted ({script.label})" if script.label != "scripted" else "scripted"
+
+    @classmethod
+    def from_file(cls, path: Path) -> ScriptedProvider:
+        try:
+            return cls(Script.model_validate_json(path.read_bytes()))
+        except (OSError, ValidationError) as exc:
+            raise ProviderError(ProviderErrorKind.SCRIPT, f"cannot load script {path}: {exc}") from exc
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ScriptedProvider:
+        if not settings.script:
+            raise ProviderError(ProviderErrorKind.CONFIG,
+                                "the scripted provider needs a script: pass --script FILE or set `script`")
+        return cls.from_file(Path(settings.script))
+
+    def reply_for(self, request: ModelRequest) -> ScriptedReply:
+        index = _assistant_turns(request)
+        replies = self.script.replies
+        if index < len(replies):
+            return replies[index]
+        if self.script.repeat_last and replies:
+            return replies[-1]
+        return ScriptedReply(text=EXHAUSTED)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        reply = self.reply_for(request)
+        if reply.delay_ms:
+            await asyncio.sleep(reply.delay_ms / 1000)
+        if reply.error is not None:
+            raise ProviderError(reply.error.kind, reply.error.message, reply.error.status)
+        for piece in _chunks(reply.reasoning):
+            yield ReasoningDelta(text=piece)
+        for piece in _chunks(reply.text):
+            yield TextDelta(text=piece)
+        turn = _assistant_turns(request)
+        calls = [
+            ToolCallPart(call_id=f"call_{turn}_{n}", name=c.name,
+                         arguments=c.arguments_raw if c.arguments_raw is not None
+                         else json.dumps(c.arguments or {}, separators=(",", ":")))
+            for n, c in enumerate(reply.tool_calls)
+        ]
+        usage = reply.usage or _estimate_usage(request, reply)
+        reasoning = [ReasoningPart(id=ids.part_id(), text=reply.reasoning)] if reply.reasoning else []
+        yield ReplyDone(reply=AssistantReply(text=reply.text, reasoning=reasoning, tool_calls=calls, usage=usage))
+
+
+def _assistant_turns(request: ModelRequest) -> int:
+    return sum(1 for m in request.messages if m.role is Role.ASSISTANT)
+
+
+def _estimate_usage(request: ModelRequest, reply: ScriptedReply) -> Usage:
+    sent = len(request.instructions) + sum(len(t.description) + len(json.dumps(t.parameters))
+                                           for t in request.tools)
+    for message in request.messages:
+        sent += sum(len(p.model_dump_json()) for p in message.parts)
+    produced = len(reply.text) + sum(len(c.arguments_raw or json.dumps(c.arguments or {})) for c in reply.tool_calls)
+    return Usage(input=sent // 4, output=max(1, produced // 4), reasoning=len(reply.reasoning) // 4)

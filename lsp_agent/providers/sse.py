@@ -1,0 +1,108 @@
+"""Incremental Server-Sent Events decoder.
+
+Network chunks split anywhere: mid-line, mid-JSON, even inside a UTF-8
+multibyte character. The decoder keeps the undecoded bytes and the unfinished
+line between `feed` calls and only emits an event once its terminating blank
+line has arrived, so a caller never sees half an event.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+__all__ = ["SSEDecoder", "SSEEvent"]
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    data: str
+    event: str = "message"
+    id: str | None = None
+
+
+class SSEDecoder:
+    """Feed raw body bytes, get complete events (WHATWG event-stream rules)."""
+
+    def __init__(self) -> None:
+        # Incremental decoding holds back an incomplete multibyte sequence until its tail arrives.
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="strict")
+        self._line = ""
+        self._pending_cr = False
+        self._started = False
+        self._data: list[str] = []
+        self._event = ""
+        self._last_id: str | None = None
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Decode one chunk; raises UnicodeDecodeError on bytes that are not UTF-8."""
+        return self._consume(self._utf8.decode(chunk))
+
+    def close(self) -> list[SSEEvent]:
+        """End of stream: dispatch an event whose lines are complete but lacks its blank line.
+
+        An unterminated last line is dropped (the stream was cut inside it), as is a
+        truncated multibyte character.
+        """
+        events: list[SSEEvent] = []
+        self._utf8.reset()
+        if self._pending_cr:
+            self._pending_cr = False
+            events.extend(self._line_done())
+        self._line = ""
+        events.extend(self._dispatch())
+        return events
+
+    def _consume(self, text: str) -> list[SSEEvent]:
+        if not text:
+            return []
+        if not self._started:
+            self._started = True
+            text = text.removeprefix("\ufeff")
+        events: list[SSEEvent] = []
+        start = 0
+        if self._pending_cr:
+            # A CR ended the previous chunk; a LF right after it belongs to the same line break.
+            self._pending_cr = False
+            if text.startswith("\n"):
+                start = 1
+        i = start
+        n = len(text)
+        while i < n:
+            ch = text[i]
+            if ch == "\n" or ch == "\r":
+                self._line += text[start:i]
+                if ch == "\r":
+                    if i + 1 == n:
+                        self._pending_cr = True
+                    elif text[i + 1] == "\n":
+                        i += 1
+                events.extend(self._line_done())
+                start = i + 1
+            i += 1
+        self._line += text[start:]
+        return events
+
+    def _line_done(self) -> list[SSEEvent]:
+        line, self._line = self._line, ""
+        if line == "":
+            return self._dispatch()
+        if line.startswith(":"):
+            return []  # comment / keep-alive
+        field, sep, value = line.partition(":")
+        if sep:
+            value = value.removeprefix(" ")
+        if field == "data":
+            self._data.append(value)
+        elif field == "event":
+            self._event = value
+        elif field == "id" and "\0" not in value:
+            self._last_id = value
+        return []
+
+    def _dispatch(self) -> list[SSEEvent]:
+        data, event = self._data, self._event
+        self._data, self._event = [], ""
+        if not data:
+            return []
+        return [SSEEvent(data="\n".join(data), event=event or "message", id=self._last_id)]

@@ -1,0 +1,81 @@
+"""Headless event sinks: JSON lines on stdout, or a readable transcript."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from lsp_agent.core import events
+
+
+class JsonLinesSink:
+    """One event per line (opencode's `run --format json` names); partial deltas are skipped."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+
+    def emit(self, event: Any) -> None:
+        if event.type in events.DELTA_TYPES:
+            return
+        self.out.write(json.dumps(event.wire(), ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.out.flush()
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = text.replace("\n", "⏎ ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class TranscriptSink:
+    """A readable transcript on stdout and a live step indicator on stderr (when it is a terminal)."""
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.live = self.err.isatty()
+
+    def _print(self, text: str) -> None:
+        if self.live:
+            self.err.write("\r\033[K")
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _status(self, text: str) -> None:
+        if self.live:
+            self.err.write("\r\033[K" + text)
+            self.err.flush()
+
+    def emit(self, event: Any) -> None:
+        if isinstance(event, events.StepStart):
+            self._print(f"── step {event.step}/{event.max_steps}")
+            self._status(f"[step {event.step}/{event.max_steps}] waiting for the model…")
+        elif isinstance(event, events.ReasoningEvent):
+            self._print(f"  (thinking) {_short(event.part.text)}")
+        elif isinstance(event, events.TextEvent):
+            self._print("  " + event.part.text.replace("\n", "\n  "))
+        elif isinstance(event, events.ToolStart):
+            self._status(f"[step {event.step}] running {event.part.tool}…")
+        elif isinstance(event, events.ToolUse):
+            state = event.part.state
+            self._print(f"  → {event.part.tool} {_short(state.input, 120)}")
+            first, _, rest = (state.output or "").partition("\n")
+            self._print(f"    {first}" + (f"  (+{rest.count(chr(10)) + 1} lines)" if rest else ""))
+        elif isinstance(event, events.NoticeEvent):
+            self._print(f"  ! {event.message}")
+        elif isinstance(event, events.ErrorEvent):
+            self._print(f"  ✗ error: {event.error.message}")
+        elif isinstance(event, events.RunFinish):
+            self._print(summary_line(event))
+
+
+def summary_line(result: events.RunFinish) -> str:
+    check = result.verification.value
+    if result.verification_part_id:
+        check += f" (check {result.verification_part_id})"
+    files = ", ".join(result.files_changed) or "none"
+    t = result.tokens
+    return (f"── stop: {result.stop_reason.value} · verification: {check} · steps {result.steps} · "
+            f"tool calls {result.tool_calls} ({result.tool_errors} errors) · tokens in {t.input} out {t.output} · "
+            f"files changed: {files}")

@@ -1,0 +1,48 @@
+"""Schema versions. Each migration runs once, in order, inside a transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+
+MIGRATIONS: list[str] = [
+    # 1: sessions, messages, parts, replay events
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY, workspace TEXT NOT NULL, model TEXT NOT NULL, title TEXT NOT NULL,
+        parent_id TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+    CREATE TABLE messages (
+        id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions(id), seq INTEGER NOT NULL,
+        role TEXT NOT NULL, generation TEXT, step INTEGER, created_at INTEGER NOT NULL,
+        UNIQUE(session_id, seq));
+    CREATE TABLE parts (
+        id TEXT PRIMARY KEY, message_id TEXT NOT NULL REFERENCES messages(id),
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
+        created_at INTEGER NOT NULL, UNIQUE(message_id, seq));
+    CREATE INDEX parts_session ON parts(session_id);
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, kind TEXT NOT NULL,
+        data TEXT NOT NULL, created_at INTEGER NOT NULL);
+    CREATE INDEX events_session ON events(session_id, kind);
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite3.Connection) -> int:
+    """Bring the database to SCHEMA_VERSION; returns the version found before."""
+    found = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if found > SCHEMA_VERSION:
+        raise RuntimeError(f"store schema {found} is newer than this lsp-agent ({SCHEMA_VERSION}); upgrade it")
+    for version in range(found, SCHEMA_VERSION):
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version={version + 1}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+    return found

@@ -1,0 +1,31 @@
+"""The default tool set, in its fixed order (tool order is part of the cached prefix)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsp_agent.config import Settings
+from lsp_agent.tools.apply_patch import ApplyPatch
+from lsp_agent.tools.base import Tool
+from lsp_agent.tools.list_dir import ListDir
+from lsp_agent.tools.read_file import ReadFile
+from lsp_agent.tools.registry import ToolRegistry
+from lsp_agent.tools.run_command import RunCommand
+from lsp_agent.tools.search_code import SearchCode
+from lsp_agent.tools.verify_project import VerifyProject
+from lsp_agent.tools.write_file import WriteFile
+
+
+MINIMAL = ("read_file", "apply_patch", "write_file", "verify_project")
+
+
+def default_tools(settings: Settings) -> list[Tool[Any]]:
+    tools: list[Tool[Any]] = [ReadFile(), ListDir(), SearchCode(), ApplyPatch(), WriteFile(), RunCommand(),
+                              VerifyProject()]
+    if settings.tool_profile == "minimal":
+        tools = [t for t in tools if t.name in MINIMAL]
+    return tools
+
+
+def default_registry(settings: Settings) -> ToolRegistry:
+    return ToolRegistry(default_tools(settings))

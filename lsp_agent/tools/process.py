@@ -1,0 +1,127 @@
+"""Run a program in its own process group, bounded in time and output.
+
+Used by run_command and verify_project. Never through a shell; on timeout or
+cancellation the whole group is killed and the partial output kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+
+# Environment variables that look like credentials are not passed to tools.
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
+_CAPTURE_LIMIT = 4 * 1024 * 1024  # bytes kept in memory per stream before we start dropping
+
+#: Set by the agent loop for the generation in flight: when it fires, running processes are
+#: killed (whole group) and return what they printed so far, marked `cancelled`.
+cancel_signal: ContextVar[asyncio.Event | None] = ContextVar("cancel_signal", default=None)
+
+
+def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
+    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    env["NO_COLOR"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    if extra:
+        env.update(extra)
+    return env
+
+
+@dataclass
+class ProcessOutcome:
+    argv: list[str]
+    exit_code: int | None  # None when killed by us
+    signal: int | None
+    timed_out: bool
+    output: str  # stdout and stderr interleaved as they arrived
+    output_truncated: bool  # more than the capture limit was produced
+    duration_ms: int
+    cancelled: bool = False
+
+
+async def _pump(stream: asyncio.StreamReader, sink: bytearray, flag: list[bool]) -> None:
+    while chunk := await stream.read(65536):
+        room = _CAPTURE_LIMIT - len(sink)
+        if room > 0:
+            sink.extend(chunk[:room])
+        if len(chunk) > room:
+            flag[0] = True
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def run_process(argv: list[str], cwd: Path, timeout_s: float,
+                      env: dict[str, str] | None = None) -> ProcessOutcome:
+    """Run argv; raises FileNotFoundError if the program is missing. Cancellation kills the group."""
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=str(cwd), env=env if env is not None else scrubbed_env(),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+    )
+    sink = bytearray()
+    truncated = [False]
+    assert proc.stdout is not None
+    pump = asyncio.ensure_future(_pump(proc.stdout, sink, truncated))
+    timed_out = cancelled = False
+    cancel = cancel_signal.get()
+    try:
+        waiter: asyncio.Future[object] = asyncio.ensure_future(proc.wait())
+        watchers = {waiter}
+        if cancel is not None:
+            watchers.add(asyncio.ensure_future(cancel.wait()))
+        try:
+            done, _ = await asyncio.wait(watchers, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in watchers - {waiter}:
+                w.cancel()
+        if waiter not in done:
+            timed_out = not (cancel is not None and cancel.is_set())
+            cancelled = not timed_out
+            _kill_group(proc)
+            await proc.wait()
+    except asyncio.CancelledError:
+        _kill_group(proc)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(proc.wait())
+        pump.cancel()
+        raise
+    finally:
+        # Children that inherited the pipe may keep it open; the group kill ends them.
+        if proc.returncode is not None and not pump.done():
+            _kill_group(proc)
+    with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+        await asyncio.wait_for(pump, 2)
+    code = proc.returncode
+    sig = -code if code is not None and code < 0 else None
+    return ProcessOutcome(
+        argv=argv,
+        exit_code=None if timed_out or cancelled or sig else code,
+        signal=sig,
+        timed_out=timed_out,
+        output=sink.decode("utf-8", errors="replace"),
+        output_truncated=truncated[0],
+        duration_ms=int((time.monotonic() - started) * 1000),
+        cancelled=cancelled,
+    )
+
+
+def head_tail(text: str, limit: int) -> tuple[str, bool]:
+    """Keep the first and last limit/2 characters with a marker between; (text, cut?)."""
+    if len(text) <= limit:
+        return text, False
+    half = limit // 2
+    dropped = len(text) - 2 * half
+    return f"{text[:half]}\n[... {dropped} characters omitted ...]\n{text[-half:]}", True

@@ -1,0 +1,90 @@
+"""Building blocks for tests: a workspace, a scripted model, and the real core on disk ports."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from lsp_agent.config import Settings, load_settings
+from lsp_agent.core.events import RunFinish
+from lsp_agent.core.loop import Generation
+from lsp_agent.core.session import AgentSession, Environment
+from lsp_agent.headless import open_environment
+from lsp_agent.providers.scripted import Script, ScriptedCall, ScriptedProvider, ScriptedReply
+
+
+class RecordingSink:
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def emit(self, event: Any) -> None:
+        self.events.append(event)
+
+    def types(self) -> list[str]:
+        return [e.type for e in self.events]
+
+    def of(self, kind: str) -> list[Any]:
+        return [e for e in self.events if e.type == kind]
+
+
+def call(name: str, raw: str | None = None, **arguments: Any) -> ScriptedCall:
+    if raw is not None:
+        return ScriptedCall(name=name, arguments_raw=raw)
+    return ScriptedCall(name=name, arguments=arguments)
+
+
+def reply(*calls: ScriptedCall, text: str = "", delay_ms: int = 0) -> ScriptedReply:
+    return ScriptedReply(text=text, tool_calls=list(calls), delay_ms=delay_ms)
+
+
+def make_env(root: Path, replies: list[ScriptedReply], sink: RecordingSink | None = None,
+             settings: Settings | None = None, **overrides: Any) -> Environment:
+    settings = settings or load_settings(root, overrides)
+    provider = ScriptedProvider(Script(label="test", replies=replies))
+    return open_environment(root, settings, provider, sink or RecordingSink())
+
+
+async def run_script(root: Path, replies: list[ScriptedReply], prompt: str = "do the task",
+                     max_steps: int | None = None, sink: RecordingSink | None = None,
+                     **overrides: Any) -> tuple[RunFinish, AgentSession]:
+    env = make_env(root, replies, sink, **overrides)
+    session = AgentSession(env)
+    result = await Generation(session, max_steps).run(prompt)
+    return result, session
+
+
+def tree_hash(root: Path) -> str:
+    """A digest of every file (path, bytes, mode) under root except .git."""
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if ".git" in path.relative_to(root).parts:
+            continue
+        h.update(str(path.relative_to(root)).encode())
+        if path.is_symlink():
+            h.update(b"L" + str(path.readlink()).encode())
+        elif path.is_file():
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def git_repo(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "fixture"], cwd=root, check=True)
+    return root
+
+
+def verify_config(root: Path, argv: list[str], kind: str = "test", parser: str = "generic") -> None:
+    config = root / ".lsp-agent" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"[[tools.verify]]\nkind = {json.dumps(kind)}\nargv = {json.dumps(argv)}\n"
+                      f"parser = {json.dumps(parser)}\n", encoding="utf-8")

@@ -1,0 +1,166 @@
+"""DiskApplier: every precondition checked before the first write, atomic files, rollback."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from lsp_agent.core.disk_applier import DiskApplier
+from lsp_agent.core.edits import (
+    ApplyFailure,
+    CreateFile,
+    DeleteFile,
+    EditPlan,
+    FileOp,
+    Position,
+    RenameFile,
+    TextEdit,
+    UpdateFile,
+)
+from lsp_agent.core.ports import Document
+from lsp_agent.tools.patch import parse_patch, plan_patch, text_digest
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path.resolve()
+
+
+def put(root: Path, rel: str, data: bytes) -> Path:
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def update(path: str, base: str, new: str) -> UpdateFile:
+    """A whole-line update computed the way apply_patch does it."""
+    outcome = plan_patch(parse_patch(f"*** Begin Patch\n*** Update File: {path}\n@@\n"
+                                     + "".join(f"-{line}\n" for line in base.splitlines())
+                                     + "".join(f"+{line}\n" for line in new.splitlines())
+                                     + "*** End Patch\n"), {path: Document(text=base)})
+    op = outcome.plan.ops[0]  # type: ignore[union-attr]
+    assert isinstance(op, UpdateFile)
+    return op
+
+
+async def run(root: Path, *ops: FileOp) -> tuple[bool, ApplyFailure | None, str]:
+    result = await DiskApplier(root).apply(EditPlan(ops=list(ops)))
+    return result.ok, result.failure, result.message
+
+
+async def test_update_applies_the_text_edits_and_keeps_the_file_mode(root: Path) -> None:
+    target = put(root, "run.sh", b"echo one\necho two\n")
+    target.chmod(0o754)
+    ok, _, _ = await run(root, update("run.sh", "echo one\necho two\n", "echo one\necho 2\n"))
+    assert ok
+    assert target.read_bytes() == b"echo one\necho 2\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o754
+    assert snapshot(root) == {"run.sh": b"echo one\necho 2\n"}  # no temp files left behind
+
+
+async def test_create_delete_and_rename(root: Path) -> None:
+    put(root, "old.txt", b"old\n")
+    put(root, "moving.txt", b"moving\n")
+    ok, _, message = await run(root, CreateFile(path="new/dir/a.txt", text="a\n"),
+                               DeleteFile(path="old.txt", base_digest=text_digest("old\n")),
+                               RenameFile(path="moving.txt", new_path="moved/here.txt"))
+    assert ok, message
+    assert snapshot(root) == {"moved/here.txt": b"moving\n", "new/dir/a.txt": b"a\n"}
+
+
+async def test_rename_then_update_of_the_new_path_in_one_plan(root: Path) -> None:
+    put(root, "a.py", b"x = 1\n")
+    ok, _, message = await run(root, RenameFile(path="a.py", new_path="b.py"), update("b.py", "x = 1\n", "x = 2\n"))
+    assert ok, message
+    assert snapshot(root) == {"b.py": b"x = 2\n"}
+
+
+async def test_changed_on_disk_since_reading_is_a_conflict_and_nothing_is_written(root: Path) -> None:
+    put(root, "a.py", b"x = 1\n")
+    op = update("a.py", "x = 1\n", "x = 2\n")
+    put(root, "a.py", b"x = 1\n# edited by the user\n")
+    ok, failure, message = await run(root, op)
+    assert not ok and failure is ApplyFailure.CONFLICT and "changed on disk since it was read" in message
+    assert snapshot(root) == {"a.py": b"x = 1\n# edited by the user\n"}
+
+
+async def test_a_failing_precondition_in_a_later_op_leaves_earlier_files_untouched(root: Path) -> None:
+    put(root, "one.txt", b"1\n")
+    put(root, "two.txt", b"2\n")
+    before = snapshot(root)
+    ok, failure, message = await run(root, update("one.txt", "1\n", "one\n"), CreateFile(path="new.txt", text="n"),
+                                     DeleteFile(path="two.txt", base_digest=text_digest("stale\n")))
+    assert not ok and failure is ApplyFailure.CONFLICT and "two.txt" in message
+    assert snapshot(root) == before
+
+
+async def test_a_write_that_fails_midway_rolls_back_the_earlier_writes(root: Path) -> None:
+    put(root, "one.txt", b"1\n")
+    put(root, "blocker", b"a file where a directory is needed\n")
+    before = snapshot(root)
+    ok, failure, message = await run(root, update("one.txt", "1\n", "one\n"), CreateFile(path="a/new.txt", text="n"),
+                                     CreateFile(path="blocker/child.txt", text="x"))
+    assert not ok and failure is ApplyFailure.IO_ERROR and "restored" in message
+    assert snapshot(root) == before
+    assert not (root / "a").exists()  # directories it created are removed again
+
+
+@pytest.mark.parametrize(("setup", "op", "expected"), [
+    ({"a.txt": b"x"}, CreateFile(path="a.txt", text="y"), "already exists"),
+    ({}, DeleteFile(path="a.txt", base_digest="0"), "does not exist"),
+    ({}, RenameFile(path="a.txt", new_path="b.txt"), "does not exist"),
+    ({"a.txt": b"a", "b.txt": b"b"}, RenameFile(path="a.txt", new_path="b.txt"), "b.txt exists"),
+])
+async def test_preconditions_of_each_op(root: Path, setup: dict[str, bytes], op: FileOp, expected: str) -> None:
+    for rel, data in setup.items():
+        put(root, rel, data)
+    ok, failure, message = await run(root, op)
+    assert not ok and failure is ApplyFailure.CONFLICT and expected in message
+    assert snapshot(root) == setup
+
+
+async def test_edits_that_do_not_produce_the_planned_text_are_never_written(root: Path) -> None:
+    put(root, "a.txt", b"abc\n")
+    wrong = UpdateFile(path="a.txt", base_digest=text_digest("abc\n"), new_text="something else\n",
+                       edits=[TextEdit(start=Position(line=0, character=0), end=Position(line=0, character=1),
+                                       new_text="A")])
+    ok, failure, message = await run(root, wrong)
+    assert not ok and failure is ApplyFailure.CONFLICT and "planned text" in message
+    assert snapshot(root) == {"a.txt": b"abc\n"}
+
+
+async def test_paths_outside_the_root_are_refused(root: Path) -> None:
+    ok, failure, _ = await run(root, CreateFile(path="../outside.txt", text="x"))
+    assert not ok and failure is ApplyFailure.REFUSED
+    assert not (root.parent / "outside.txt").exists()
+
+
+async def test_crlf_and_undecodable_bytes_survive_an_update_elsewhere(root: Path) -> None:
+    data = b"keep \xff\xfe bytes\r\nchange me\r\n"
+    put(root, "mixed.txt", data)
+    text = data.decode("utf-8", "surrogateescape")
+    op = UpdateFile(path="mixed.txt", base_digest=text_digest(text), new_text=text.replace("change me", "changed"),
+                    edits=[TextEdit(start=Position(line=1, character=0), end=Position(line=1, character=9),
+                                    new_text="changed")])
+    ok, _, message = await run(root, op)
+    assert ok, message
+    assert (root / "mixed.txt").read_bytes() == b"keep \xff\xfe bytes\r\nchanged\r\n"
+
+
+async def test_new_files_get_the_usual_permissions(root: Path) -> None:
+    ok, _, _ = await run(root, CreateFile(path="n.txt", text="n"))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert ok and stat.S_IMODE((root / "n.txt").stat().st_mode) == 0o666 & ~umask
+
+
+async def test_flush_is_a_no_op_success(root: Path) -> None:
+    assert (await DiskApplier(root).flush(["a.txt"])).ok
