@@ -13,6 +13,7 @@ from typing import Any
 from lsp_agent.config import ConfigError, Settings, load_settings
 from lsp_agent.core.events import RunFinish, StopReason
 from lsp_agent.core.ports import EventSink, Provider, ProviderError
+from lsp_agent.eval.cli import add_eval_parser, handle_eval
 from lsp_agent.sinks import JsonLinesSink, TranscriptSink
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
@@ -23,7 +24,8 @@ class UsageError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lsp-agent", description="A coding-agent harness served as a language server.")
+    parser = argparse.ArgumentParser(prog="lsp-agent",
+                                     description="A coding-agent harness served as a language server.")
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default: WARNING)")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -40,10 +42,18 @@ def _parser() -> argparse.ArgumentParser:
                      help="override a setting, e.g. experimental.tail_reminders=true (repeatable)")
     run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
 
+    serve = sub.add_parser("serve", help="run the language server (stdio; --tcp for debugging)")
+    serve.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port instead of stdio")
+
+    schema = sub.add_parser("schema", help="print the JSON Schema of the custom LSP methods and notifications")
+    schema.add_argument("--markdown", action="store_true", help="print docs/protocol.md (generated) instead")
+
     demo = sub.add_parser("demo", help="the smallest real task on the scripted model (no network, no key)")
     demo.add_argument("--scenario", choices=["ok", "wrong-write", "budget"], default="ok")
     demo.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     demo.add_argument("--keep", action="store_true", help="keep the temp workspace")
+    add_eval_parser(sub)
     return parser
 
 
@@ -75,7 +85,7 @@ async def _run(args: argparse.Namespace) -> int:
     from lsp_agent.headless import make_provider, open_environment, run_once
 
     root: Path = args.workspace
-    if not root.is_dir():
+    if not await asyncio.to_thread(root.is_dir):
         raise UsageError(f"--workspace {root} is not a directory")
     layer: dict[str, Any] = _override(args.config)
     if args.model:
@@ -91,9 +101,24 @@ async def _run(args: argparse.Namespace) -> int:
         provider = make_provider(settings, args.base_url, args.wire)
     except (ConfigError, ProviderError) as exc:
         raise UsageError(str(exc)) from exc
-    env = open_environment(root, settings, provider, _sink(args.json))
+    env = open_environment(root, settings, provider, _sink(args.json), wire=args.wire)
     result = await run_once(env, args.prompt, args.max_steps, args.session)
     return EXIT_OK if result.stop_reason is StopReason.FINAL else EXIT_STOPPED
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from lsp_agent.server.app import serve
+
+    if args.tcp is not None and ":" not in args.tcp:
+        raise UsageError(f"--tcp takes HOST:PORT, got {args.tcp!r}")
+    return serve(tcp=args.tcp)
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from lsp_agent.protocol.schema import render_markdown, schema_json
+
+    sys.stdout.write(render_markdown() if args.markdown else schema_json())
+    return EXIT_OK
 
 
 async def _demo(args: argparse.Namespace) -> int:
@@ -135,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_run(args))
         if args.command == "demo":
             return asyncio.run(_demo(args))
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "schema":
+            return _schema(args)
+        if args.command == "eval":
+            return handle_eval(args)
     except UsageError as exc:
         print(f"lsp-agent: {exc}", file=sys.stderr)
         return EXIT_USAGE

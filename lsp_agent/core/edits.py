@@ -16,11 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogateescape: text decoded from invalid UTF-8 digests to its original bytes.
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
+    """Length in UTF-16 code units (LSP's default position encoding). Counting code points
+    keeps lone surrogates (undecodable bytes) countable, unlike encoding."""
+    if text.isascii():
+        return len(text)
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
 class Position(BaseModel):
@@ -100,21 +105,3 @@ class EditApplier(Protocol):
     async def flush(self, paths: list[str]) -> ApplyResult:
         """Make disk equal to what the agent edited (the editor saves its buffers)."""
         ...
-
-
-def line_edit(lines: list[str], start: int, end: int, new_text: str) -> TextEdit:
-    """A TextEdit replacing whole lines [start, end) of `lines` (each keeps its line ending).
-
-    When the range runs to the end of a file without a final newline, it ends at the
-    last character instead of the start of a line that does not exist.
-    """
-    if end < len(lines) or (lines and lines[-1].endswith(("\n", "\r"))):
-        return TextEdit(start=Position(line=start, character=0), end=Position(line=end, character=0),
-                        new_text=new_text)
-    last = len(lines) - 1
-    if start > last:  # appending after a last line that has no newline
-        tail = lines[last] if lines else ""
-        return TextEdit(start=Position(line=max(last, 0), character=utf16_len(tail)),
-                        end=Position(line=max(last, 0), character=utf16_len(tail)), new_text=new_text)
-    return TextEdit(start=Position(line=start, character=0),
-                    end=Position(line=last, character=utf16_len(lines[last])), new_text=new_text)

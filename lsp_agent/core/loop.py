@@ -34,7 +34,14 @@ from lsp_agent.core.ports import (
     ReplyDone,
     TextDelta,
 )
+from lsp_agent.core.prefix import prefix_share
 from lsp_agent.core.session import AgentSession
+from lsp_agent.providers.capabilities import (
+    CONTEXT_PACK,
+    CapabilityResolution,
+    request_hashes,
+    resolve_capabilities,
+)
 from lsp_agent.store.trace import TraceWriter
 from lsp_agent.tools.base import Access, ToolContext, ToolResult
 from lsp_agent.tools.process import cancel_signal
@@ -53,6 +60,19 @@ def _input_of(call: ToolCallPart) -> dict[str, Any] | str:
     except json.JSONDecodeError:
         return call.arguments
     return parsed if isinstance(parsed, dict) else call.arguments
+
+
+def consecutive_tool_failures(history: list[Message]) -> int:
+    """Failed tool results in a row since the latest user message (a success resets it)."""
+    count = 0
+    for message in reversed(history):
+        if message.role is Role.USER and any(isinstance(p, TextPart) and not p.synthetic for p in message.parts):
+            break
+        for part in reversed(message.tool_results()):
+            if part.ok:
+                return count
+            count += 1
+    return count
 
 
 class Generation:
@@ -137,18 +157,38 @@ class Generation:
             if not results:
                 return self._finish(StopReason.FINAL)
 
-    def build_request(self) -> ModelRequest:
+    def capabilities(self) -> CapabilityResolution:
+        facts = self.env.model
+        return resolve_capabilities(facts.info, facts.known, consecutive_tool_failures(self.session.history),
+                                    user_effort=self.env.settings.reasoning_effort, settings_effort=None,
+                                    protocol=facts.protocol)
+
+    def build_request(self, resolution: CapabilityResolution) -> ModelRequest:
+        instructions = BASE_INSTRUCTIONS + (f"\n{CONTEXT_PACK}" if resolution.context_pack else "")
         return ModelRequest(
             model=self.env.settings.model,
-            instructions=BASE_INSTRUCTIONS,
+            instructions=instructions,
             tools=self.env.registry.specs(),
             messages=list(self.session.history),
-            reasoning_effort=self.env.settings.reasoning_effort,
+            reasoning_effort=resolution.reasoning_effort,
         )
+
+    def _record_request(self, request: ModelRequest, resolution: CapabilityResolution) -> None:
+        """The `llm.request` replay event: decisions and hashes, never prompt bodies or keys."""
+        body = self.env.provider.encode_request(request)
+        share = prefix_share(self.session.last_request, body)
+        self.session.last_request = body
+        self.env.store.record_event(self.session.id, "llm.request", {
+            "generation": self.id, "step": self.steps, "model": self.env.model.name,
+            "capabilityResolution": resolution.wire(), "hashes": request_hashes(body),
+            "bytes": len(body), "prefixShare": round(share, 6), "messages": len(request.messages),
+        })
 
     async def _ask_model(self) -> AssistantReply | None:
         """Stream one reply, forwarding deltas; None when cancelled mid-stream."""
-        request = self.build_request()
+        resolution = self.capabilities()
+        request = self.build_request(resolution)
+        self._record_request(request, resolution)
         text_id, reasoning_id = _new_part_id(), _new_part_id()
         streamed: list[str] = []
 

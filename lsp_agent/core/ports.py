@@ -117,6 +117,10 @@ class Provider(Protocol):
         """Yield deltas as they arrive, then exactly one ReplyDone; raise ProviderError on failure."""
         ...
 
+    def encode_request(self, request: ModelRequest) -> bytes:
+        """The exact bytes this provider sends for `request` (hashed for replay records)."""
+        ...
+
 
 # --- documents ------------------------------------------------------------------------------
 

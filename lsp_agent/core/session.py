@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lsp_agent.config import Settings
+from lsp_agent.config import ModelInfo, Settings
 from lsp_agent.core import ids
 from lsp_agent.core.edits import EditApplier
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.history import Message, Role, TextPart
-from lsp_agent.core.verification import EXTERNAL_CHANGE
 from lsp_agent.core.ports import DocumentSource, EventSink, Provider
+from lsp_agent.core.verification import EXTERNAL_CHANGE
 from lsp_agent.store.db import Store
 from lsp_agent.tools.base import FileTracker
 from lsp_agent.tools.registry import ToolRegistry
@@ -28,6 +28,16 @@ if TYPE_CHECKING:
 class NullSink:
     def emit(self, event: object) -> None:
         pass
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the front end resolved about the model (registry + user declarations)."""
+
+    name: str = "unknown"
+    info: ModelInfo = field(default_factory=ModelInfo)
+    known: bool = False
+    protocol: str = "chat"
 
 
 @dataclass
@@ -43,6 +53,7 @@ class Environment:
     applier: EditApplier
     sink: EventSink = field(default_factory=NullSink)
     trace_dir: Path | None = None
+    model: ModelFacts = field(default_factory=ModelFacts)
 
 
 class AgentSession:
@@ -52,6 +63,8 @@ class AgentSession:
         self.gate = Gate()
         self.active: Generation | None = None
         self.pending_notes: list[TextPart] = []
+        # The previous request's bytes: each request should extend it (prefix caching).
+        self.last_request: bytes = b""
         if session_id is None:
             self.id = ids.session_id()
             env.store.create_session(self.id, str(env.root), env.settings.model, title)

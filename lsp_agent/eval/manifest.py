@@ -31,6 +31,7 @@ MAX_FILES = 100
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 _TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
+_MODEL = re.compile(r"^[^/\s]+/\S+$")
 _CONFIG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 #: Settings the arm's own fields decide; an override through `config` would hide the difference.
 _RESERVED_KEYS = {"model": "the manifest's `model`", "toolProfile": "the arm's `toolProfile`",
@@ -187,7 +188,7 @@ def flatten_config(config: dict[str, Any]) -> dict[str, ConfigValue]:
 
 
 class Manifest(_Strict):
-    model: Annotated[str, Field(pattern=r"^[^/\s]+/\S+$", description="provider/model, e.g. openai/gpt-4.1.")]
+    model: str = Field(description="provider/model, e.g. openai/gpt-4.1.")
     runtime_revision: str = Field(min_length=1, max_length=200,
                                   description="Which build of the harness ran (e.g. a commit); part of the cohort.")
     command: list[Annotated[str, Field(min_length=1)]] | None = Field(
@@ -197,6 +198,13 @@ class Manifest(_Strict):
                             description="Budget of one agent run, and separately of one oracle run.")
     arms: list[Arm] = Field(min_length=2, max_length=2, description="Exactly two arms with different names.")
     tasks: list[Task] = Field(min_length=1, max_length=MAX_TASKS)
+
+    @field_validator("model")
+    @classmethod
+    def _provider_slash_model(cls, value: str) -> str:
+        if not _MODEL.match(value):
+            raise ValueError(f"{value!r} is not provider/model (e.g. openai/gpt-4.1 or scripted/eval)")
+        return value
 
     @field_validator("arms")
     @classmethod

@@ -34,7 +34,7 @@ class _Record(BaseModel):
                               serialize_by_alias=True, extra="forbid", strict=True, frozen=True)
 
     def line(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(self.model_dump(mode="json"), separators=(",", ":"))  # ASCII: any locale
 
 
 class ArmInfo(_Record):

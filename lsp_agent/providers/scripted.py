@@ -101,6 +101,9 @@ class ScriptedProvider:
             return replies[-1]
         return ScriptedReply(text=EXHAUSTED)
 
+    def encode_request(self, request: ModelRequest) -> bytes:
+        return request.model_dump_json(exclude={"model"}).encode()
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         reply = self.reply_for(request)
         if reply.delay_ms:

@@ -25,7 +25,7 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 def make_converter() -> cattrs.Converter:
     """pygls' converter, except that unknown methods keep their params/result as raw JSON."""
-    converter = default_converter()
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
 
     def keep(obj: dict[str, Any], cls: type[Any]) -> Any:
         # Params/result may be omitted on the wire; unknown top-level keys are dropped.
@@ -39,7 +39,8 @@ def make_converter() -> cattrs.Converter:
 
 @cache
 def _lsp_converter() -> cattrs.Converter:
-    return converters.get_converter()
+    converter: cattrs.Converter = converters.get_converter()
+    return converter
 
 
 def to_plain(obj: Any) -> Any:
@@ -48,7 +49,7 @@ def to_plain(obj: Any) -> Any:
         return obj
     if isinstance(obj, dict):
         return {str(k): to_plain(v) for k, v in obj.items()}
-    if hasattr(obj, "_asdict") and isinstance(obj, tuple):  # pygls' namedtuple params
+    if isinstance(obj, tuple) and hasattr(obj, "_asdict"):  # pygls' namedtuple params
         return to_plain(obj._asdict())
     if isinstance(obj, list | tuple):
         return [to_plain(v) for v in obj]

@@ -77,7 +77,8 @@ class BufferDocuments:
         uri = self._open.get(rel)
         if uri is None:
             return None
-        return self.workspace.text_documents.get(unquote(uri))
+        doc: TextDocument | None = self.workspace.text_documents.get(unquote(uri))
+        return doc
 
     def uri_for(self, rel: str) -> str:
         """The URI the editor knows the file by (as opened), else the canonical file URI."""

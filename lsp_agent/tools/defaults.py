@@ -15,7 +15,6 @@ from lsp_agent.tools.search_code import SearchCode
 from lsp_agent.tools.verify_project import VerifyProject
 from lsp_agent.tools.write_file import WriteFile
 
-
 MINIMAL = ("read_file", "apply_patch", "write_file", "verify_project")
 
 

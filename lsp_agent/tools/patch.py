@@ -12,7 +12,6 @@ place: a silently wrong edit costs more than asking the model for more context.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import heapq
 import itertools
 import re
@@ -20,7 +19,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from lsp_agent.core.edits import CreateFile, DeleteFile, EditPlan, FileOp, Position, RenameFile, TextEdit, UpdateFile
+from lsp_agent.core.edits import (
+    CreateFile,
+    DeleteFile,
+    EditPlan,
+    FileOp,
+    Position,
+    RenameFile,
+    TextEdit,
+    UpdateFile,
+    digest,
+    utf16_len,
+)
 from lsp_agent.core.ports import Document
 from lsp_agent.tools.paths import normalize
 
@@ -141,7 +151,8 @@ def parse_patch(text: str) -> ParsedPatch:
         elif (path := _header(lines[i], UPDATE)) is not None:
             op, i = _parse_update(lines, i + 1, last, _path(path, start, UPDATE), start + 1)
         else:
-            hint = f"; every line of an '{ADD}' section must start with '+'" if ops and isinstance(ops[-1], AddOp) else ""
+            after_add = bool(ops) and isinstance(ops[-1], AddOp)
+            hint = f"; every line of an '{ADD}' section must start with '+'" if after_add else ""
             raise PatchParseError(i + 1, f"expected a file header ('{ADD} <path>', '{UPDATE} <path>' or "
                                          f"'{DELETE} <path>'), got {lines[i].strip()!r}{hint}")
         for p in [op.path] + ([op.move_to] if isinstance(op, UpdateOp) and op.move_to else []):
@@ -220,7 +231,7 @@ def _parse_hunk(lines: list[str], i: int, end: int, first: bool) -> tuple[Hunk, 
     eof = False
     while i < end:
         line = lines[i]
-        if line.strip() == END_OF_FILE:
+        if line.rstrip() == END_OF_FILE:
             eof = True
             i += 1
             break
@@ -252,18 +263,6 @@ def _parse_hunk(lines: list[str], i: int, end: int, first: bool) -> tuple[Hunk, 
 _EOL = re.compile(r"\r\n|\n|\r")
 # UTF-8 decoding with surrogateescape turns undecodable bytes into these.
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
-
-
-def text_digest(text: str) -> str:
-    """sha256 of the file's bytes; equals core.edits.digest for valid UTF-8 text."""
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def utf16_units(text: str) -> int:
-    if text.isascii():
-        return len(text)
-    # Counting code points keeps lone surrogates (undecodable bytes) countable, unlike encoding.
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
 
 
 @dataclass(frozen=True)
@@ -340,7 +339,7 @@ def position_at(text: str, offset: int) -> Position:
     line = line_start = 0
     for m in _EOL.finditer(text, 0, offset):
         line, line_start = line + 1, m.end()
-    return Position(line=line, character=utf16_units(text[line_start:offset]))
+    return Position(line=line, character=utf16_len(text[line_start:offset]))
 
 
 @dataclass(frozen=True)
@@ -379,14 +378,14 @@ def render(ft: FileText, regions: Sequence[Region], keep_missing_eol: bool) -> t
         start = Position(line=r.start, character=0)
         end = Position(line=r.end, character=0)
         if r.end == n and ft.missing_final_eol:
-            end = Position(line=n - 1, character=utf16_units(lines[-1]))
+            end = Position(line=n - 1, character=utf16_len(lines[-1]))
             if r.start == n:  # appending after a last line that has no newline
                 start, chunk = end, eol + chunk
             if keep_missing_eol:
                 if chunk:
                     chunk = chunk[: -len(eol)]
                 elif r.start > 0:  # deleting the tail: the line before loses its newline
-                    start = Position(line=r.start - 1, character=utf16_units(lines[r.start - 1]))
+                    start = Position(line=r.start - 1, character=utf16_len(lines[r.start - 1]))
         edits.append(TextEdit(start=start, end=end, new_text=chunk))
     return new_text, edits
 
@@ -533,8 +532,8 @@ class Matcher:
         diff = ""
         for j in range(count):
             if PASSES[3][1](lines[start + j]) != PASSES[3][1](old[j]):
-                diff = (f"\nFirst difference: line {start + j + 1} is {_show(lines[start + j])!r} but the patch "
-                        f"expects {_show(old[j])!r}.")
+                diff = (f"\nFirst difference: line {start + j + 1} is {_show(lines[start + j])!r} but "
+                        f"{'old_text' if what == 'old_text' else 'the patch'} has {_show(old[j])!r}.")
                 break
         lo, hi = max(1, start + 1 - 3), min(len(lines), start + count + 3)
         return MatchError("no_match", f"{head}{reason}\nClosest match ({round(ratio * 100)}% similar) at "
@@ -680,7 +679,7 @@ def _update(path: str, doc: Document, regions: list[Region], ft: FileText,
         first = r.start + delta + 1
         where.append((first, first + max(len(r.new), 1) - 1))
         delta += len(r.new) - (r.end - r.start)
-    op = UpdateFile(path=path, edits=edits, base_digest=text_digest(doc.text), base_version=doc.version,
+    op = UpdateFile(path=path, edits=edits, base_digest=digest(doc.text), base_version=doc.version,
                     new_text=new_text)
     change = FileChange("M", path, added=sum(len(r.new) for r in regions),
                         removed=sum(r.end - r.start for r in regions), where=tuple(where), edits=len(edits))
@@ -714,7 +713,7 @@ def plan_patch(patch: ParsedPatch, docs: Mapping[str, Document | None]) -> Plann
             return PlanFailure(op.path, "missing", f"cannot {verb} {op.path}: it does not exist. Check the "
                                                    f"path with list_dir; to create a file use '{ADD} <path>'.")
         if isinstance(op, DeleteOp):
-            ops.append(DeleteFile(path=op.path, base_digest=text_digest(doc.text)))
+            ops.append(DeleteFile(path=op.path, base_digest=digest(doc.text)))
             changes.append(FileChange("D", op.path, removed=len(FileText.split(doc.text).lines)))
             continue
         if (problem := _text_problem(op.path, doc)) is not None:
@@ -806,7 +805,7 @@ def plan_replacement(path: str, doc: Document | None, old_text: str, new_text: s
             result = text[:at] + new + text[stop:]
             first = edit.start.line + 1
             added, removed = len(FileText.split(new).lines), len(FileText.split(old).lines)
-            op = UpdateFile(path=path, edits=[edit], base_digest=text_digest(text), base_version=doc.version,
+            op = UpdateFile(path=path, edits=[edit], base_digest=digest(text), base_version=doc.version,
                             new_text=result)
             if apply_text_edits(text, [edit]) != result:
                 raise AssertionError(f"edit for {path} does not reproduce the new text")

@@ -44,7 +44,8 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize(("tool", "raw", "args", "kind"), HOSTILE, ids=[f"{h[0]}-{h[3]}-{i}" for i, h in enumerate(HOSTILE)])
+@pytest.mark.parametrize(("tool", "raw", "args", "kind"), HOSTILE,
+                         ids=[f"{h[0]}-{h[3]}-{i}" for i, h in enumerate(HOSTILE)])
 async def test_hostile_call_is_rejected_with_its_class_and_changes_nothing(
         workspace: Path, tool: str, raw: str | None, args: dict[str, object] | None, kind: str) -> None:
     before = tree_hash(workspace.parent)
@@ -62,7 +63,7 @@ async def test_hostile_call_is_rejected_with_its_class_and_changes_nothing(
 async def test_shell_metacharacters_are_literal_arguments(workspace: Path) -> None:
     before = tree_hash(workspace)
     command = "python -c \"import sys; print(sys.argv[1:])\" '; rm -rf .' '$(touch pwned)' '`touch pwned2`'"
-    result, session = await run_script(workspace, [reply(call("run_command", command=command)), reply(text="ok")])
+    _, session = await run_script(workspace, [reply(call("run_command", command=command)), reply(text="ok")])
     output = session.history[2].tool_results()[0].output
     assert output.startswith("OK: exit=0")
     assert "'; rm -rf .'" in output and "$(touch pwned)" in output and "`touch pwned2`" in output

@@ -19,9 +19,10 @@ from lsp_agent.core.edits import (
     RenameFile,
     TextEdit,
     UpdateFile,
+    digest,
 )
 from lsp_agent.core.ports import Document
-from lsp_agent.tools.patch import parse_patch, plan_patch, text_digest
+from lsp_agent.tools.patch import parse_patch, plan_patch
 
 
 @pytest.fixture
@@ -70,7 +71,7 @@ async def test_create_delete_and_rename(root: Path) -> None:
     put(root, "old.txt", b"old\n")
     put(root, "moving.txt", b"moving\n")
     ok, _, message = await run(root, CreateFile(path="new/dir/a.txt", text="a\n"),
-                               DeleteFile(path="old.txt", base_digest=text_digest("old\n")),
+                               DeleteFile(path="old.txt", base_digest=digest("old\n")),
                                RenameFile(path="moving.txt", new_path="moved/here.txt"))
     assert ok, message
     assert snapshot(root) == {"moved/here.txt": b"moving\n", "new/dir/a.txt": b"a\n"}
@@ -97,7 +98,7 @@ async def test_a_failing_precondition_in_a_later_op_leaves_earlier_files_untouch
     put(root, "two.txt", b"2\n")
     before = snapshot(root)
     ok, failure, message = await run(root, update("one.txt", "1\n", "one\n"), CreateFile(path="new.txt", text="n"),
-                                     DeleteFile(path="two.txt", base_digest=text_digest("stale\n")))
+                                     DeleteFile(path="two.txt", base_digest=digest("stale\n")))
     assert not ok and failure is ApplyFailure.CONFLICT and "two.txt" in message
     assert snapshot(root) == before
 
@@ -129,7 +130,7 @@ async def test_preconditions_of_each_op(root: Path, setup: dict[str, bytes], op:
 
 async def test_edits_that_do_not_produce_the_planned_text_are_never_written(root: Path) -> None:
     put(root, "a.txt", b"abc\n")
-    wrong = UpdateFile(path="a.txt", base_digest=text_digest("abc\n"), new_text="something else\n",
+    wrong = UpdateFile(path="a.txt", base_digest=digest("abc\n"), new_text="something else\n",
                        edits=[TextEdit(start=Position(line=0, character=0), end=Position(line=0, character=1),
                                        new_text="A")])
     ok, failure, message = await run(root, wrong)
@@ -147,7 +148,7 @@ async def test_crlf_and_undecodable_bytes_survive_an_update_elsewhere(root: Path
     data = b"keep \xff\xfe bytes\r\nchange me\r\n"
     put(root, "mixed.txt", data)
     text = data.decode("utf-8", "surrogateescape")
-    op = UpdateFile(path="mixed.txt", base_digest=text_digest(text), new_text=text.replace("change me", "changed"),
+    op = UpdateFile(path="mixed.txt", base_digest=digest(text), new_text=text.replace("change me", "changed"),
                     edits=[TextEdit(start=Position(line=1, character=0), end=Position(line=1, character=9),
                                     new_text="changed")])
     ok, _, message = await run(root, op)

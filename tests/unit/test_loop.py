@@ -86,7 +86,7 @@ async def test_parallel_results_are_appended_in_call_order(tmp_path: Path) -> No
         (tmp_path / f"{name}.txt").write_text(name * 3 + "\n")
     calls = [call("read_file", path="c.txt"), call("write_file", path="new.txt", content="n\n"),
              call("read_file", path="a.txt"), call("read_file", path="b.txt")]
-    result, session = await run_script(tmp_path, [reply(*calls), reply(text="done")])
+    _, session = await run_script(tmp_path, [reply(*calls), reply(text="done")])
     results = session.history[2].tool_results()
     assert [r.call_id for r in results] == [c.call_id for c in session.history[1].tool_calls()]
     assert "ccc" in results[0].output and "aaa" in results[2].output and "bbb" in results[3].output
@@ -146,7 +146,7 @@ async def test_events_follow_opencode_names_in_order(tmp_path: Path) -> None:
 
 async def test_history_is_persisted_as_it_is_created(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a\n")
-    result, session = await run_script(tmp_path, [reply(call("read_file", path="a.txt")), reply(text="done")])
+    _, session = await run_script(tmp_path, [reply(call("read_file", path="a.txt")), reply(text="done")])
     stored = session.env.store.messages(session.id)
     assert [m.model_dump() for m in stored] == [m.model_dump() for m in session.history]
     resumed = AgentSession(session.env, session.id)

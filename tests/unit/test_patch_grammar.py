@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsp_agent.core.edits import Position, RenameFile, TextEdit, UpdateFile
+from lsp_agent.core.edits import Position, RenameFile, TextEdit, UpdateFile, digest
 from lsp_agent.core.ports import Document
 from lsp_agent.tools.patch import (
     AddOp,
@@ -21,7 +21,6 @@ from lsp_agent.tools.patch import (
     parse_patch,
     plan_patch,
     plan_replacement,
-    text_digest,
 )
 
 
@@ -128,7 +127,7 @@ def test_exact_match_changes_only_the_hunk() -> None:
     assert update.new_text == SOURCE.replace("return 1\n", "return 2\n").replace("return 2\n", "return 1\n", 1)
     assert update.edits == [TextEdit(start=Position(line=5, character=0), end=Position(line=6, character=0),
                                      new_text="    return 2\n")]
-    assert update.base_digest == text_digest(SOURCE)
+    assert update.base_digest == digest(SOURCE)
 
 
 def test_trailing_whitespace_in_the_file_is_tolerated() -> None:
@@ -142,6 +141,13 @@ def test_wrong_indentation_is_tolerated_and_added_lines_are_shifted_to_match() -
     update = only_update(plan(patch("*** Update File: a.py", "@@", " def f(self):", "-    return 1",
                                     "+    x = 2", "+    return x"), {"a.py": text}))
     assert update.new_text == "class A:\n    def f(self):\n        x = 2\n        return x\n"
+
+
+def test_too_much_indentation_in_the_patch_is_removed_from_added_lines() -> None:
+    text = "def f():\n    return 1\n"
+    update = only_update(plan(patch("*** Update File: a.py", "@@", "         def f():", "-            return 1",
+                                    "+            x = 1", "+            return x"), {"a.py": text}))
+    assert update.new_text == "def f():\n    x = 1\n    return x\n"
 
 
 def test_unicode_punctuation_in_the_file_matches_ascii_in_the_patch() -> None:
@@ -174,7 +180,8 @@ def test_an_at_context_line_picks_the_next_match_after_it() -> None:
 def test_a_missing_at_context_line_names_the_most_similar_line() -> None:
     failure = failed(plan(patch("*** Update File: a.py", "@@ def gg():", "-    return 1", "+    return 2"),
                           {"a.py": SOURCE}))
-    assert failure.kind == "no_match" and "'@@ def gg():'" in failure.message and "most similar is line 5" in failure.message
+    assert failure.kind == "no_match" and "'@@ def gg():'" in failure.message
+    assert "most similar is line 5" in failure.message
 
 
 def test_zero_matches_explain_why_and_show_the_closest_lines_with_numbers() -> None:
@@ -264,7 +271,7 @@ def test_move_without_hunks_is_a_rename_only_and_move_with_hunks_updates_the_new
                          {"a.py": "x\n", "b.py": None}))
     rename, update = moved.plan.ops
     assert isinstance(rename, RenameFile) and isinstance(update, UpdateFile)
-    assert update.path == "b.py" and update.new_text == "y\n" and update.base_digest == text_digest("x\n")
+    assert update.path == "b.py" and update.new_text == "y\n" and update.base_digest == digest("x\n")
 
 
 def test_existence_rules_for_add_update_delete_and_move() -> None:
@@ -440,13 +447,14 @@ def _file_and_patch(draw: st.DrawFn) -> tuple[str, str, str]:
         if draw(st.booleans()):
             break
     body: list[str] = []
+    pad = draw(st.sampled_from(["", "  ", "\t"]))  # trailing whitespace the matcher must tolerate
     for start, end, new in regions:
         before = lines[max(0, start - 2):start]
         after = lines[end:end + 2]
         if not before and start == end and not after:
             before, after = [], []  # pure addition in an empty file: appended
-        body += ["@@", *(" " + s for s in before), *("-" + s for s in lines[start:end]),
-                 *("+" + s for s in new), *(" " + s for s in after)]
+        body += ["@@", *(" " + s + pad for s in before), *("-" + s + pad for s in lines[start:end]),
+                 *("+" + s for s in new), *(" " + s + pad for s in after)]
     expected_lines: list[str] = []
     prev = 0
     for start, end, new in regions:

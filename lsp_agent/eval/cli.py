@@ -1,0 +1,123 @@
+"""`lsp-agent eval run MANIFEST` and `lsp-agent eval compare RUNS BASELINE CANDIDATE`.
+
+Records go to stdout (redirect them to a file), progress and problems to stderr.
+Exit codes: run — 0 complete, 1 interrupted or aborted (an `incomplete` line
+was written), 2 bad manifest or usage, 3 complete but some task invalid;
+compare — 0 compared, 1 the records cannot be compared (reasons on stderr),
+2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INVALID_TASKS = 0, 1, 2, 3
+EXIT_REJECTED = 1
+
+
+def _jobs(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs takes a whole number, got {raw!r}") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError("--jobs must be between 1 and 256")
+    return value
+
+
+def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register `eval run` and `eval compare` on the CLI's subparsers; returns the `eval` parser."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "eval", help="paired harness experiments: run a cohort, compare two arms",
+        description="Paired harness experiments. See docs/eval.md.")
+    sub = parser.add_subparsers(dest="eval_command", required=True)
+    run = sub.add_parser("run", help="run every attempt of a manifest; NDJSON records on stdout",
+                         description="Run a cohort: one NDJSON line per attempt on stdout, progress on stderr.")
+    run.add_argument("manifest", type=Path, help="the manifest (.json or .toml, at most 8 MiB)")
+    run.add_argument("--jobs", type=_jobs, default=1,
+                     help="attempts in parallel (default 1, so timings stay comparable)")
+    run.add_argument("--executor", choices=["local", "ray"], default="local",
+                     help="where attempts run: this machine (default) or an existing Ray cluster "
+                          "(needs the optional `ray` package)")
+    run.add_argument("--keep", action="store_true",
+                     help="keep each attempt's temp dir (fixture, agent stderr, oracle log) for debugging")
+    compare = sub.add_parser("compare", help="paired statistics of two arms from eval run records",
+                             description="Compare two arms of one or more complete cohorts.")
+    compare.add_argument("runs", type=Path, help="records written by `eval run`")
+    compare.add_argument("baseline", help="the baseline arm's name")
+    compare.add_argument("candidate", help="the candidate arm's name")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report")
+    return parser
+
+
+def handle_eval(args: argparse.Namespace) -> int:
+    if args.eval_command == "run":
+        return _run(args)
+    return _compare(args)
+
+
+def _fail(message: str) -> None:
+    print(f"lsp-agent eval: {message}", file=sys.stderr)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from lsp_agent.eval.executor import ExecutorUnavailable, make_executor
+    from lsp_agent.eval.manifest import ManifestError, load_manifest
+
+    try:
+        manifest = load_manifest(args.manifest)
+        executor = make_executor(args.executor)
+    except (ManifestError, ExecutorUnavailable) as exc:
+        _fail(str(exc))
+        return EXIT_USAGE
+    return asyncio.run(_run_cohort(manifest, args.manifest.resolve().parent, executor, args.jobs, args.keep))
+
+
+async def _run_cohort(manifest: Any, base_dir: Path, executor: Any, jobs: int, keep: bool) -> int:
+    from lsp_agent.eval.runner import CohortRunner
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    caught = (signal.SIGINT, signal.SIGTERM)
+    for sig in caught:
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        runner = CohortRunner(manifest, base_dir, sys.stdout, sys.stderr, executor, jobs=jobs, keep=keep)
+        result = await runner.run(stop)
+    finally:
+        for sig in caught:
+            loop.remove_signal_handler(sig)
+    return result.exit_code
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from lsp_agent.eval.compare import CompareError, compare_file
+    from lsp_agent.eval.report_html import render_html
+    from lsp_agent.eval.report_text import render_table
+
+    if not args.runs.is_file():
+        _fail(f"{args.runs} is not a file")
+        return EXIT_USAGE
+    try:
+        summary = compare_file(args.runs, args.baseline, args.candidate)
+    except CompareError as exc:
+        _fail(str(exc))
+        return EXIT_REJECTED
+    if args.html is not None:
+        try:
+            args.html.write_text(render_html(summary), encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write {args.html}: {exc.strerror or exc}")
+            return EXIT_USAGE
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_table(summary))
+    return EXIT_OK

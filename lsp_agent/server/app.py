@@ -1,0 +1,274 @@
+"""The language server: a pygls LanguageServer holding one core `Agent` per workspace.
+
+`initialize` picks the workspace root and the settings and wires the core to the editor:
+buffers as the DocumentSource, workspace/applyEdit as the EditApplier, agent/event and
+$/progress as the EventSink. Handlers live in server/methods.py and stay thin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.uris import to_fs_path
+
+from lsp_agent.config import Settings
+from lsp_agent.core.agent import Agent, Started
+from lsp_agent.core.events import VerificationStatus
+from lsp_agent.core.ports import ModelRequest, Provider, ProviderError, ProviderErrorKind, ProviderEvent
+from lsp_agent.core.verification import derive
+from lsp_agent.headless import make_provider, model_facts, open_environment
+from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError
+from lsp_agent.protocol.methods import CONFIG_SECTION
+from lsp_agent.protocol.models import RunParams
+from lsp_agent.server import settings as layered
+from lsp_agent.server.convert import make_converter, to_plain
+from lsp_agent.server.diagnostics import DiagnosticsPublisher
+from lsp_agent.server.documents import BufferDocuments
+from lsp_agent.server.edits import EditorCaps, LspApplier
+from lsp_agent.server.notify import LspEventSink
+from lsp_agent.server.watch import OwnWrites, Watcher
+from lsp_agent.store.paths import workspace_dir
+from lsp_agent.tools.defaults import default_registry
+
+log = logging.getLogger(__name__)
+
+
+def _version() -> str:
+    try:
+        return version("lsp-agent")
+    except PackageNotFoundError:
+        return "0"
+
+
+class AgentProtocol(LanguageServerProtocol):
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        # Edit plans carry UTF-16 positions (the LSP default); never negotiate another encoding.
+        if params.capabilities.general is not None:
+            params.capabilities.general.position_encodings = [types.PositionEncodingKind.Utf16]
+        return (yield from super().lsp_initialize(params))
+
+
+class Unconfigured:
+    """Stands in for a provider the settings could not build; agent/run refuses before using it."""
+
+    scripted = False
+
+    def __init__(self, problem: str) -> None:
+        self.label = "unconfigured"
+        self.problem = problem
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        raise ProviderError(ProviderErrorKind.CONFIG, self.problem)
+        yield  # pragma: no cover - makes this an async generator
+
+    def encode_request(self, request: ModelRequest) -> bytes:
+        return b""
+
+
+@dataclass
+class Runtime:
+    root: Path
+    agent: Agent
+    documents: BufferDocuments
+    applier: LspApplier
+    sink: LspEventSink
+    diagnostics: DiagnosticsPublisher
+    watcher: Watcher
+    provider_problem: str | None = None
+
+
+class AgentServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("lsp-agent", _version(), text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=AgentProtocol, converter_factory=make_converter)
+        self.rt: Runtime | None = None
+        self.reporter = layered.OnceReporter()
+        self.init_options: Any = None
+        self.client_section: Any = None
+        self._initialized = False
+        self._untold: list[str] = []
+        self._background: set[asyncio.Future[None]] = set()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def runtime(self) -> Runtime:
+        if self.rt is None:
+            raise ProtocolError(UNAVAILABLE, "the server is not initialized yet", kind="not_initialized")
+        return self.rt
+
+    def setup(self, params: types.InitializeParams) -> None:
+        root = _root_of(params)
+        self.init_options = _with_absolute_script(to_plain(params.initialization_options), root)
+        settings, problems = layered.resolve(root, self.init_options, None)
+        provider, problem = self._provider(settings)
+        caps = EditorCaps.of(params.capabilities)
+        window = params.capabilities.window
+        own = OwnWrites()
+        documents = BufferDocuments(self.workspace, root)
+        applier = LspApplier(self, root, documents, own, caps)
+        diagnostics = DiagnosticsPublisher(self, root, documents)
+        sink = LspEventSink(self, diagnostics.update, server_progress=bool(window and window.work_done_progress))
+        env = open_environment(root, settings, provider, sink)
+        env = dataclasses.replace(env, documents=documents, applier=applier)
+        agent = Agent(env)
+        watcher = Watcher(root, own, self.note_external_change, ignore_paths=[workspace_dir(root)])
+        self.rt = Runtime(root.resolve(), agent, documents, applier, sink, diagnostics, watcher, problem)
+        self.tell([*problems, *([problem] if problem else [])])
+        log.info("workspace %s, model %s, applyEdit %s", root, settings.model, caps.apply_edit)
+
+    def initialized(self) -> None:
+        self._initialized = True
+        self.tell([])
+        rt = self.runtime()
+        rt.watcher.start()
+        workspace = self.client_capabilities.workspace
+        if workspace is not None and workspace.configuration:
+            task = asyncio.ensure_future(self.pull_configuration())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def shutdown_runtime(self) -> None:
+        if self.rt is None:
+            return
+        await self.rt.agent.shutdown()
+        await self.rt.watcher.stop()
+        close = getattr(self.rt.agent.env.provider, "aclose", None)
+        if close is not None:
+            await close()
+
+    # --- settings -------------------------------------------------------------------------------
+
+    def _provider(self, settings: Settings) -> tuple[Provider, str | None]:
+        try:
+            return make_provider(settings), None
+        except ProviderError as exc:
+            problem = f"model {settings.model!r} cannot be used: {exc.message}"
+            return Unconfigured(problem), problem
+
+    def change_settings(self, section: Any) -> None:
+        """A new `lspAgent` section: applies to generations started from now on."""
+        rt = self.runtime()
+        self.client_section = _with_absolute_script(section, rt.root)
+        settings, problems = layered.resolve(rt.root, self.init_options, self.client_section)
+        provider, problem = self._provider(settings)
+        rt.provider_problem = problem
+        rt.agent.reconfigure(settings=settings, provider=provider, registry=default_registry(settings),
+                             model=model_facts(settings))
+        self.tell([*problems, *([problem] if problem else [])])
+
+    async def pull_configuration(self) -> None:
+        rt = self.runtime()
+        try:
+            items = [types.ConfigurationItem(section=CONFIG_SECTION, scope_uri=rt.root.as_uri())]
+            answer = await self.workspace_configuration_async(types.ConfigurationParams(items=items))
+        except Exception as exc:  # an editor without this section simply has no settings for us
+            log.info("workspace/configuration failed: %s", exc)
+            return
+        section = to_plain(answer[0]) if answer else None
+        if section:
+            self.change_settings(section)
+
+    def tell(self, problems: list[str]) -> None:
+        """Show each new settings problem once (after `initialized`, as LSP asks)."""
+        self._untold += self.reporter.fresh(problems)
+        if not self._initialized or not self._untold:
+            return
+        lines, self._untold = self._untold, []
+        text = "lsp-agent: settings problems (defaults used instead): " + "; ".join(lines)
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
+
+    # --- the core, for the handlers -------------------------------------------------------------
+
+    def start_run(self, params: RunParams) -> Started:
+        rt = self.runtime()
+        base = rt.agent.env
+        settings, provider = base.settings, base.provider
+        if params.model and params.model != settings.model:
+            settings = settings.model_copy(update={"model": params.model})
+            try:
+                provider = make_provider(settings)
+            except ProviderError as exc:
+                raise ProtocolError(UNAVAILABLE, f"model {params.model!r} cannot be used: {exc.message}",
+                                    kind="config") from None
+        elif rt.provider_problem:
+            raise ProtocolError(UNAVAILABLE, rt.provider_problem, kind="config")
+        if provider is base.provider:
+            started = rt.agent.start(params.prompt, params.session_id, params.max_steps)
+        else:
+            # A per-run model: the generation captures the environment when it is created, so the
+            # override is swapped in around start() only (see the report: Agent.start(model=...)).
+            rt.agent.reconfigure(settings=settings, provider=provider, model=model_facts(settings))
+            try:
+                started = rt.agent.start(params.prompt, params.session_id, params.max_steps)
+            finally:
+                rt.agent.reconfigure(settings=base.settings, provider=base.provider, model=base.model)
+        if params.work_done_token is not None:
+            rt.sink.use_token(started.generation, params.work_done_token)
+        return started
+
+    def note_external_change(self, paths: list[str]) -> None:
+        """From the watcher: tell each session about the changes that concern it — files it read,
+        or any file when it has a check standing (the check no longer describes the sources)."""
+        rt = self.runtime()
+        for session in list(rt.agent.sessions.values()):
+            standing = derive(session.history).status is not VerificationStatus.NOT_RUN
+            relevant = paths if standing else [p for p in paths if p in session.files.read_steps]
+            if relevant:
+                session.note_external_change(relevant)
+
+
+def _root_of(params: types.InitializeParams) -> Path:
+    candidates: list[str | None] = [params.root_uri]
+    candidates += [f.uri for f in params.workspace_folders or []]
+    for uri in candidates:
+        if uri:
+            path = to_fs_path(uri)
+            if path and Path(path).is_dir():
+                return Path(path)
+    if params.root_path and Path(params.root_path).is_dir():
+        return Path(params.root_path)
+    log.warning("no usable workspace root from the client; using the current directory")
+    return Path.cwd()
+
+
+def _with_absolute_script(layer: Any, root: Path) -> Any:
+    """A relative `script` path in editor settings means: relative to the workspace root."""
+    if isinstance(layer, dict) and isinstance(layer.get("script"), str) and not os.path.isabs(layer["script"]):
+        return {**layer, "script": str(root / layer["script"])}
+    return layer
+
+
+def create_server() -> AgentServer:
+    from lsp_agent.server.methods import register
+
+    server = AgentServer()
+    register(server)
+    return server
+
+
+def serve(tcp: str | None = None) -> int:
+    server = create_server()
+    if tcp:
+        host, _, port = tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+        return 0
+    # The protocol keeps the real stdout; fd 1 then points at stderr, so a stray print or a child
+    # process that inherits stdout can never corrupt the stream.
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    server.start_io(sys.stdin.buffer, protocol_out)
+    return 0

@@ -1,0 +1,144 @@
+"""Watching the workspace with watchfiles: changes made outside the agent make earlier reads
+stale and a standing check no longer evidence (SPEC 6).
+
+Telling the agent's own writes from outside writes: every write the server causes (its disk
+writes, and the editor saving a buffer the agent edited) is announced here with the digest the
+file will have. A change whose digest is announced is the agent's own; anything else is
+external. An announcement stays until the file is seen with other content (so a slow save is
+still recognised), and is replaced by the next write of the same file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from watchfiles import Change, DefaultFilter, awatch
+
+log = logging.getLogger(__name__)
+
+IGNORED_DIRS = (*DefaultFilter.ignore_dirs, "venv", ".ruff_cache", ".nox", ".eggs", ".cache", ".lsp-agent")
+IGNORED_NAMES = (
+    *DefaultFilter.ignore_entity_patterns,
+    r"^\..+\.[0-9a-f]{8}\.tmp$",  # the disk applier's atomic-write temp files
+    r"^4913$",  # Vim/Neovim probe file written before a save
+    r"^\.coverage(\..*)?$",
+)
+#: Files larger than this are not hashed; a change to one always counts as external.
+MAX_HASH_BYTES = 20_000_000
+DEBOUNCE_MS = 400
+STEP_MS = 50
+
+
+def file_digest(path: Path) -> str | None:
+    """sha256 of the file's bytes (equals core.edits.digest of its UTF-8 text); None if absent."""
+    try:
+        if path.stat().st_size > MAX_HASH_BYTES:
+            return "large"
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError:
+        return "unreadable"
+
+
+def _inspect(path: Path) -> tuple[bool, str | None]:
+    return path.is_dir(), file_digest(path)
+
+
+class OwnWrites:
+    """Digests the agent's writes will leave on disk, per workspace-relative path (None = absent)."""
+
+    def __init__(self) -> None:
+        self._expected: dict[str, set[str | None]] = {}
+
+    def expect(self, rel: str, digest: str | None, *, also: bool = False) -> None:
+        """`also`: one more acceptable content (e.g. a buffer the editor formats on save)."""
+        if also:
+            self._expected.setdefault(rel, set()).add(digest)
+        else:
+            self._expected[rel] = {digest}
+
+    def is_own(self, rel: str, digest: str | None) -> bool:
+        expected = self._expected.get(rel)
+        if expected is not None and digest in expected:
+            return True
+        self._expected.pop(rel, None)
+        return False
+
+
+class Watcher:
+    def __init__(self, root: Path, own: OwnWrites, on_external: Callable[[list[str]], None],
+                 ignore_paths: Iterable[Path] = ()) -> None:
+        self.root = root.resolve()
+        self.own = own
+        self.on_external = on_external
+        self.filter = DefaultFilter(ignore_dirs=IGNORED_DIRS, ignore_entity_patterns=IGNORED_NAMES,
+                                    ignore_paths=[str(p) for p in ignore_paths])
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, 5)
+            except (TimeoutError, asyncio.CancelledError):
+                self._task.cancel()
+            self._task = None
+
+    async def _run(self) -> None:
+        try:
+            async for changes in awatch(self.root, watch_filter=self.filter, debounce=DEBOUNCE_MS, step=STEP_MS,
+                                        stop_event=self._stop, ignore_permission_denied=True):
+                try:
+                    await self.handle(changes)
+                except Exception:  # one bad batch must not end the watching
+                    log.exception("handling file changes failed")
+        except Exception:
+            log.exception("the workspace watcher stopped")
+
+    async def handle(self, changes: set[tuple[Change, str]]) -> None:
+        kinds: dict[str, set[Change]] = {}
+        for change, raw in changes:
+            kinds.setdefault(raw, set()).add(change)
+        external: list[str] = []
+        for raw, seen in sorted(kinds.items()):
+            try:
+                rel = Path(raw).relative_to(self.root).as_posix()
+            except ValueError:
+                continue
+            is_dir, digest = await asyncio.to_thread(_inspect, Path(raw))
+            if is_dir or (digest is None and Change.added in seen):
+                continue  # a directory, or a file created and gone again within the batch (a temp file)
+            if self.own.is_own(rel, digest):
+                continue
+            external.append(rel)
+        external = await self._not_git_ignored(external)
+        if external:
+            log.info("changed outside the agent: %s", ", ".join(external))
+            self.on_external(external)
+
+    async def _not_git_ignored(self, paths: list[str]) -> list[str]:
+        """Build output, caches and other git-ignored files are not sources."""
+        if not paths or not (self.root / ".git").exists():
+            return paths
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "git", "-C", str(self.root), "check-ignore", "--stdin", "-z",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+            out, _ = await asyncio.wait_for(proc.communicate("\0".join(paths).encode() + b"\0"), 10)
+        except (OSError, TimeoutError):
+            return paths
+        if proc.returncode not in (0, 1):
+            return paths
+        ignored = {p for p in out.decode("utf-8", "replace").split("\0") if p}
+        return [p for p in paths if p not in ignored]
+

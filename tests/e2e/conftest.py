@@ -1,0 +1,322 @@
+"""End-to-end fixtures: the real server (`python -m lsp_agent serve`) over stdio, driven by a
+pytest-lsp client that models a small editor: open buffers with versions, incremental didChange,
+`workspace/applyEdit` applied to those buffers, `agent/saveDocuments` writing them to disk, and a
+record of every notification the server sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cattrs
+import pytest
+import pytest_asyncio
+from lsprotocol import converters, types
+from pygls.exceptions import JsonRpcMethodNotFound
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
+from pytest_lsp import LanguageClient
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+from lsp_agent.providers.scripted import Script, ScriptedReply
+
+PY = sys.executable
+SERVER = [PY, "-m", "lsp_agent", "serve"]
+TIMEOUT = 30.0
+
+
+def raw_converter() -> cattrs.Converter:
+    """pygls' converter, but unknown methods keep their JSON (no namedtuples) — like the server's."""
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
+
+    def keep(obj: dict[str, Any], cls: type[Any]) -> Any:
+        return cls(**{f.name: obj.get(f.name) for f in attrs.fields(cls)})
+
+    for message in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
+        converter.register_structure_hook(message, keep)
+    return converter
+
+
+def plain(obj: Any) -> Any:
+    """JSON values of an lsprotocol object, as they travelled on the wire."""
+    return json.loads(json.dumps(converters.get_converter().unstructure(obj)))
+
+
+def full_capabilities(*, apply_edit: bool = True, resource_ops: bool = True,
+                      progress: bool = True) -> types.ClientCapabilities:
+    kinds = [types.ResourceOperationKind.Create, types.ResourceOperationKind.Rename,
+             types.ResourceOperationKind.Delete] if resource_ops else []
+    return types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(
+            apply_edit=apply_edit,
+            workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True, resource_operations=kinds),
+            configuration=True,
+            did_change_configuration=types.DidChangeConfigurationClientCapabilities(dynamic_registration=False)),
+        window=types.WindowClientCapabilities(work_done_progress=progress),
+        text_document=types.TextDocumentClientCapabilities(
+            synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
+            publish_diagnostics=types.PublishDiagnosticsClientCapabilities(related_information=True),
+            code_action=types.CodeActionClientCapabilities(
+                code_action_literal_support=types.ClientCodeActionLiteralOptions(
+                    code_action_kind=types.ClientCodeActionKindOptions(value_set=["quickfix"])))))
+
+
+# --- a tiny editor model ------------------------------------------------------------------------
+
+
+def _offset(text: str, pos: dict[str, int]) -> int:
+    """Code-point offset of an LSP position (UTF-16 characters)."""
+    lines = text.splitlines(keepends=True)
+    base = sum(len(line) for line in lines[:pos["line"]])
+    line = lines[pos["line"]] if pos["line"] < len(lines) else ""
+    units = 0
+    for index, ch in enumerate(line):
+        if units >= pos["character"]:
+            return base + index
+        units += 2 if ord(ch) > 0xFFFF else 1
+    return base + len(line.rstrip("\r\n")) if units < pos["character"] else base + len(line)
+
+
+def apply_text_edits(text: str, edits: list[dict[str, Any]]) -> str:
+    spans = sorted(((_offset(text, e["range"]["start"]), _offset(text, e["range"]["end"]), e["newText"])
+                    for e in edits), reverse=True)
+    for start, end, new in spans:
+        text = text[:start] + new + text[end:]
+    return text
+
+
+@attrs.define
+class Buffer:
+    uri: str
+    text: str
+    version: int
+
+
+class Editor:
+    def __init__(self, client: LanguageClient, root: Path) -> None:
+        self.client = client
+        self.root = root
+        self.buffers: dict[str, Buffer] = {}
+        self.events: list[dict[str, Any]] = []
+        self.applied: list[dict[str, Any]] = []  # every applyEdit params the server sent
+        self.save_requests: list[list[str]] = []
+        self.diagnostics: list[tuple[str, list[dict[str, Any]]]] = []  # every publish, in order
+        self.refuse: str | None = None  # refuse applyEdit with this reason
+        self.keystroke_on_apply: tuple[str, str] | None = None  # (path, text typed before applying)
+        self.save_mode = "save"  # save | fail | unsupported
+        self._finished: dict[str, asyncio.Future[dict[str, Any]]] = {}
+
+    # --- what the user does -------------------------------------------------------------------
+
+    def uri(self, rel: str) -> str:
+        return (self.root / rel).as_uri()
+
+    def open(self, rel: str, text: str | None = None, version: int = 1) -> str:
+        uri = self.uri(rel)
+        body = (self.root / rel).read_text(encoding="utf-8") if text is None else text
+        self.buffers[uri] = Buffer(uri, body, version)
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=body)))
+        return uri
+
+    def type(self, rel: str, line: int, character: int, text: str) -> None:
+        """An incremental change, as an editor sends it while the user types."""
+        buf = self.buffers[self.uri(rel)]
+        edit = {"range": {"start": {"line": line, "character": character},
+                          "end": {"line": line, "character": character}}, "newText": text}
+        self._change(buf, [edit])
+
+    def text(self, rel: str) -> str:
+        return self.buffers[self.uri(rel)].text
+
+    # --- requests -------------------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        result = await asyncio.wait_for(self.client.protocol.send_request_async(method, params), TIMEOUT)
+        return result
+
+    async def run(self, prompt: str, **params: Any) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("agent/run", {"prompt": prompt, **params})
+        self._finished.setdefault(result["generation"], asyncio.get_running_loop().create_future())
+        return result
+
+    async def finished(self, generation: str, timeout: float = TIMEOUT) -> dict[str, Any]:
+        future = self._finished.setdefault(generation, asyncio.get_running_loop().create_future())
+        return await asyncio.wait_for(future, timeout)
+
+    def event_types(self, generation: str) -> list[str]:
+        return [e["event"]["type"] for e in self.events if e["generation"] == generation]
+
+    async def wait_for_event(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = TIMEOUT) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not any(predicate(e["event"]) for e in self.events):
+            if loop.time() > deadline:
+                raise TimeoutError("the expected agent/event did not arrive")
+            await asyncio.sleep(0.02)
+
+    # --- what the server asks -------------------------------------------------------------------
+
+    def _change(self, buf: Buffer, edits: list[dict[str, Any]]) -> None:
+        buf.text = apply_text_edits(buf.text, edits)
+        buf.version += 1
+        # Edits of one TextDocumentEdit all refer to the old text; applied last-first as
+        # incremental changes they stay valid.
+        ordered = sorted(edits, key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
+                         reverse=True)
+        changes = [types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(**e["range"]["start"]), end=types.Position(**e["range"]["end"])),
+            text=e["newText"]) for e in ordered]
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=buf.uri, version=buf.version),
+            content_changes=changes))
+
+    def on_apply_edit(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        raw = plain(params)
+        self.applied.append(raw)
+        if self.keystroke_on_apply is not None:
+            path, typed = self.keystroke_on_apply
+            self.keystroke_on_apply = None
+            self.type(path, 0, 0, typed)
+        if self.refuse is not None:
+            return types.ApplyWorkspaceEditResult(applied=False, failure_reason=self.refuse)
+        changes = raw["edit"].get("documentChanges") or []
+        for change in changes:  # check everything first: all or nothing
+            if change.get("kind") is None:
+                buf = self.buffers.get(change["textDocument"]["uri"])
+                if buf is None:
+                    return types.ApplyWorkspaceEditResult(applied=False, failure_reason="document not open")
+                expected = change["textDocument"].get("version")
+                if expected is not None and expected != buf.version:
+                    return types.ApplyWorkspaceEditResult(
+                        applied=False, failure_reason=f"version {expected} != buffer version {buf.version}")
+        for change in changes:
+            kind = change.get("kind")
+            if kind is None:
+                self._change(self.buffers[change["textDocument"]["uri"]], change["edits"])
+            elif kind == "rename":
+                old, new = change["oldUri"], change["newUri"]
+                Path(_path(old)).rename(_path(new))
+                buf = self.buffers.pop(old)
+                self.client.text_document_did_close(types.DidCloseTextDocumentParams(
+                    text_document=types.TextDocumentIdentifier(uri=old)))
+                self.buffers[new] = Buffer(new, buf.text, 1)
+                self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+                    text_document=types.TextDocumentItem(uri=new, language_id="python", version=1, text=buf.text)))
+            elif kind == "delete":
+                Path(_path(change["uri"])).unlink()
+                self.buffers.pop(change["uri"], None)
+                self.client.text_document_did_close(types.DidCloseTextDocumentParams(
+                    text_document=types.TextDocumentIdentifier(uri=change["uri"])))
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    def on_save_documents(self, params: Any) -> dict[str, Any]:
+        uris = list(params["uris"])
+        self.save_requests.append(uris)
+        if self.save_mode == "unsupported":
+            raise JsonRpcMethodNotFound.of("agent/saveDocuments")
+        saved, failed = [], []
+        for uri in uris:
+            buf = self.buffers.get(uri)
+            if buf is None or self.save_mode == "fail":
+                failed.append({"uri": uri, "reason": "disk full" if buf else "not open"})
+                continue
+            Path(_path(uri)).write_bytes(buf.text.encode("utf-8"))
+            saved.append(uri)
+        return {"saved": saved, "failed": failed}
+
+    def on_event(self, params: Any) -> None:
+        self.events.append(params)
+        if params["event"]["type"] == "run_finish":
+            future = self._finished.setdefault(params["generation"], asyncio.get_running_loop().create_future())
+            if not future.done():
+                future.set_result(params["event"])
+
+    def on_diagnostics(self, params: types.PublishDiagnosticsParams) -> None:
+        self.diagnostics.append((params.uri, plain(params)["diagnostics"]))
+
+
+def _path(uri: str) -> str:
+    from pygls.uris import to_fs_path
+
+    fs = to_fs_path(uri)
+    assert fs is not None
+    return fs
+
+
+def make_client(editor_ref: list[Editor]) -> LanguageClient:
+    client = LanguageClient(converter_factory=raw_converter)
+    features = {k: v for k, v in DEFAULT_CLIENT_FEATURES.items() if k != types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS}
+    register_lsp_features(client, features)
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        return editor_ref[0].on_apply_edit(params)
+
+    @client.feature("agent/saveDocuments")
+    def save_documents(ls: LanguageClient, params: Any) -> dict[str, Any]:
+        return editor_ref[0].on_save_documents(params)
+
+    @client.feature("agent/event")
+    def agent_event(ls: LanguageClient, params: Any) -> None:
+        editor_ref[0].on_event(params)
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def diagnostics(ls: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+        ls.diagnostics[params.uri] = params.diagnostics
+        editor_ref[0].on_diagnostics(params)
+
+    return client
+
+
+def write_script(path: Path, replies: list[ScriptedReply], repeat_last: bool = False) -> Path:
+    path.write_text(Script(label="test", replies=replies, repeat_last=repeat_last).model_dump_json(),
+                    encoding="utf-8")
+    return path
+
+
+StartEditor = Callable[..., Awaitable[Editor]]
+
+
+@pytest_asyncio.fixture
+async def start_editor(isolated_state: Path, tmp_path: Path) -> AsyncIterator[StartEditor]:
+    """Start the server for a workspace; returns the connected editor model."""
+    editors: list[Editor] = []
+
+    async def start(root: Path, replies: list[ScriptedReply] | None = None, *,
+                    capabilities: types.ClientCapabilities | None = None,
+                    init_options: dict[str, Any] | None = None, repeat_last: bool = False) -> Editor:
+        options = dict(init_options or {})
+        if replies is not None:
+            script = write_script(tmp_path / f"script-{len(editors)}.json", replies, repeat_last)
+            options = {"model": "scripted/test", "script": str(script), **options}
+        ref: list[Editor] = []
+        client = make_client(ref)
+        await client.start_io(*SERVER)
+        editor = Editor(client, root)
+        ref.append(editor)
+        editors.append(editor)
+        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
+            capabilities=capabilities or full_capabilities(), root_uri=root.as_uri(),
+            initialization_options=options)), TIMEOUT)
+        return editor
+
+    yield start
+    for editor in editors:
+        try:
+            await asyncio.wait_for(editor.client.shutdown_session(), TIMEOUT)
+        except (TimeoutError, RuntimeError):
+            pass
+        await editor.client.stop()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
