@@ -70,16 +70,18 @@ def full_capabilities(*, apply_edit: bool = True, resource_ops: bool = True,
 
 
 def _offset(text: str, pos: dict[str, int]) -> int:
-    """Code-point offset of an LSP position (UTF-16 characters)."""
+    """Code-point offset of an LSP position (characters counted in UTF-16 units)."""
     lines = text.splitlines(keepends=True)
+    if pos["line"] >= len(lines):
+        return len(text)
     base = sum(len(line) for line in lines[:pos["line"]])
-    line = lines[pos["line"]] if pos["line"] < len(lines) else ""
+    content = lines[pos["line"]].rstrip("\r\n")
     units = 0
-    for index, ch in enumerate(line):
+    for index, ch in enumerate(content):
         if units >= pos["character"]:
             return base + index
         units += 2 if ord(ch) > 0xFFFF else 1
-    return base + len(line.rstrip("\r\n")) if units < pos["character"] else base + len(line)
+    return base + len(content)
 
 
 def apply_text_edits(text: str, edits: list[dict[str, Any]]) -> str:
