@@ -88,3 +88,21 @@ def verify_config(root: Path, argv: list[str], kind: str = "test", parser: str =
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(f"[[tools.verify]]\nkind = {json.dumps(kind)}\nargv = {json.dumps(argv)}\n"
                       f"parser = {json.dumps(parser)}\n", encoding="utf-8")
+
+
+def make_agent(root: Path, replies: list[ScriptedReply], sink: RecordingSink | None = None,
+               **overrides: Any) -> Any:
+    from lsp_agent.core.agent import Agent
+
+    return Agent(make_env(root, replies, sink, **overrides))
+
+
+async def wait_for(predicate: Any, timeout: float = 5.0) -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.005)

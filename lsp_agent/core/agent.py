@@ -1,30 +1,32 @@
 """The core's front door for long-lived front ends (the language server): sessions,
-generations in flight, cancel and status. Knows nothing of LSP.
+generations in flight, steering, the follow-up queue, cancel and status. Knows nothing of LSP.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from lsp_agent.core.events import RunFinish, VerificationStatus
+from lsp_agent.core.errors import AgentError, conflict, invalid
+from lsp_agent.core.events import QueueChangedEvent, ReceiptEvent, RunFinish, StopReason, VerificationStatus
 from lsp_agent.core.loop import Generation
+from lsp_agent.core.queue import Queue, QueueItem, QueueStatus
 from lsp_agent.core.session import AgentSession, Environment
+from lsp_agent.core.steering import AdmissionHook, Receipt, ReceiptStatus, Steering, SteeringView
 from lsp_agent.core.verification import derive
+
+__all__ = ["Agent", "AgentError", "QueueSteerResult", "Started", "Status"]
 
 log = logging.getLogger(__name__)
 
-
-class AgentError(Exception):
-    """A request the core refuses; `kind` and `status` travel to the client."""
-
-    def __init__(self, kind: str, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.status = status
+MAX_PROMPT_CHARS = 200_000
+#: Stop reasons after which the next queued follow-up starts by itself; after the others
+#: (an interrupt, an error, a loop) waiting rows are paused and wait for the user.
+CONTINUE_AFTER = (StopReason.FINAL, StopReason.STEP_LIMIT)
 
 
 @dataclass(frozen=True)
@@ -42,12 +44,24 @@ class Status:
     max_steps: int | None
 
 
+@dataclass(frozen=True)
+class QueueSteerResult:
+    item: QueueItem
+    receipt: Receipt | None
+    reason: str | None = None
+    started: Started | None = None
+
+
 class Agent:
-    def __init__(self, env: Environment) -> None:
-        self.env = env
+    def __init__(self, env: Environment, admission_hook: AdmissionHook | None = None) -> None:
+        self.queue = Queue(env.store)
+        self.steering = Steering(self.queue, admission_hook, self._receipt_changed)
+        self.env = replace(env, steering=self.steering)
         self.sessions: dict[str, AgentSession] = {}
         self.tasks: dict[str, asyncio.Task[RunFinish]] = {}
         self.results: dict[str, RunFinish] = {}
+        for item_id in self.queue.recover():
+            log.info("requeued %s: the process that steered it died before it applied", item_id)
 
     def reconfigure(self, **changes: Any) -> None:
         """New settings/provider apply to generations started from now on."""
@@ -55,6 +69,8 @@ class Agent:
         for session in self.sessions.values():
             if session.active is None:
                 session.env = self.env
+
+    # --- sessions and generations ---------------------------------------------------------------
 
     def session(self, session_id: str | None, title: str = "") -> AgentSession:
         if session_id is None:
@@ -71,28 +87,57 @@ class Agent:
 
     def start(self, prompt: str, session_id: str | None = None, max_steps: int | None = None) -> Started:
         if not prompt.strip():
-            raise AgentError("invalid_params", "the prompt is empty")
+            raise invalid("the prompt is empty")
+        if len(prompt) > MAX_PROMPT_CHARS:
+            raise invalid(f"the prompt is {len(prompt)} characters; at most {MAX_PROMPT_CHARS}")
         session = self.session(session_id, title=prompt[:80])
+        return self._launch(session, prompt, max_steps)
+
+    def _launch(self, session: AgentSession, prompt: str, max_steps: int | None,
+                claim: Callable[[sqlite3.Connection, str], None] | None = None) -> Started:
         if session.active is not None:
-            raise AgentError("busy", f"session {session.id} is running generation {session.active.id}; "
-                             "queue a follow-up or steer it", 409)
+            raise conflict(f"session {session.id} is running generation {session.active.id}; "
+                           "queue a follow-up or steer it", "busy")
         session.env = self.env
         generation = Generation(session, max_steps)
-        session.active = generation  # claimed now, so a second start in the same tick is refused
-        task = asyncio.ensure_future(self._run(generation, prompt))
-        self.tasks[generation.id] = task
+        generation.begin(prompt, claim)  # synchronous: the prompt is stored and the session busy now
+        self.tasks[generation.id] = asyncio.ensure_future(self._run(generation))
         return Started(session.id, generation.id)
 
-    async def _run(self, generation: Generation, prompt: str) -> RunFinish:
+    async def _run(self, generation: Generation) -> RunFinish:
+        session = generation.session
         try:
-            result = await generation.run(prompt)
-            self.results[generation.session.id] = result
+            result = await generation.run()
+            self.results[session.id] = result
             return result
         except Exception:
             log.exception("generation %s crashed", generation.id)
             raise
         finally:
             self.tasks.pop(generation.id, None)
+            self._after_generation(session, generation.stop_reason)
+
+    def _after_generation(self, session: AgentSession, reason: StopReason | None) -> None:
+        if reason in CONTINUE_AFTER:
+            self._start_next(session)
+        elif reason is not None and self.queue.pause_waiting(session.id):
+            self._queue_changed(session.id)
+
+    def _start_next(self, session: AgentSession) -> Started | None:
+        """The next queued follow-up becomes the next generation (its row is marked sent in the
+        same transaction as the prompt message, so it can never be sent twice)."""
+        if session.active is not None:
+            return None
+        item = self.queue.next_queued(session.id)
+        if item is None:
+            return None
+
+        def claim(db: sqlite3.Connection, message_id: str, item_id: str = item.id) -> None:
+            self.queue.claim_for_send(db, item_id, message_id)
+
+        started = self._launch(session, item.text, None, claim)  # a row changed under us raises 409
+        self._queue_changed(session.id)
+        return started
 
     async def wait(self, generation_id: str) -> RunFinish | None:
         task = self.tasks.get(generation_id)
@@ -110,8 +155,7 @@ class Agent:
         if session_id and session is None:
             session = self.session(session_id)
         if session is None:
-            running = next((s for s in self.sessions.values() if s.active is not None), None)
-            session = running
+            session = next((s for s in self.sessions.values() if s.active is not None), None)
         if session is None:
             return Status("idle", None, VerificationStatus.NOT_RUN, 0, None)
         check = derive(session.history).status
@@ -126,3 +170,93 @@ class Agent:
                 session.active.cancel()
         if self.tasks:
             await asyncio.wait(list(self.tasks.values()), timeout=10)
+
+    # --- steering -------------------------------------------------------------------------------
+
+    def steering_view(self, session_id: str) -> SteeringView:
+        return self.steering.view(self.session(session_id))
+
+    async def steer(self, session_id: str, expected_generation: str, client_id: str, text: str) -> Receipt:
+        return await self.steering.steer(self.session(session_id), expected_generation, client_id, text)
+
+    def _receipt_changed(self, receipt: Receipt) -> None:
+        self.env.sink.emit(ReceiptEvent(session_id=receipt.session_id, receipt=receipt.wire()))
+
+    # --- the follow-up queue --------------------------------------------------------------------
+
+    def _queue_changed(self, session_id: str) -> None:
+        items = [i.wire() for i in self.queue.items(session_id)]
+        self.env.sink.emit(QueueChangedEvent(session_id=session_id, items=items))
+
+    def queue_items(self, session_id: str) -> list[QueueItem]:
+        self.session(session_id)
+        return self.queue.items(session_id)
+
+    def queue_add(self, session_id: str, text: str, kind: str = "follow_up",
+                  attachments: list[Any] | None = None) -> tuple[QueueItem, Started | None]:
+        """Queue a message; an idle session with nothing queued ahead starts it right away."""
+        session = self.session(session_id)
+        item = self.queue.add(session.id, text, kind, attachments)
+        started = self._start_next(session) if session.active is None else None
+        self._queue_changed(session.id)
+        return self.queue.get(item.id), started
+
+    def queue_cancel(self, item_id: str) -> QueueItem:
+        item = self.queue.cancel(item_id)
+        self._queue_changed(item.session_id)
+        return item
+
+    def queue_edit(self, item_id: str, text: str, expected_updated_at: int) -> QueueItem:
+        item = self.queue.edit(item_id, text, expected_updated_at)
+        self._queue_changed(item.session_id)
+        return item
+
+    def queue_send_now(self, item_id: str) -> tuple[QueueItem, Started | None]:
+        """Front of the queue; it still waits for the running generation to end."""
+        item = self.queue.send_now(item_id)
+        session = self.session(item.session_id)
+        started = self._start_next(session) if session.active is None else None
+        self._queue_changed(item.session_id)
+        return self.queue.get(item_id), started
+
+    async def queue_steer(self, item_id: str) -> QueueSteerResult:
+        item = self.queue.get(item_id)
+        self.queue.check_steerable(item)
+        session = self.session(item.session_id)
+        active = session.active
+        if active is None or active.ended:
+            return QueueSteerResult(item, None, "generation_not_active")
+        self.queue.mark_steered(item, active.id)  # a lost race is a 409 here
+        try:
+            receipt = await self.steering.steer(session, active.id, f"queue_{item.id}", item.text, item.id)
+        except AgentError:
+            self.queue.requeue_steered(item.id, paused=False)
+            self._queue_changed(item.session_id)
+            raise
+        if receipt.status is ReceiptStatus.REJECTED:
+            self.queue.requeue_steered(item.id, paused=False)
+        self._queue_changed(item.session_id)
+        return QueueSteerResult(self.queue.get(item.id), receipt, receipt.reason.value if receipt.reason else None)
+
+    async def steer_prefix(self, session_id: str) -> list[QueueSteerResult]:
+        """The ctrl+s rule: steer the steerable FIFO prefix one row at a time and stop at the first
+        row that cannot be steered; if the generation is gone, sendNow the first row and stop (sending
+        every row to the front would reverse their order)."""
+        session = self.session(session_id)
+        results: list[QueueSteerResult] = []
+        for item in self.queue.items(session.id, include_settled=False):
+            if not self.queue.is_steerable(item):
+                break
+            active = session.active
+            if active is None or active.ended:
+                moved, started = self.queue_send_now(item.id)
+                results.append(QueueSteerResult(moved, None, "generation_not_active", started))
+                break
+            result = await self.queue_steer(item.id)
+            results.append(result)
+            if result.receipt is None or result.receipt.status is ReceiptStatus.REJECTED:
+                if result.item.status in (QueueStatus.QUEUED, QueueStatus.PAUSED) and session.active is None:
+                    moved, started = self.queue_send_now(item.id)
+                    results[-1] = QueueSteerResult(moved, result.receipt, result.reason, started)
+                break
+        return results

@@ -148,6 +148,22 @@ class RunFinish(_Event):
     error: ErrorInfo | None = None
 
 
+class ReceiptEvent(WireModel):
+    """A steering receipt changed (accepted, applied, rejected): `agent/receipt` in the editor."""
+
+    type: Literal["receipt"] = "receipt"
+    session_id: str
+    receipt: dict[str, Any]
+
+
+class QueueChangedEvent(WireModel):
+    """The session's follow-up queue changed: `agent/queueChanged` in the editor."""
+
+    type: Literal["queue_changed"] = "queue_changed"
+    session_id: str
+    items: list[dict[str, Any]]
+
+
 Event = Annotated[
     StepStart | TextDelta | ReasoningDelta | TextEvent | ReasoningEvent | ToolStart | ToolUse
     | StepFinish | ErrorEvent | NoticeEvent | RunFinish,

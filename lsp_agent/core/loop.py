@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from lsp_agent.context.instructions import BASE_INSTRUCTIONS
@@ -94,6 +96,9 @@ class Generation:
         self._waiting: set[asyncio.Task[Any]] = set()
         self._stream_task: asyncio.Future[AssistantReply] | None = None
         self._assistant_message_id = ""
+        self.begun = False
+        self.ended = False
+        self.stop_reason: StopReason | None = None
         self.trace: TraceWriter | None = None
         if self.env.trace_dir is not None:
             self.trace = TraceWriter(self.env.trace_dir / f"{session.id}-{self.id}.jsonl")
@@ -117,15 +122,42 @@ class Generation:
 
     # --- the loop -----------------------------------------------------------------------------
 
-    async def run(self, prompt: str) -> events.RunFinish:
+    def begin(self, prompt: str, claim: Callable[[sqlite3.Connection, str], None] | None = None) -> None:
+        """Write the prompt and mark the session busy, synchronously. `claim(db, message_id)` runs
+        inside that transaction (a queued row is marked sent there) and may raise to refuse."""
         session = self.session
+        prompt_message = Message(role=Role.USER, parts=[TextPart(text=prompt)], generation=self.id)
+
+        def start(db: sqlite3.Connection) -> None:
+            if claim is not None:
+                claim(db, prompt_message.id)
+            db.execute("UPDATE sessions SET active_generation=? WHERE id=?", (self.id, session.id))
+
         session.active = self
+        try:
+            session.append(prompt_message, start)
+        except BaseException:
+            session.active = None
+            raise
+        self.begun = True
+
+    async def run(self, prompt: str | None = None,
+                  claim: Callable[[sqlite3.Connection, str], None] | None = None) -> events.RunFinish:
+        """Run to a stop reason (after `begin`, or beginning with `prompt` now)."""
+        if prompt is not None:
+            self.begin(prompt, claim)
+        assert self.begun, "begin() the generation or pass a prompt"
+        session = self.session
         token = cancel_signal.set(self.cancel_event)
         try:
-            session.append(Message(role=Role.USER, parts=[TextPart(text=prompt)], generation=self.id))
             return await self._loop()
         finally:
+            self.ended = True
             cancel_signal.reset(token)
+            self.env.store.set_active_generation(session.id, None)
+            if self.env.steering is not None:
+                interrupted = self.stop_reason in (StopReason.CANCELLED, StopReason.ERROR, None)
+                self.env.steering.end_generation(session, self.id, interrupted)
             session.active = None
             session.flush_notes()
             if self.trace is not None:
@@ -154,7 +186,11 @@ class Generation:
                 return self._finish(StopReason.LOOP)
             if self.cancel_event.is_set():
                 return self._finish(StopReason.CANCELLED)
-            if not results:
+            # Corrections land here, after this step's results; one sent as the final reply
+            # arrived keeps the generation alive for exactly one more step.
+            steering = self.env.steering
+            applied = steering.apply_pending(self.session, self.id) if steering is not None else False
+            if not results and not applied:
                 return self._finish(StopReason.FINAL)
 
     def capabilities(self) -> CapabilityResolution:
@@ -329,6 +365,7 @@ class Generation:
             self.trace.write({"step": self.steps, "stepFinish": True, "tokens": usage.model_dump()})
 
     def _finish(self, reason: StopReason, error: events.ErrorInfo | None = None) -> events.RunFinish:
+        self.stop_reason = reason
         check = verification.derive(self.session.history)
         result = events.RunFinish(
             **self._base(), stop_reason=reason, verification=check.status,

@@ -6,6 +6,8 @@ the store on resume and appended to as each message is created.
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +25,7 @@ from lsp_agent.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from lsp_agent.core.loop import Generation
+    from lsp_agent.core.steering import Steering
 
 
 class NullSink:
@@ -54,6 +57,8 @@ class Environment:
     sink: EventSink = field(default_factory=NullSink)
     trace_dir: Path | None = None
     model: ModelFacts = field(default_factory=ModelFacts)
+    #: present when a long-lived front end steers generations (the language server)
+    steering: Steering | None = None
 
 
 class AgentSession:
@@ -95,7 +100,8 @@ class AgentSession:
             notes, self.pending_notes = self.pending_notes, []
             self.append(Message(role=Role.USER, parts=list(notes), generation=generation))
 
-    def append(self, message: Message) -> None:
-        """Persist first, then remember: the record never lags behind what the model saw."""
-        self.env.store.append_message(self.id, message)
+    def append(self, message: Message, guard: Callable[[sqlite3.Connection], None] | None = None) -> None:
+        """Persist first, then remember: the record never lags behind what the model saw.
+        `guard` runs inside the write's transaction and may raise to abort it."""
+        self.env.store.append_message(self.id, message, guard)
         self.history.append(message)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -75,10 +75,17 @@ class Store:
 
     # --- messages and parts -----------------------------------------------------------------
 
-    def append_message(self, session_id: str, message: Message) -> None:
-        """Write a message and its parts in one transaction."""
+    def append_message(self, session_id: str, message: Message,
+                       guard: Callable[[sqlite3.Connection], None] | None = None) -> None:
+        """Write a message and its parts in one transaction; `guard` runs first inside it and may
+        raise to abort (steering re-checks the generation; a queue row is stamped with it)."""
         with self.transaction() as db:
+            if guard is not None:
+                guard(db)
             self._insert_message(db, session_id, message)
+
+    def set_active_generation(self, session_id: str, generation: str | None) -> None:
+        self.db.execute("UPDATE sessions SET active_generation=? WHERE id=?", (generation, session_id))
 
     def _insert_message(self, db: sqlite3.Connection, session_id: str, message: Message) -> None:
         ts = now_ms()

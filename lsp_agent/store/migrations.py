@@ -24,6 +24,17 @@ MIGRATIONS: list[str] = [
         data TEXT NOT NULL, created_at INTEGER NOT NULL);
     CREATE INDEX events_session ON events(session_id, kind);
     """,
+    # 2: the follow-up queue; the generation a session is running (re-checked when steering writes)
+    """
+    ALTER TABLE sessions ADD COLUMN active_generation TEXT;
+    CREATE TABLE queue (
+        id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL,
+        attachments TEXT NOT NULL DEFAULT '[]', status TEXT NOT NULL, position INTEGER NOT NULL,
+        created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, sent_at INTEGER, message_id TEXT,
+        steered_into TEXT, steered_at INTEGER, steered_applied_at INTEGER, steer_owner TEXT,
+        cancelled_at INTEGER, error TEXT);
+    CREATE INDEX queue_session ON queue(session_id, status, position);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

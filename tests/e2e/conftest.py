@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import attrs
 import cattrs
@@ -39,6 +39,14 @@ def raw_converter() -> cattrs.Converter:
 
     for message in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
         converter.register_structure_hook(message, keep)
+
+    # lsprotocol takes any code action with a `command` for a bare Command; a Command's
+    # `command` is a string, a CodeAction's is an object.
+    def code_action(obj: Any, _: type) -> Any:
+        kind = types.Command if isinstance(obj.get("command"), str) else types.CodeAction
+        return converter.structure(obj, kind)
+
+    converter.register_structure_hook(Union[types.Command, types.CodeAction], code_action)  # noqa: UP007
     return converter
 
 
@@ -188,15 +196,21 @@ class Editor:
         if self.refuse is not None:
             return types.ApplyWorkspaceEditResult(applied=False, failure_reason=self.refuse)
         changes = raw["edit"].get("documentChanges") or []
+        versions = {uri: buf.version for uri, buf in self.buffers.items()}
         for change in changes:  # check everything first: all or nothing
-            if change.get("kind") is None:
-                buf = self.buffers.get(change["textDocument"]["uri"])
-                if buf is None:
+            kind = change.get("kind")
+            if kind == "rename":
+                versions[change["newUri"]] = versions.pop(change["oldUri"])
+            elif kind == "delete":
+                versions.pop(change["uri"], None)
+            elif kind is None:
+                uri = change["textDocument"]["uri"]
+                if uri not in versions:
                     return types.ApplyWorkspaceEditResult(applied=False, failure_reason="document not open")
                 expected = change["textDocument"].get("version")
-                if expected is not None and expected != buf.version:
+                if expected is not None and expected != versions[uri]:
                     return types.ApplyWorkspaceEditResult(
-                        applied=False, failure_reason=f"version {expected} != buffer version {buf.version}")
+                        applied=False, failure_reason=f"version {expected} != buffer version {versions[uri]}")
         for change in changes:
             kind = change.get("kind")
             if kind is None:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from lsp_agent.core.history import Message, Role, TextPart
@@ -45,6 +48,8 @@ class Received:
     headers: dict[str, str]
     body: bytes
     at: float
+    #: when the reply was completely written (0.0 until then, or if it was cut or stalled)
+    done_at: float = 0.0
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -97,7 +102,8 @@ class LoopbackServer:
                 name, _, value = line.decode().partition(":")
                 headers[name.strip().lower()] = value.strip()
             body = await reader.readexactly(int(headers.get("content-length", "0")))
-            self.requests.append(Received(method, path, headers, body, time.monotonic()))
+            received = Received(method, path, headers, body, time.monotonic())
+            self.requests.append(received)
             reply = self.replies.popleft() if self.replies else self.fallback
             assert reply is not None, "the test queued no reply for this request"
             head = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}",
@@ -112,6 +118,7 @@ class LoopbackServer:
             if reply.ending == "complete":
                 writer.write(b"0\r\n\r\n")
                 await writer.drain()
+                received.done_at = time.monotonic()
             elif reply.ending == "stall":
                 await asyncio.sleep(3600)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -176,3 +183,205 @@ async def collect(provider: HttpStreamingProvider, request: ModelRequest
     except ProviderError as exc:
         return events, exc
     return events, None
+
+
+# --- scripted model turns for whole-run tests (the `lsp-agent run` subprocess, the benchmark) -----
+
+TokenUsage = tuple[int, int, int, int]
+"""(input, output, reasoning, cached) tokens, as the server reports them."""
+
+
+def _chat_usage(usage: TokenUsage) -> dict[str, Any]:
+    return {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": usage[0] + usage[1],
+            "prompt_tokens_details": {"cached_tokens": usage[3]},
+            "completion_tokens_details": {"reasoning_tokens": usage[2]}}
+
+
+def _responses_usage(usage: TokenUsage) -> dict[str, Any]:
+    return {"input_tokens": usage[0], "output_tokens": usage[1], "total_tokens": usage[0] + usage[1],
+            "input_tokens_details": {"cached_tokens": usage[3]},
+            "output_tokens_details": {"reasoning_tokens": usage[2]}}
+
+
+def _arguments(arguments: dict[str, Any] | str) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def chat_turn(*, text: str = "", call: tuple[str, str, dict[str, Any] | str] | None = None,
+              usage: TokenUsage = (0, 0, 0, 0), done: bool = True) -> bytes:
+    """One Chat Completions reply: optional text, optional tool call (call_id, name, arguments), usage.
+
+    The arguments are streamed in two fragments, as real servers do.
+    """
+    chunks: list[dict[str, Any]] = [{"id": "chatcmpl-1", "choices": [
+        {"index": 0, "delta": {"role": "assistant", "content": text or None}}]}]
+    if call is not None:
+        call_id, name, arguments = call
+        raw = _arguments(arguments)
+        half = len(raw) // 2
+        chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": raw[:half]}}]}}]})
+        chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": raw[half:]}}]}}]})
+    chunks.append({"choices": [{"index": 0, "delta": {},
+                                "finish_reason": "tool_calls" if call else "stop"}]})
+    chunks.append({"choices": [], "usage": _chat_usage(usage)})
+    return chat_sse(chunks, done=done)
+
+
+def responses_turn(*, text: str = "", call: tuple[str, str, dict[str, Any] | str] | None = None,
+                   usage: TokenUsage = (0, 0, 0, 0), reasoning: tuple[str, str] | None = None,
+                   complete: bool = True) -> bytes:
+    """One Responses reply: optional reasoning item (summary, encrypted_content), text, tool call, usage."""
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": "resp_1"}}]
+    output: list[dict[str, Any]] = []
+    if reasoning is not None:
+        item = {"type": "reasoning", "id": f"rs_{len(output)}", "encrypted_content": reasoning[1],
+                "summary": [{"type": "summary_text", "text": reasoning[0]}]}
+        events.append({"type": "response.output_item.added", "output_index": len(output),
+                       "item": {**item, "summary": []}})
+        events.append({"type": "response.reasoning_summary_text.delta", "output_index": len(output),
+                       "summary_index": 0, "delta": reasoning[0]})
+        events.append({"type": "response.output_item.done", "output_index": len(output), "item": item})
+        output.append(item)
+    if text:
+        item = {"type": "message", "id": "msg_1", "role": "assistant",
+                "content": [{"type": "output_text", "text": text}]}
+        events.append({"type": "response.output_item.added", "output_index": len(output),
+                       "item": {**item, "content": []}})
+        events.append({"type": "response.output_text.delta", "output_index": len(output), "delta": text})
+        events.append({"type": "response.output_item.done", "output_index": len(output), "item": item})
+        output.append(item)
+    if call is not None:
+        call_id, name, arguments = call
+        raw = _arguments(arguments)
+        half = len(raw) // 2
+        index = len(output)
+        item = {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": name,
+                "arguments": raw}
+        events.append({"type": "response.output_item.added", "output_index": index,
+                       "item": {**item, "arguments": ""}})
+        events.append({"type": "response.function_call_arguments.delta", "output_index": index,
+                       "item_id": item["id"], "delta": raw[:half]})
+        events.append({"type": "response.function_call_arguments.delta", "output_index": index,
+                       "item_id": item["id"], "delta": raw[half:]})
+        events.append({"type": "response.function_call_arguments.done", "output_index": index,
+                       "item_id": item["id"], "arguments": raw})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+        output.append(item)
+    if complete:
+        events.append({"type": "response.completed", "response": {
+            "id": "resp_1", "status": "completed", "output": output, "usage": _responses_usage(usage)}})
+    return responses_sse(events)
+
+
+def turn(wire: Wire, *, text: str = "", call: tuple[str, str, dict[str, Any] | str] | None = None,
+         usage: TokenUsage = (0, 0, 0, 0)) -> bytes:
+    """A complete model turn in either wire protocol."""
+    if wire == "chat":
+        return chat_turn(text=text, call=call, usage=usage)
+    return responses_turn(text=text, call=call, usage=usage)
+
+
+def cut_inside_arguments(wire: Wire, call: tuple[str, str, dict[str, Any] | str], keep: int | None = None
+                         ) -> list[bytes]:
+    """Chunks of a turn that stop `keep` bytes into the tool call's arguments (default: half).
+
+    With `keep` = the whole argument string the call looks complete, but the terminal event
+    (`[DONE]` / response.completed) never comes. Serve with `ending="cut"`.
+    """
+    call_id, name, arguments = call
+    raw = _arguments(arguments)
+    keep = len(raw) // 2 if keep is None else keep
+    if wire == "chat":
+        chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Editing now."}}]},
+                  {"choices": [{"index": 0, "delta": {"tool_calls": [
+                      {"index": 0, "id": call_id, "type": "function",
+                       "function": {"name": name, "arguments": raw[:keep]}}]}}]}]
+        return [chat_sse(chunks, done=False)]
+    item = {"type": "function_call", "id": "fc_cut", "call_id": call_id, "name": name, "arguments": ""}
+    return [responses_sse([
+        {"type": "response.created", "response": {"id": "resp_cut"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_cut",
+         "delta": raw[:keep]},
+    ])]
+
+
+@dataclass
+class AgentRun:
+    """The outcome of one `lsp-agent run --json` subprocess."""
+
+    returncode: int
+    events: list[dict[str, Any]]
+    stderr: str
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("type") == kind]
+
+    @property
+    def finish(self) -> dict[str, Any]:
+        finishes = self.of("run_finish")
+        assert len(finishes) == 1, f"expected one run_finish, got {self.types()}\nstderr:\n{self.stderr}"
+        return finishes[0]
+
+    def types(self) -> list[str]:
+        return [str(e.get("type")) for e in self.events]
+
+
+def agent_command(prompt: str, workspace: Path, base_url: str, wire: Wire, model: str = "openai-compatible/m",
+                  *extra: str) -> list[str]:
+    return [sys.executable, "-m", "lsp_agent", "run", prompt, "--workspace", str(workspace),
+            "--model", model, "--base-url", base_url, "--wire", wire, "--json", *extra]
+
+
+async def run_agent(prompt: str, workspace: Path, base_url: str, wire: Wire, *extra: str,
+                    model: str = "openai-compatible/m", env: dict[str, str] | None = None,
+                    timeout_s: float = 60.0) -> AgentRun:
+    """Run the real CLI in a subprocess while this event loop keeps serving the loopback server."""
+    child_env = {k: v for k, v in os.environ.items() if k != "LSP_AGENT_API_KEY"}
+    child_env.update(env or {})
+    proc = await asyncio.create_subprocess_exec(
+        *agent_command(prompt, workspace, base_url, wire, model, *extra),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=child_env)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    events = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
+    assert proc.returncode is not None
+    return AgentRun(proc.returncode, events, err.decode())
+
+
+def write_workspace(root: Path, files: dict[str, str], config: str = "") -> Path:
+    """A workspace with these files and, when given, `.lsp-agent/config.toml`."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    if config:
+        path = root / ".lsp-agent" / "config.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(config, encoding="utf-8")
+    return root
+
+
+def message_list(wire: Wire, body: dict[str, Any]) -> list[Any]:
+    """The growing part of a request: chat `messages`, responses `input`."""
+    items = body["messages" if wire == "chat" else "input"]
+    assert isinstance(items, list)
+    return items
+
+
+def static_fields(wire: Wire, body: dict[str, Any]) -> str:
+    """Everything but the growing list, serialized: must not change between requests."""
+    rest = {k: v for k, v in body.items() if k != ("messages" if wire == "chat" else "input")}
+    return json.dumps(rest, sort_keys=False, separators=(",", ":"), ensure_ascii=False)
+
+
+def extends(previous: list[Any], current: list[Any]) -> bool:
+    """True when `current` starts with every element of `previous`, unchanged (and may add more)."""
+    return len(current) >= len(previous) and current[:len(previous)] == previous

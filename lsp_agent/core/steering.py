@@ -1,0 +1,243 @@
+"""Steering a running generation: corrections land as user messages at the next step
+boundary, each with a receipt (`accepted` → `applied` | `rejected`).
+
+A correction is bound to the generation it was addressed to. The generation is checked
+when the correction is admitted, again after the admission hook, and once more inside
+the store transaction that writes the message, so a successor generation can never
+commit its predecessor's text. Receipts live in memory (bounded); they are not durable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from lsp_agent.core.errors import AgentError, conflict, invalid
+from lsp_agent.core.history import Message, Role, TextPart
+from lsp_agent.core.queue import MAX_STEER_CHARS, Queue
+from lsp_agent.core.wire import WireModel
+
+if TYPE_CHECKING:
+    from lsp_agent.core.session import AgentSession
+
+CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
+MAX_RECEIPTS = 256
+MAX_PENDING = 32
+MAX_SESSIONS = 256
+
+
+class ReceiptStatus(StrEnum):
+    ACCEPTED = "accepted"
+    APPLIED = "applied"
+    REJECTED = "rejected"
+
+
+class RejectReason(StrEnum):
+    GENERATION_NOT_ACTIVE = "generation_not_active"
+    STALE_GENERATION = "stale_generation"
+    ADMISSION_REJECTED = "admission_rejected"
+    GENERATION_ENDED = "generation_ended_before_application"
+    APPLICATION_REJECTED = "application_rejected"
+    TOO_LONG = "too_long"
+    TOO_MANY_PENDING = "too_many_pending"
+
+
+class Receipt(WireModel):
+    status: ReceiptStatus
+    session_id: str
+    generation: str | None
+    client_id: str
+    message_id: str | None = None
+    reason: RejectReason | None = None
+    detail: str | None = None
+
+
+class SteeringView(WireModel):
+    generation: str | None
+    receipts: list[Receipt]
+
+
+#: (session_id, generation, text) → a veto reason, or None to admit.
+AdmissionHook = Callable[[str, str, str], Awaitable[str | None]]
+ReceiptListener = Callable[[Receipt], None]
+
+
+@dataclass
+class _Correction:
+    client_id: str
+    text: str
+    generation: str
+    queue_item: str | None
+
+
+@dataclass
+class _SessionState:
+    receipts: OrderedDict[str, tuple[str, Receipt]] = field(default_factory=OrderedDict)
+    pending: list[_Correction] = field(default_factory=list)
+
+
+class _Stale(Exception):
+    pass
+
+
+def request_digest(session_id: str, generation: str, client_id: str, text: str) -> str:
+    payload = json.dumps([session_id, generation, client_id, text], separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class Steering:
+    def __init__(self, queue: Queue, hook: AdmissionHook | None = None,
+                 listener: ReceiptListener | None = None) -> None:
+        self.queue = queue
+        self.hook = hook
+        self.listener = listener
+        self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
+
+    # --- bookkeeping ----------------------------------------------------------------------------
+
+    def _state(self, session_id: str) -> _SessionState:
+        state = self._sessions.get(session_id)
+        if state is None:
+            state = self._sessions[session_id] = _SessionState()
+            self._evict_sessions()
+        self._sessions.move_to_end(session_id)
+        return state
+
+    def _evict_sessions(self) -> None:
+        for session_id in list(self._sessions):
+            if len(self._sessions) <= MAX_SESSIONS:
+                return
+            if not self._sessions[session_id].pending:  # idle: only settled receipts to forget
+                del self._sessions[session_id]
+
+    def _record(self, state: _SessionState, digest: str, receipt: Receipt) -> Receipt:
+        state.receipts[receipt.client_id] = (digest, receipt)
+        state.receipts.move_to_end(receipt.client_id)
+        while len(state.receipts) > MAX_RECEIPTS:
+            oldest = next((cid for cid, (_, r) in state.receipts.items() if r.status is not ReceiptStatus.ACCEPTED),
+                          None)
+            if oldest is None:
+                break
+            del state.receipts[oldest]
+        if self.listener is not None:
+            self.listener(receipt)
+        return receipt
+
+    def _settle(self, session_id: str, client_id: str, **changes: object) -> Receipt:
+        state = self._state(session_id)
+        digest, receipt = state.receipts[client_id]
+        return self._record(state, digest, receipt.model_copy(update=changes))
+
+    def view(self, session: AgentSession) -> SteeringView:
+        state = self._sessions.get(session.id)
+        receipts = [r for _, r in state.receipts.values()] if state else []
+        return SteeringView(generation=session.active.id if session.active else None, receipts=receipts)
+
+    def pending_count(self, session_id: str) -> int:
+        state = self._sessions.get(session_id)
+        return len(state.pending) if state else 0
+
+    # --- admission ------------------------------------------------------------------------------
+
+    async def steer(self, session: AgentSession, expected_generation: str, client_id: str, text: str,
+                    queue_item: str | None = None) -> Receipt:
+        if not CLIENT_ID.fullmatch(client_id):
+            raise invalid("clientID must be 1-100 characters of A-Z, a-z, 0-9, '_' or '-'")
+        text = text.strip()
+        if not text:
+            raise invalid("the correction text is empty")
+        digest = request_digest(session.id, expected_generation, client_id, text)
+        state = self._state(session.id)
+        known = state.receipts.get(client_id)
+        if known is not None:
+            if known[0] == digest:
+                return known[1]  # an identical retry gets the same receipt
+            raise conflict(f"clientID {client_id!r} was already used for a different correction", "steer_conflict")
+
+        def receipt(status: ReceiptStatus, reason: RejectReason | None = None, detail: str | None = None) -> Receipt:
+            return self._record(state, digest, Receipt(status=status, session_id=session.id,
+                                                       generation=expected_generation, client_id=client_id,
+                                                       reason=reason, detail=detail))
+
+        active = session.active
+        if len(text) > MAX_STEER_CHARS:
+            return receipt(ReceiptStatus.REJECTED, RejectReason.TOO_LONG,
+                           f"{len(text)} characters; at most {MAX_STEER_CHARS}")
+        if active is None or active.ended:
+            return receipt(ReceiptStatus.REJECTED, RejectReason.GENERATION_NOT_ACTIVE)
+        if active.id != expected_generation:
+            return receipt(ReceiptStatus.REJECTED, RejectReason.STALE_GENERATION,
+                           f"the running generation is {active.id}")
+        if len(state.pending) >= MAX_PENDING:
+            return receipt(ReceiptStatus.REJECTED, RejectReason.TOO_MANY_PENDING, f"{MAX_PENDING} are pending")
+        accepted = receipt(ReceiptStatus.ACCEPTED)  # reserves the clientID while the hook runs
+        if self.hook is not None:
+            veto = await self.hook(session.id, expected_generation, text)
+            if veto:
+                return self._settle(session.id, client_id, status=ReceiptStatus.REJECTED,
+                                    reason=RejectReason.ADMISSION_REJECTED, detail=veto)
+            active = session.active
+            if active is None or active.ended or active.id != expected_generation:
+                return self._settle(session.id, client_id, status=ReceiptStatus.REJECTED,
+                                    reason=RejectReason.GENERATION_ENDED)
+            if len(state.pending) >= MAX_PENDING:
+                return self._settle(session.id, client_id, status=ReceiptStatus.REJECTED,
+                                    reason=RejectReason.TOO_MANY_PENDING)
+        state.pending.append(_Correction(client_id, text, expected_generation, queue_item))
+        return accepted
+
+    # --- at the step boundary and at the end ----------------------------------------------------
+
+    def apply_pending(self, session: AgentSession, generation: str) -> bool:
+        """Write pending corrections as user messages (synchronously: no other coroutine can run
+        between this decision and the generation's stop). True if any was applied."""
+        state = self._sessions.get(session.id)
+        if state is None or not state.pending:
+            return False
+        corrections, state.pending = state.pending, []
+        applied = False
+        for correction in corrections:
+            message = Message(role=Role.USER, generation=generation, parts=[TextPart(
+                text=correction.text, metadata={"steer": {"clientID": correction.client_id,
+                                                          "queueItem": correction.queue_item}})])
+
+            def guard(db: sqlite3.Connection, c: _Correction = correction, m: Message = message) -> None:
+                row = db.execute("SELECT active_generation FROM sessions WHERE id=?", (session.id,)).fetchone()
+                if row is None or row[0] != c.generation or c.generation != generation:
+                    raise _Stale
+                if c.queue_item is not None:
+                    self.queue.stamp_applied(db, c.queue_item, m.id)
+
+            try:
+                session.append(message, guard)
+            except (_Stale, AgentError) as exc:
+                self._settle(session.id, correction.client_id, status=ReceiptStatus.REJECTED,
+                             reason=RejectReason.APPLICATION_REJECTED, detail=str(exc) or None)
+                if correction.queue_item is not None:
+                    self.queue.requeue_steered(correction.queue_item, paused=False)
+                continue
+            applied = True
+            self._settle(session.id, correction.client_id, status=ReceiptStatus.APPLIED, message_id=message.id)
+        return applied
+
+    def end_generation(self, session: AgentSession, generation: str, interrupted: bool) -> None:
+        """The generation is over: whatever is still pending is rejected; steered rows go back
+        to the queue (paused after an interrupt, so nothing starts by itself)."""
+        state = self._sessions.get(session.id)
+        if state is None:
+            return
+        keep = [c for c in state.pending if c.generation != generation]
+        ended = [c for c in state.pending if c.generation == generation]
+        state.pending = keep
+        for correction in ended:
+            self._settle(session.id, correction.client_id, status=ReceiptStatus.REJECTED,
+                         reason=RejectReason.GENERATION_ENDED)
+            if correction.queue_item is not None:
+                self.queue.requeue_steered(correction.queue_item, paused=interrupted)

@@ -1,0 +1,75 @@
+"""watchfiles: outside changes make earlier reads stale and a standing check `not_run`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from tests.e2e.conftest import PY, Editor, StartEditor
+from tests.helpers import call, reply, verify_config
+
+PASS = 'print("Success: no issues found in 1 source file")\n'
+
+
+def make_workspace(root: Path) -> None:
+    (root / "data.txt").write_text("1\n", encoding="utf-8")
+    (root / "check.py").write_text(PASS, encoding="utf-8")
+    verify_config(root, [PY, "check.py"], kind="typecheck", parser="mypy")
+
+
+async def external_write_during_step_2(editor: Editor, root: Path) -> None:
+    await editor.wait_for_event(lambda e: e["type"] == "step_start" and e["step"] == 2)
+    (root / "data.txt").write_text("2\n", encoding="utf-8")
+
+
+async def status(editor: Editor, session_id: str) -> str:
+    answer = await editor.request("agent/status", {"sessionID": session_id})
+    return str(answer["verification"])
+
+
+async def test_external_write_between_read_and_verify_makes_verified_not_run(workspace: Path,
+                                                                            start_editor: StartEditor) -> None:
+    make_workspace(workspace)
+    editor = await start_editor(workspace, [reply(call("read_file", path="data.txt")),
+                                            reply(call("verify_project"), delay_ms=1500), reply(text="done")])
+    started = await editor.run("check the data")
+    await external_write_during_step_2(editor, workspace)
+    finish = await editor.finished(started["generation"])
+
+    assert finish["verification"] == "not_run"
+    page = await editor.request("agent/session", {"sessionID": started["sessionID"]})
+    notes = [p["text"] for m in page["messages"] for p in m["parts"] if p["type"] == "text" and p.get("synthetic")]
+    assert any("Changed outside the agent: data.txt" in n for n in notes)
+
+
+async def test_verifying_again_after_the_external_write_is_verified(workspace: Path,
+                                                                    start_editor: StartEditor) -> None:
+    make_workspace(workspace)
+    editor = await start_editor(workspace, [reply(call("read_file", path="data.txt")),
+                                            reply(call("verify_project"), delay_ms=1500),
+                                            reply(call("verify_project")), reply(text="done")])
+    started = await editor.run("check the data")
+    await external_write_during_step_2(editor, workspace)
+    finish = await editor.finished(started["generation"])
+    assert finish["verification"] == "verified"
+
+
+async def test_outside_write_after_an_idle_verified_run_turns_it_not_run_but_ignored_files_do_not(
+        workspace: Path, start_editor: StartEditor) -> None:
+    make_workspace(workspace)
+    editor = await start_editor(workspace, [reply(call("verify_project")), reply(text="done")])
+    started = await editor.run("verify")
+    assert (await editor.finished(started["generation"]))["verification"] == "verified"
+
+    for junk in ("__pycache__/check.cpython-311.pyc", "node_modules/pkg/index.js", ".git/index", "venv/lib/x.py"):
+        (workspace / junk).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / junk).write_text("junk", encoding="utf-8")
+    await asyncio.sleep(1.0)
+    assert await status(editor, started["sessionID"]) == "verified"
+
+    (workspace / "data.txt").write_text("changed by hand\n", encoding="utf-8")
+    for _ in range(100):
+        if await status(editor, started["sessionID"]) == "not_run":
+            break
+        await asyncio.sleep(0.05)
+    assert await status(editor, started["sessionID"]) == "not_run"

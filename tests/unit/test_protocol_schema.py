@@ -1,0 +1,59 @@
+"""`lsp-agent schema`: the JSON Schema of every custom method, notification and command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from lsp_agent.protocol import methods
+from lsp_agent.protocol.schema import METHODS, build_schema
+
+
+def schema_from_cli() -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-m", "lsp_agent", "schema"], capture_output=True, text=True,
+                         check=True).stdout
+    parsed: dict[str, Any] = json.loads(out)
+    return parsed
+
+
+def test_schema_command_lists_every_method_notification_and_command() -> None:
+    schema = schema_from_cli()
+    assert schema == json.loads(json.dumps(build_schema()))
+    assert set(schema["methods"]) == {
+        *methods.CLIENT_REQUESTS, methods.AGENT_EVENT, methods.AGENT_SAVE_DOCUMENTS, methods.COMMAND_FIX_DIAGNOSTIC}
+    kinds = {name: entry["kind"] for name, entry in schema["methods"].items()}
+    assert kinds[methods.AGENT_EVENT] == "notification" and kinds[methods.AGENT_RUN] == "request"
+    assert "result" not in schema["methods"][methods.AGENT_EVENT]
+
+
+def test_params_are_closed_and_use_wire_names() -> None:
+    schema = build_schema()
+    run = schema["methods"][methods.AGENT_RUN]["params"]
+    assert run["additionalProperties"] is False
+    assert set(run["properties"]) == {"prompt", "sessionID", "model", "maxSteps", "workDoneToken"}
+    assert run["required"] == ["prompt"] and run["properties"]["prompt"]["maxLength"] == 200_000
+    status = schema["methods"][methods.AGENT_STATUS]["result"]
+    assert {"state", "generation", "verification", "step", "maxSteps"} <= set(status["properties"])
+
+
+def test_event_notification_documents_every_event_type() -> None:
+    event = build_schema()["methods"][methods.AGENT_EVENT]["params"]
+    types = {d["properties"]["type"]["const"] for d in event["$defs"].values()
+             if "type" in d.get("properties", {}) and "const" in d["properties"]["type"]}
+    assert {"step_start", "text_delta", "reasoning_delta", "text", "reasoning", "tool_start", "tool_use",
+            "step_finish", "error", "notice", "run_finish"} <= types
+
+
+def test_every_schema_is_valid_json_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = build_schema()
+    for doc in METHODS:
+        entry = schema["methods"][doc.name]
+        jsonschema.Draft202012Validator.check_schema(entry["params"])
+        if "result" in entry:
+            jsonschema.Draft202012Validator.check_schema(entry["result"])
+    jsonschema.Draft202012Validator.check_schema(schema["errorData"])

@@ -1,0 +1,177 @@
+"""Steering a running generation: receipts, boundaries, limits and races."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from lsp_agent.core.agent import Agent
+from lsp_agent.core.errors import AgentError
+from lsp_agent.core.steering import MAX_PENDING, MAX_RECEIPTS
+from tests.helpers import RecordingSink, call, make_agent, reply, wait_for
+
+
+def _user_texts(agent: Agent, session_id: str) -> list[str]:
+    return [m.text() for m in agent.session(session_id).history if m.role.value == "user"]
+
+
+async def _running(agent: Agent, prompt: str = "task") -> tuple[str, str]:
+    started = agent.start(prompt)
+    return started.session_id, started.generation
+
+
+async def test_correction_is_applied_after_the_steps_tool_results(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a\n")
+    agent = make_agent(tmp_path, [reply(call("read_file", path="a.txt"), delay_ms=150), reply(text="ok")])
+    sid, gen = await _running(agent)
+    receipt = await agent.steer(sid, gen, "c1", "  also check b.txt  ")
+    assert receipt.status.value == "accepted"
+    result = await agent.wait(gen)
+    assert result is not None and result.steps == 2
+    applied = agent.steering_view(sid).receipts[0]
+    assert applied.status.value == "applied" and applied.message_id
+    roles = [(m.role.value, m.text()) for m in agent.session(sid).history]
+    assert roles[2][0] == "tool" and roles[3] == ("user", "also check b.txt")
+    assert roles[3][0] == "user" and agent.session(sid).history[3].id == applied.message_id
+
+
+async def test_steer_at_the_instant_of_the_final_reply_buys_exactly_one_more_step(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="all done", delay_ms=100), reply(text="done, with the correction")])
+    sid, gen = await _running(agent)
+    await asyncio.sleep(0.05)  # the final reply is on its way
+    receipt = await agent.steer(sid, gen, "late", "use tabs")
+    assert receipt.status.value == "accepted"
+    result = await agent.wait(gen)
+    assert result is not None and (result.stop_reason.value, result.steps) == ("final", 2)
+    assert agent.steering_view(sid).receipts[0].status.value == "applied"
+
+
+async def test_idle_stale_and_ended_generations_reject(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="a", delay_ms=100), reply(text="b")])
+    sid, gen = await _running(agent)
+    stale = await agent.steer(sid, "00000000-0000-0000-0000-000000000000", "s1", "x")
+    assert (stale.status.value, stale.reason and stale.reason.value) == ("rejected", "stale_generation")
+    await agent.wait(gen)
+    idle = await agent.steer(sid, gen, "s2", "x")
+    assert (idle.status.value, idle.reason and idle.reason.value) == ("rejected", "generation_not_active")
+    assert agent.steering_view(sid).generation is None
+
+
+async def test_identical_retry_returns_the_stored_receipt_and_other_text_conflicts(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="a", delay_ms=200), reply(text="b")])
+    sid, gen = await _running(agent)
+    first = await agent.steer(sid, gen, "same", "text one")
+    again = await agent.steer(sid, gen, "same", "text one")
+    assert again == first
+    with pytest.raises(AgentError) as caught:
+        await agent.steer(sid, gen, "same", "different text")
+    assert caught.value.status == 409
+    await agent.wait(gen)
+    assert _user_texts(agent, sid).count("text one") == 1
+
+
+async def test_cancel_rejects_every_pending_correction(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(call("run_command", command="python -c \"import time; time.sleep(20)\"")),
+                                  reply(text="never")])
+    sid, gen = await _running(agent)
+    await wait_for(lambda: agent.session(sid).active is not None and agent.session(sid).active.steps == 1)
+    receipts = [await agent.steer(sid, gen, f"c{i}", f"fix {i}") for i in range(3)]
+    assert all(r.status.value == "accepted" for r in receipts)
+    agent.cancel(sid)
+    result = await agent.wait(gen)
+    assert result is not None and result.stop_reason.value == "cancelled"
+    view = agent.steering_view(sid)
+    assert {(r.status.value, r.reason and r.reason.value) for r in view.receipts} == {
+        ("rejected", "generation_ended_before_application")}
+    assert not any(t.startswith("fix ") for t in _user_texts(agent, sid))
+
+
+async def test_an_old_generations_correction_never_lands_in_the_next(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="one", delay_ms=100), reply(text="two", delay_ms=100)])
+    sid, gen1 = await _running(agent)
+    await agent.steer(sid, gen1, "old", "for generation one")
+    agent.cancel(sid)
+    await agent.wait(gen1)
+    gen2 = agent.start("next", sid).generation
+    late = await agent.steer(sid, gen1, "old2", "still for one")
+    assert late.reason is not None and late.reason.value == "stale_generation"
+    await agent.wait(gen2)
+    texts = _user_texts(agent, sid)
+    assert "for generation one" not in texts and "still for one" not in texts
+
+
+async def test_the_write_rechecks_the_generation_inside_its_transaction(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="a", delay_ms=150), reply(text="b")])
+    sid, gen = await _running(agent)
+    await agent.steer(sid, gen, "c", "late fix")
+    # Another process took the session over: the stored active generation moved on.
+    agent.env.store.set_active_generation(sid, "someone-else")
+    session = agent.session(sid)
+    assert agent.steering.apply_pending(session, gen) is False
+    receipt = agent.steering_view(sid).receipts[0]
+    assert (receipt.status.value, receipt.reason and receipt.reason.value) == ("rejected", "application_rejected")
+    assert "late fix" not in _user_texts(agent, sid)
+    agent.cancel(sid)
+    await agent.wait(gen)
+
+
+async def test_text_and_client_id_limits(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="a", delay_ms=300), reply(text="b")])
+    sid, gen = await _running(agent)
+    assert (await agent.steer(sid, gen, "ok16000", "x" * 16_000)).status.value == "accepted"
+    too_long = await agent.steer(sid, gen, "long16001", "x" * 16_001)
+    assert too_long.reason is not None and too_long.reason.value == "too_long"
+    assert (await agent.steer(sid, gen, "i" * 100, "y")).status.value == "accepted"
+    for bad in ["i" * 101, "", "has space", "semi;colon"]:
+        with pytest.raises(AgentError) as caught:
+            await agent.steer(sid, gen, bad, "y")
+        assert caught.value.status == 400
+    with pytest.raises(AgentError):
+        await agent.steer(sid, gen, "blank", "   ")
+    agent.cancel(sid)
+    await agent.wait(gen)
+
+
+async def test_thirty_two_pending_then_the_next_is_rejected(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="a", delay_ms=300), reply(text="b")])
+    sid, gen = await _running(agent)
+    for i in range(MAX_PENDING):
+        assert (await agent.steer(sid, gen, f"p{i}", f"t{i}")).status.value == "accepted"
+    over = await agent.steer(sid, gen, "p32", "t32")
+    assert over.reason is not None and over.reason.value == "too_many_pending"
+    agent.cancel(sid)
+    await agent.wait(gen)
+
+
+async def test_receipts_are_bounded_and_the_oldest_settled_is_evicted(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="a")])
+    sid = agent.start("task").session_id
+    await agent.wait(agent.session(sid).active.id)  # type: ignore[union-attr]
+    for i in range(MAX_RECEIPTS):
+        await agent.steer(sid, "g", f"r{i}", "x")
+    assert len(agent.steering_view(sid).receipts) == MAX_RECEIPTS
+    await agent.steer(sid, "g", "r256", "x")
+    ids = [r.client_id for r in agent.steering_view(sid).receipts]
+    assert len(ids) == MAX_RECEIPTS and "r0" not in ids and ids[-1] == "r256"
+
+
+async def test_admission_hook_can_veto_and_is_rechecked_after(tmp_path: Path) -> None:
+    async def hook(session_id: str, generation: str, text: str) -> str | None:
+        await asyncio.sleep(0.05)
+        return "no swearing" if "darn" in text else None
+
+    sink = RecordingSink()
+    from tests.helpers import make_env
+
+    agent = Agent(make_env(tmp_path, [reply(text="a", delay_ms=200), reply(text="b")], sink), hook)
+    sid, gen = await _running(agent)
+    vetoed = await agent.steer(sid, gen, "v", "darn it")
+    assert vetoed.reason is not None and vetoed.reason.value == "admission_rejected" and vetoed.detail == "no swearing"
+    agent.cancel(sid)
+    racing = asyncio.ensure_future(agent.steer(sid, gen, "r", "fine text"))
+    result = await racing
+    assert result.status.value == "rejected"
+    await agent.wait(gen)
+    assert [e.receipt["status"] for e in sink.of("receipt")][-1] == "rejected"
