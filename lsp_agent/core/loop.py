@@ -209,7 +209,7 @@ class Generation:
             reasoning_effort=resolution.reasoning_effort,
         )
 
-    def _record_request(self, request: ModelRequest, resolution: CapabilityResolution) -> None:
+    def _record_request(self, request: ModelRequest, resolution: CapabilityResolution) -> bytes:
         """The `llm.request` replay event: decisions and hashes, never prompt bodies or keys."""
         body = self.env.provider.encode_request(request)
         share = prefix_share(self.session.last_request, body)
@@ -219,17 +219,18 @@ class Generation:
             "capabilityResolution": resolution.wire(), "hashes": request_hashes(body),
             "bytes": len(body), "prefixShare": round(share, 6), "messages": len(request.messages),
         })
+        return body
 
     async def _ask_model(self) -> AssistantReply | None:
         """Stream one reply, forwarding deltas; None when cancelled mid-stream."""
         resolution = self.capabilities()
         request = self.build_request(resolution)
-        self._record_request(request, resolution)
+        body = self._record_request(request, resolution)
         text_id, reasoning_id = _new_part_id(), _new_part_id()
         streamed: list[str] = []
 
         async def consume() -> AssistantReply:
-            async for item in self.env.provider.stream(request):
+            async for item in self.env.provider.stream(request, body):
                 if isinstance(item, TextDelta):
                     streamed.append(item.text)
                     self.emit(events.TextDelta(**self._base(), part_id=text_id, delta=item.text))

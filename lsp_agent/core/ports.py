@@ -113,8 +113,9 @@ class Provider(Protocol):
     label: str
     scripted: bool
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        """Yield deltas as they arrive, then exactly one ReplyDone; raise ProviderError on failure."""
+    def stream(self, request: ModelRequest, body: bytes | None = None) -> AsyncIterator[ProviderEvent]:
+        """Yield deltas as they arrive, then exactly one ReplyDone; raise ProviderError on failure.
+        `body` is `encode_request(request)` when the caller already has it (encoded once per step)."""
         ...
 
     def encode_request(self, request: ModelRequest) -> bytes:

@@ -70,7 +70,10 @@ def _git(args: list[str], cwd: Path) -> None:
 
 def build_fixture(task: Task, label: str) -> AttemptDir:
     """Create a temp dir holding a Git repository with the task's files in one commit (blocking)."""
-    base = Path(tempfile.mkdtemp(prefix=f"lsp-agent-eval-{label}-")).resolve()
+    try:
+        base = Path(tempfile.mkdtemp(prefix=f"lsp-agent-eval-{label}-")).resolve()
+    except OSError as exc:
+        raise FixtureError(f"cannot create a temp dir: {exc}") from exc
     attempt = AttemptDir(base)
     try:
         attempt.work.mkdir()

@@ -122,18 +122,33 @@ class Finished:
     output_cut: bool = False  # stdout was still open after the tree was killed
 
 
-async def _wait_first(waiter: asyncio.Future[int], cancel: asyncio.Event | None, timeout_s: float) -> bool:
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Knows the moment the process exits.
+
+    `Process.wait()` (3.11) returns only once every pipe is closed, and a descendant that
+    inherited stdout keeps it open; the exit itself is what the clock and the timeout need.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=2**16, loop=loop)
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
+async def _first(exited: asyncio.Event, cancel: asyncio.Event | None, timeout_s: float) -> bool:
     """True when the process exited within the budget and before a cancel."""
-    watchers: set[asyncio.Future[Any]] = {waiter}
-    stopper = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-    if stopper is not None:
-        watchers.add(stopper)
+    watchers = {asyncio.ensure_future(exited.wait())}
+    if cancel is not None:
+        watchers.add(asyncio.ensure_future(cancel.wait()))
     try:
         await asyncio.wait(watchers, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        if stopper is not None:
-            stopper.cancel()
-    return waiter.done()
+        for watcher in watchers:
+            watcher.cancel()
+    return exited.is_set()
 
 
 async def run_tree(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
@@ -145,45 +160,44 @@ async def run_tree(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: f
     """
     if cancel is not None and cancel.is_set():
         return Finished(exit_code=None, cancelled=True)
+    loop = asyncio.get_running_loop()
     err_file = log_to.open("ab") if log_to is not None else None
     sink: Any = err_file if err_file is not None else asyncio.subprocess.DEVNULL
     started = time.monotonic()
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _Protocol(loop), *argv, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE if on_stdout else sink, stderr=sink, start_new_session=True)
     except OSError as exc:
         return Finished(exit_code=None, spawn_error=f"{type(exc).__name__}: {exc.strerror or exc}")
     finally:
-        if err_file is not None and not err_file.closed:
+        if err_file is not None:
             err_file.close()  # the child holds its own copy
-
-    reader: asyncio.Task[None] | None = None
-    if on_stdout is not None and proc.stdout is not None:
-        reader = asyncio.create_task(_pump(proc.stdout, on_stdout))
-    waiter = asyncio.ensure_future(proc.wait())
+    proc = asyncio.subprocess.Process(transport, protocol, loop)
+    reader = asyncio.create_task(_pump(proc.stdout, on_stdout)) if on_stdout and proc.stdout else None
     try:
-        exited = await _wait_first(waiter, cancel, timeout_s)
+        exited = await _first(protocol.exited, cancel, timeout_s)
         duration_ms = int((time.monotonic() - started) * 1000)
         if not exited:
             kill_tree(proc.pid)
-            await waiter
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(protocol.exited.wait(), 10)
         # Leftovers (background children still in the session) must not outlive the attempt
         # or keep the stdout pipe open.
-        kill_tree(proc.pid, root_alive=False)
+        kill_tree(proc.pid, root_alive=not protocol.exited.is_set())
+        output_cut = False
+        if reader is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(reader), 5)
+            except TimeoutError:
+                output_cut = True  # a descendant we could not reach still holds the pipe
     except asyncio.CancelledError:
-        kill_tree(proc.pid)
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(waiter)
+        kill_tree(proc.pid, root_alive=not protocol.exited.is_set())
+        raise
+    finally:
         if reader is not None:
             reader.cancel()
-        raise
-    output_cut = False
-    if reader is not None:
-        try:
-            await asyncio.wait_for(reader, 5)
-        except TimeoutError:
-            output_cut = True
+        transport.close()
     timed_out = not exited and not (cancel is not None and cancel.is_set())
     code = proc.returncode
     return Finished(exit_code=code if exited and code is not None and code >= 0 else None,

@@ -58,7 +58,8 @@ def ratio_chart(summary: dict[str, Any]) -> str:
     height = 40 + _ROW * len(groups)
 
     def x_of(value: float) -> float:
-        return _LEFT + plot * (math.log(value) - lo) / (hi - lo)
+        # a 0 ms candidate cannot sit on a log axis; pin it to the left edge
+        return _LEFT + plot * (math.log(max(value, low)) - lo) / (hi - lo)
 
     out = [f'<svg role="img" aria-label="paired elapsed ratio per task" width="{_WIDTH}" height="{height}" '
            f'viewBox="0 0 {_WIDTH} {height}">']

@@ -264,8 +264,9 @@ class HttpStreamingProvider(ABC):
             client, self._client = self._client, None
             await client.aclose()
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        body = self.encode_request(request)
+    async def stream(self, request: ModelRequest, body: bytes | None = None) -> AsyncIterator[ProviderEvent]:
+        if body is None:
+            body = self.encode_request(request)
         response, attempts = await self._open(body)
         assembler = self.new_assembler()
         reply: AssistantReply | None = None

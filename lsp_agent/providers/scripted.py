@@ -104,7 +104,7 @@ class ScriptedProvider:
     def encode_request(self, request: ModelRequest) -> bytes:
         return request.model_dump_json(exclude={"model"}).encode()
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+    async def stream(self, request: ModelRequest, body: bytes | None = None) -> AsyncIterator[ProviderEvent]:
         reply = self.reply_for(request)
         if reply.delay_ms:
             await asyncio.sleep(reply.delay_ms / 1000)

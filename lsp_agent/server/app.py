@@ -12,7 +12,6 @@ import dataclasses
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -26,12 +25,13 @@ from pygls.uris import to_fs_path
 from lsp_agent.config import Settings
 from lsp_agent.core.agent import Agent, Started
 from lsp_agent.core.events import VerificationStatus
-from lsp_agent.core.ports import ModelRequest, Provider, ProviderError, ProviderErrorKind, ProviderEvent
+from lsp_agent.core.ports import Provider, ProviderError, ProviderErrorKind
 from lsp_agent.core.verification import derive
 from lsp_agent.headless import make_provider, model_facts, open_environment
 from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError
 from lsp_agent.protocol.methods import CONFIG_SECTION
 from lsp_agent.protocol.models import RunParams
+from lsp_agent.providers.scripted import Script, ScriptedError, ScriptedProvider, ScriptedReply
 from lsp_agent.server import settings as layered
 from lsp_agent.server.convert import make_converter, to_plain
 from lsp_agent.server.diagnostics import DiagnosticsPublisher
@@ -61,21 +61,11 @@ class AgentProtocol(LanguageServerProtocol):
         return (yield from super().lsp_initialize(params))
 
 
-class Unconfigured:
-    """Stands in for a provider the settings could not build; agent/run refuses before using it."""
-
-    scripted = False
-
-    def __init__(self, problem: str) -> None:
-        self.label = "unconfigured"
-        self.problem = problem
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        raise ProviderError(ProviderErrorKind.CONFIG, self.problem)
-        yield  # pragma: no cover - makes this an async generator
-
-    def encode_request(self, request: ModelRequest) -> bytes:
-        return b""
+def unconfigured(problem: str) -> Provider:
+    """Stands in for a provider the settings could not build: agent/run refuses before it is used,
+    and if anything did ask it, it fails with the problem (the scripted double keeps it a Provider)."""
+    failure = ScriptedError(kind=ProviderErrorKind.CONFIG, message=problem, status=None)
+    return ScriptedProvider(Script(label="unconfigured", replies=[ScriptedReply(error=failure)], repeat_last=True))
 
 
 @dataclass
@@ -156,7 +146,7 @@ class AgentServer(LanguageServer):
             return make_provider(settings), None
         except ProviderError as exc:
             problem = f"model {settings.model!r} cannot be used: {exc.message}"
-            return Unconfigured(problem), problem
+            return unconfigured(problem), problem
 
     def change_settings(self, section: Any) -> None:
         """A new `lspAgent` section: applies to generations started from now on."""

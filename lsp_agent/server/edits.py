@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lsprotocol import types
 from pydantic import ValidationError
@@ -51,12 +52,15 @@ from lsp_agent.server.convert import to_plain
 from lsp_agent.server.documents import BufferDocuments, relative_path
 from lsp_agent.server.watch import OwnWrites, file_digest
 from lsp_agent.tools.patch import apply_text_edits, position_at
+from lsp_agent.tools.process import cancel_signal
 
 log = logging.getLogger(__name__)
 
 #: The editor may ask the user before applying or saving; after this the edit counts as refused.
 EDIT_TIMEOUT_S = 120.0
 SAVE_TIMEOUT_S = 120.0
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,30 @@ def _lsp_edit(edit: TextEdit) -> types.TextEdit:
     return types.TextEdit(range=types.Range(start=types.Position(line=edit.start.line, character=edit.start.character),
                                             end=types.Position(line=edit.end.line, character=edit.end.character)),
                           new_text=edit.new_text)
+
+
+class _RunCancelled(Exception):
+    pass
+
+
+async def _answer(request: Awaitable[T], limit_s: float) -> T:
+    """The editor's answer to a request; TimeoutError after `limit_s`, _RunCancelled as soon as
+    the run is cancelled (a cancel must not wait for an editor that never answers)."""
+    task = asyncio.ensure_future(request)
+    cancel = cancel_signal.get()
+    stopper = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+    waiters: set[asyncio.Future[Any]] = {task, *([stopper] if stopper else [])}
+    try:
+        done, _ = await asyncio.wait(waiters, timeout=limit_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if stopper is not None:
+            stopper.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()
+    if stopper is not None and stopper in done:
+        raise _RunCancelled
+    raise TimeoutError
 
 
 def _whole(old: str, new: str) -> list[TextEdit]:
@@ -255,7 +283,10 @@ class LspApplier:
                          if isinstance(item.op, RenameFile)}
         params = types.ApplyWorkspaceEditParams(edit=self._workspace_edit(ops), label="lsp-agent")
         try:
-            reply = await asyncio.wait_for(self.ls.workspace_apply_edit_async(params), EDIT_TIMEOUT_S)
+            reply = await _answer(self.ls.workspace_apply_edit_async(params), EDIT_TIMEOUT_S)
+        except _RunCancelled:
+            return _refused(ApplyFailure.REFUSED, "the run was cancelled while the editor was asked to apply the "
+                                                  "edit; the editor may still apply it")
         except TimeoutError:
             return _refused(ApplyFailure.REFUSED, f"the editor did not answer workspace/applyEdit within "
                                                   f"{EDIT_TIMEOUT_S:.0f}s")
@@ -299,8 +330,10 @@ class LspApplier:
             self.own.expect(dirty.rel, self._buffer_digest(dirty.rel), also=True)
         names = ", ".join(d.rel for d in wanted.values())
         try:
-            raw = await asyncio.wait_for(
-                self.ls.protocol.send_request_async(AGENT_SAVE_DOCUMENTS, {"uris": list(wanted)}), SAVE_TIMEOUT_S)
+            raw = await _answer(self.ls.protocol.send_request_async(AGENT_SAVE_DOCUMENTS, {"uris": list(wanted)}),
+                                SAVE_TIMEOUT_S)
+        except _RunCancelled:
+            return [f"{names} (the run was cancelled while the editor was saving)"]
         except JsonRpcMethodNotFound:
             return [f"{names} (the editor does not implement {AGENT_SAVE_DOCUMENTS})"]
         except TimeoutError:

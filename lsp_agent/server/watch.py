@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from watchfiles import Change, DefaultFilter, awatch
+from watchfiles import Change, DefaultFilter, watch
 
 log = logging.getLogger(__name__)
 
@@ -78,32 +79,42 @@ class Watcher:
         self.on_external = on_external
         self.filter = DefaultFilter(ignore_dirs=IGNORED_DIRS, ignore_entity_patterns=IGNORED_NAMES,
                                     ignore_paths=[str(p) for p in ignore_paths])
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.ensure_future(self._run())
+        if self._thread is None:
+            # A daemon thread, not the default executor: a client that vanishes without `shutdown`
+            # must not leave asyncio.run() waiting for this thread at exit.
+            self._thread = threading.Thread(target=self._watch, args=(asyncio.get_running_loop(),), daemon=True,
+                                            name="lsp-agent-watch")
+            self._thread.start()
 
     async def stop(self) -> None:
         self._stop.set()
-        if self._task is not None:
-            try:
-                await asyncio.wait_for(self._task, 5)
-            except (TimeoutError, asyncio.CancelledError):
-                self._task.cancel()
-            self._task = None
+        for _ in range(100):
+            if self._thread is None or not self._thread.is_alive():
+                break
+            await asyncio.sleep(0.05)
+        self._thread = None
 
-    async def _run(self) -> None:
+    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """In a thread of its own: setting up the recursive watch and waiting for changes never
+        holds the event loop (the setup alone takes tens of milliseconds on a large tree)."""
         try:
-            async for changes in awatch(self.root, watch_filter=self.filter, debounce=DEBOUNCE_MS, step=STEP_MS,
-                                        stop_event=self._stop, ignore_permission_denied=True):
-                try:
-                    await self.handle(changes)
-                except Exception:  # one bad batch must not end the watching
-                    log.exception("handling file changes failed")
+            for changes in watch(self.root, watch_filter=self.filter, debounce=DEBOUNCE_MS, step=STEP_MS,
+                                 stop_event=self._stop, ignore_permission_denied=True, raise_interrupt=False):
+                asyncio.run_coroutine_threadsafe(self._handle_safely(changes), loop)
+        except RuntimeError:
+            pass  # the loop closed: the server is gone
         except Exception:
             log.exception("the workspace watcher stopped")
+
+    async def _handle_safely(self, changes: set[tuple[Change, str]]) -> None:
+        try:
+            await self.handle(changes)
+        except Exception:  # one bad batch must not end the watching
+            log.exception("handling file changes failed")
 
     async def handle(self, changes: set[tuple[Change, str]]) -> None:
         kinds: dict[str, set[Change]] = {}

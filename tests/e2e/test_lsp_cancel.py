@@ -29,7 +29,7 @@ async def test_cancel_mid_run_stops_cancelled_and_the_session_goes_idle(workspac
     assert status["state"] == "idle"
     again = await editor.request("agent/cancel", {"sessionID": started["sessionID"]})
     assert again == {"cancelled": False}
-    (token, reports), = editor.client.progress_reports.items()
+    (_token, reports), = editor.client.progress_reports.items()
     assert reports[-1].kind == "end" and reports[-1].message.startswith("cancelled")
 
 

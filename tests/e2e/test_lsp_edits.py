@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,8 @@ EDIT = reply(call("apply_patch", path="calc.py", old_text="    return a - b\n", 
 
 
 def tool_uses(editor: Editor, generation: str, tool: str) -> list[dict[str, Any]]:
-    return [e["event"]["part"] for e in editor.events
-            if e["generation"] == generation and e["event"]["type"] == "tool_use" and e["event"]["part"]["tool"] == tool]
+    return [e["event"]["part"] for e in editor.events if e["generation"] == generation
+            and e["event"]["type"] == "tool_use" and e["event"]["part"]["tool"] == tool]
 
 
 async def test_buffer_changed_while_the_edit_was_in_flight_is_refused_and_model_told_to_reread(
@@ -106,6 +107,9 @@ async def test_files_not_open_in_the_editor_are_written_to_disk(workspace: Path,
     assert (workspace / "calc.py").read_text(encoding="utf-8") == CALC.replace("a - b", "a + b")
     assert (workspace / "notes.txt").read_text(encoding="utf-8") == "added by the agent\n"
     assert finish["verification"] == "verified"
+    await asyncio.sleep(1.0)  # the watcher saw the server's own writes: they must not count as outside changes
+    status = await editor.request("agent/status", {"sessionID": started["sessionID"]})
+    assert status["verification"] == "verified"
 
 
 async def test_open_and_closed_files_in_one_patch_go_to_editor_and_disk(workspace: Path,
@@ -184,3 +188,20 @@ async def test_client_without_apply_edit_gets_the_disk_applier(workspace: Path, 
     assert editor.applied == [] and editor.save_requests == []
     assert (workspace / "calc.py").read_text(encoding="utf-8") == CALC.replace("a - b", "a + b")
     assert finish["verification"] == "verified"
+
+
+async def test_the_servers_own_disk_writes_are_not_taken_for_outside_changes(workspace: Path,
+                                                                             start_editor: StartEditor) -> None:
+    make_calc_workspace(workspace)
+    second = reply(call("apply_patch", path="calc.py", old_text="def add(a, b):\n", new_text="def add(a, b):  # ok\n"),
+                   delay_ms=1000)  # time for the watcher to see the first write
+    editor = await start_editor(workspace, [reply(call("read_file", path="calc.py")), EDIT, second,
+                                            reply(text="done")])
+    started = await editor.run("two edits")
+    await editor.finished(started["generation"])
+
+    first, again = tool_uses(editor, started["generation"], "apply_patch")
+    assert first["state"]["status"] == "completed"
+    assert again["state"]["status"] == "completed", again["state"]["output"]  # no "read it again" demanded
+    page = await editor.request("agent/session", {"sessionID": started["sessionID"]})
+    assert not any(p.get("synthetic") for m in page["messages"] for p in m["parts"])

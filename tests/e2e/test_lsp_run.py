@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from lsp_agent.protocol.models import SessionResult, SessionsResult, StatusResult
-from tests.e2e.conftest import PY, StartEditor
+from tests.e2e.conftest import PY, StartEditor, full_capabilities
 from tests.helpers import call, reply, verify_config
 
 CALC = "def add(a, b):\n    return a - b\n"
@@ -102,7 +102,7 @@ async def test_events_arrive_in_order_with_progress_from_begin_to_end(workspace:
         assert "".join(deltas) == text["part"]["text"]
         assert max(i for i, e in enumerate(events) if e.get("partID") == text["part"]["id"]) < events.index(text)
 
-    (token, reports), = editor.client.progress_reports.items()
+    (_token, reports), = editor.client.progress_reports.items()
     assert reports[0].kind == "begin" and reports[0].title == "lsp-agent" and reports[0].message == "step 1 of 40"
     assert any(r.kind == "report" and r.message == "step 3 of 40 · apply_patch" for r in reports)
     assert reports[-1].kind == "end" and reports[-1].message == "final · verification verified"
@@ -139,3 +139,18 @@ async def test_status_sessions_and_paged_session_after_a_run(workspace: Path, st
     assert {"text", "tool_call", "tool_result"} <= kinds
     results = [p for m in messages for p in m.parts if p.type == "tool_result"]
     assert results[-1].metadata is not None and results[-1].metadata["envelope"]["status"] == "passed"
+
+
+async def test_a_client_supplied_progress_token_carries_the_progress(workspace: Path,
+                                                                     start_editor: StartEditor) -> None:
+    editor = await start_editor(workspace, [reply(text="hi")], capabilities=full_capabilities(progress=False))
+    editor.client.progress_reports["tok-1"] = []  # created by the client itself
+    started = await editor.run("hello", workDoneToken="tok-1")
+    await editor.finished(started["generation"])
+    for _ in range(50):
+        if editor.client.progress_reports["tok-1"] and editor.client.progress_reports["tok-1"][-1].kind == "end":
+            break
+        await asyncio.sleep(0.02)
+    kinds = [r.kind for r in editor.client.progress_reports["tok-1"]]
+    assert kinds[0] == "begin" and kinds[-1] == "end"
+    assert list(editor.client.progress_reports) == ["tok-1"]  # no server-created token

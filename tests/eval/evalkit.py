@@ -52,3 +52,36 @@ def attempts(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def pids_in(path: Path) -> list[int]:
     return [int(p) for p in json.loads(path.read_text())]
+
+
+# --- record files for compare -----------------------------------------------------------------
+
+COHORT = "c" * 64
+
+
+def header(tasks: list[str], repetitions: int, cohort: str = COHORT, model: str = "m/x",
+           arms: tuple[str, str] = ("base", "cand")) -> dict[str, Any]:
+    return {"type": "cohort", "cohort": cohort, "model": model, "runtimeRevision": "r1",
+            "arms": [{"name": a, "features": {}, "toolProfile": "default"} for a in arms],
+            "tasks": tasks, "repetitions": repetitions, "timeoutMs": 60_000,
+            "attempts": len(tasks) * repetitions * 2}
+
+
+def record(task: str, repetition: int, arm: str, outcome: str = "verified", elapsed: int = 1000,
+           cohort: str = COHORT, model: str = "m/x", metrics: dict[str, int] | None = None,
+           status: str | None = None) -> dict[str, Any]:
+    observed = metrics if metrics is not None else {
+        "steps": 2, "inputTokens": 100, "outputTokens": 10, "reasoningTokens": 0, "cacheReadTokens": 0,
+        "toolCalls": 1, "toolErrors": 0}
+    status = status or "observed"
+    return {"type": "attempt", "cohort": cohort, "model": model, "task": task, "repetition": repetition,
+            "arm": arm, "position": 0, "outcome": outcome, "elapsedMs": elapsed,
+            "verificationMs": None if outcome in ("timeout", "cancelled") else 10,
+            "exitCode": 0, "stopReason": "final", "metricsStatus": status,
+            "metrics": observed if status == "observed" else None,
+            "metricsIssue": "interrupted" if status == "partial" else None}
+
+
+def write_runs(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path

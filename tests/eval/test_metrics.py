@@ -65,8 +65,7 @@ def test_wrong_shapes_are_malformed() -> None:
 
 
 def test_more_than_100000_part_ids_damages_the_stream() -> None:
-    lines = [json.dumps({"type": "text", "part": {"id": f"p{i}", "text": ""}}).encode()
-             for i in range(MAX_PART_IDS + 1)]
+    lines = [b'{"type":"text","part":{"id":"p%d","text":""}}' % i for i in range(MAX_PART_IDS + 1)]
     assert meter_for(b"\n".join(lines) + b"\n")[2] == Damage.TOO_MANY_PARTS.value
     assert meter_for(b"\n".join(lines[:MAX_PART_IDS] + stream_lines("normal")) + b"\n")[2] \
         == Damage.TOO_MANY_PARTS.value  # 100,000 text IDs plus the normal stream's own

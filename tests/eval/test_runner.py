@@ -5,22 +5,39 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from evalkit import FAKE, PY, attempts, manifest, pids_in, run_cohort, task
 from fake_agent import NORMAL_TOTALS
 
+from lsp_agent.eval.manifest import Arm
 from lsp_agent.eval.proctree import is_alive
 from lsp_agent.eval.runner import config_pairs
-from lsp_agent.eval.manifest import Arm
 
-FIX = {"write": {"target.txt": "ok"}}
+FIX: dict[str, Any] = {"write": {"target.txt": "ok"}}
 
 
-def only_attempt(plan: dict[str, object], **kwargs: object) -> dict[str, object]:
-    lines, _, result = run_cohort(manifest([task("t", plan)], **kwargs))  # type: ignore[arg-type]
+#: One task per behaviour, all in one cohort (process start-up is what these tests cost).
+PLANS: dict[str, dict[str, Any]] = {
+    "fixed": FIX,
+    "unfixed": {},
+    "undecidable": {"write": {"target.txt": "ok", "undecidable": ""}},
+    "exit1": FIX | {"exit": 1},
+    "bytewise": FIX | {"bytewise": True},
+    "duplicate": FIX | {"stream": "duplicate"},
+    "conflict": FIX | {"stream": "conflict"},
+    "oversized": FIX | {"stream": "oversized"},
+    "silent": FIX | {"stream": "none"},
+}
+
+
+@pytest.fixture(scope="module")
+def shared() -> dict[str, dict[str, Any]]:
+    lines, _, result = run_cohort(manifest([task(name, plan) for name, plan in PLANS.items()]), jobs=2)
     records = attempts(lines)
-    assert len(records) == 2 and result.exit_code == 0
-    return records[0]
+    assert len(records) == 2 * len(PLANS) and result.exit_code == 0
+    return {r["task"]: r for r in records if r["arm"] == "base"}
 
 
 def wait_dead(pids: list[int], seconds: float = 5.0) -> list[int]:
@@ -33,26 +50,26 @@ def wait_dead(pids: list[int], seconds: float = 5.0) -> list[int]:
     return [p for p in pids if is_alive(p)]
 
 
-def test_fixed_task_is_verified_with_exact_metrics() -> None:
-    record = only_attempt(FIX)
+def test_fixed_task_is_verified_with_exact_metrics(shared: dict[str, dict[str, Any]]) -> None:
+    record = shared["fixed"]
     assert record["outcome"] == "verified"
     assert record["metricsStatus"] == "observed" and record["metrics"] == NORMAL_TOTALS
     assert record["exitCode"] == 0 and record["stopReason"] == "final"
     assert 0 <= record["verificationMs"] <= record["elapsedMs"]
 
 
-def test_unfixed_task_is_failed_and_counts_its_metrics() -> None:
-    record = only_attempt({})
+def test_unfixed_task_is_failed_and_counts_its_metrics(shared: dict[str, dict[str, Any]]) -> None:
+    record = shared["unfixed"]
     assert record["outcome"] == "failed" and record["metricsStatus"] == "observed"
 
 
-def test_oracle_that_cannot_decide_gives_completed_unverified() -> None:
-    record = only_attempt({"write": {"target.txt": "ok", "undecidable": ""}})
+def test_oracle_that_cannot_decide_gives_completed_unverified(shared: dict[str, dict[str, Any]]) -> None:
+    record = shared["undecidable"]
     assert record["outcome"] == "completed_unverified" and record["verificationMs"] is not None
 
 
-def test_agent_exit_code_does_not_decide_success() -> None:
-    record = only_attempt(FIX | {"exit": 1})
+def test_agent_exit_code_does_not_decide_success(shared: dict[str, dict[str, Any]]) -> None:
+    record = shared["exit1"]
     assert (record["outcome"], record["exitCode"]) == ("verified", 1)
 
 
@@ -75,7 +92,8 @@ def test_timeout_kills_the_whole_process_tree(tmp_path: Path) -> None:
 
 def test_background_process_left_by_the_agent_is_killed(tmp_path: Path) -> None:
     pidfile = tmp_path / "bg.json"
-    record = only_attempt(FIX | {"background": str(pidfile)})
+    lines, _, _ = run_cohort(manifest([task("t", FIX | {"background": str(pidfile)})]))
+    record = attempts(lines)[-1]
     assert record["outcome"] == "verified"
     assert wait_dead(pids_in(pidfile)) == []
 
@@ -93,42 +111,58 @@ def test_oracle_that_already_passes_makes_the_task_invalid(tmp_path: Path) -> No
     assert result.exit_code == 3
 
 
-def test_events_fed_one_byte_at_a_time_are_counted_exactly() -> None:
-    record = only_attempt(FIX | {"bytewise": True})
+FLAKY = "import pathlib, sys; c = pathlib.Path(sys.argv[1]); n = int(c.read_text() or 0) + 1; c.write_text(str(n)); " \
+        "sys.exit(0 if n == 2 else 1)"
+
+
+def test_oracle_that_passes_on_an_attempts_fresh_fixture_invalidates_the_task(tmp_path: Path) -> None:
+    counter = tmp_path / "calls"
+    counter.write_text("")
+    marker = tmp_path / "ran.json"
+    flaky = task("flaky", {"argv_to": str(marker)}) | {"oracle": [PY, "-c", FLAKY, str(counter)]}
+    lines, err, result = run_cohort(manifest([flaky, task("good", FIX)]))
+    invalid = [line for line in lines if line["type"] == "task_invalid"]
+    assert len(invalid) == 1 and "repetition 1, arm base" in invalid[0]["reason"]
+    assert {r["task"] for r in attempts(lines)} == {"good"} and not marker.exists()
+    assert result.exit_code == 3
+    assert "attempt 2 of 2 " in err  # the skipped attempts leave the plan
+
+
+def test_events_fed_one_byte_at_a_time_are_counted_exactly(shared: dict[str, dict[str, Any]]) -> None:
+    record = shared["bytewise"]
     assert (record["metricsStatus"], record["metrics"]) == ("observed", NORMAL_TOTALS)
 
 
-def test_duplicate_part_ids_count_once() -> None:
-    record = only_attempt(FIX | {"stream": "duplicate"})
+def test_duplicate_part_ids_count_once(shared: dict[str, dict[str, Any]]) -> None:
+    record = shared["duplicate"]
     assert record["metrics"] == NORMAL_TOTALS
 
 
-def test_conflicting_part_ids_withhold_totals_but_not_the_outcome() -> None:
-    record = only_attempt(FIX | {"stream": "conflict"})
+def test_conflicting_part_ids_withhold_totals_but_not_the_outcome(shared: dict[str, dict[str, Any]]) -> None:
+    record = shared["conflict"]
     assert (record["outcome"], record["metricsStatus"], record["metrics"], record["metricsIssue"]) == \
         ("verified", "partial", None, "conflicting_part_id")
 
 
-def test_oversized_event_line_withholds_totals() -> None:
-    record = only_attempt(FIX | {"stream": "oversized"})
+def test_oversized_event_line_withholds_totals(shared: dict[str, dict[str, Any]]) -> None:
+    record = shared["oversized"]
     assert (record["metricsStatus"], record["metricsIssue"]) == ("partial", "line_too_long")
 
 
-def test_agent_without_events_has_unavailable_metrics() -> None:
-    record = only_attempt(FIX | {"stream": "none"})
+def test_agent_without_events_has_unavailable_metrics(shared: dict[str, dict[str, Any]]) -> None:
+    record = shared["silent"]
     assert (record["outcome"], record["metricsStatus"], record["metrics"]) == ("verified", "unavailable", None)
 
 
 def test_arm_order_alternates_between_repetitions() -> None:
-    lines, _, _ = run_cohort(manifest([task("t", FIX)], repetitions=4))
+    lines, _, _ = run_cohort(manifest([task("t", FIX)], repetitions=3))
     order = [(r["repetition"], r["arm"], r["position"]) for r in attempts(lines)]
-    assert order == [(1, "base", 0), (1, "cand", 1), (2, "cand", 0), (2, "base", 1),
-                     (3, "base", 0), (3, "cand", 1), (4, "cand", 0), (4, "base", 1)]
+    assert order == [(1, "base", 0), (1, "cand", 1), (2, "cand", 0), (2, "base", 1), (3, "base", 0), (3, "cand", 1)]
 
 
 def test_agent_gets_one_fixed_invocation_with_the_arm_settings(tmp_path: Path) -> None:
     seen = tmp_path / "argv.json"
-    arms = [{"name": "base"},
+    arms: list[dict[str, Any]] = [{"name": "base"},
             {"name": "cand", "features": {"tail_reminders": True}, "toolProfile": "minimal",
              "config": {"maxSteps": 7, "providers": {"x": {"headers": {"Authorization": "Bearer SECRET-TOKEN"}}}}}]
     data = manifest([task("t", FIX | {"argv_to": str(seen)})], arms=arms)
@@ -155,16 +189,16 @@ def test_records_hold_no_subprocess_output() -> None:
 
 
 def test_progress_lines_count_attempts_and_give_an_eta() -> None:
-    _, err, _ = run_cohort(manifest([task("t", FIX)], repetitions=2))
+    _, err, _ = run_cohort(manifest([task("t", FIX)]))
     progress = [line for line in err.splitlines() if "attempt" in line and " of " in line]
-    assert [line.split(" · ")[0] for line in progress] == [f"eval: attempt {k} of 4" for k in range(1, 5)]
+    assert [line.split(" · ")[0] for line in progress] == [f"eval: attempt {k} of 2" for k in (1, 2)]
     assert all("ETA" in line for line in progress)
 
 
 def test_parallel_jobs_give_the_same_records() -> None:
-    lines, _, result = run_cohort(manifest([task("a", FIX), task("b", {})], repetitions=2), jobs=4)
+    lines, _, result = run_cohort(manifest([task("a", FIX), task("b", {})]), jobs=4)
     got = sorted((r["task"], r["repetition"], r["arm"], r["position"], r["outcome"]) for r in attempts(lines))
-    assert len(got) == 8 and result.exit_code == 0
+    assert len(got) == 4 and result.exit_code == 0
     assert {(t, o) for t, *_, o in got} == {("a", "verified"), ("b", "failed")}
 
 
@@ -176,8 +210,8 @@ def test_agent_that_cannot_start_aborts_the_cohort_as_incomplete() -> None:
 
 
 def test_header_describes_the_cohort_without_prompts() -> None:
-    lines, _, _ = run_cohort(manifest([task("t", FIX)], repetitions=2))
+    lines, _, _ = run_cohort(manifest([task("t", FIX)]))
     head = lines[0]
-    assert head["type"] == "cohort" and head["tasks"] == ["t"] and head["attempts"] == 4
+    assert head["type"] == "cohort" and head["tasks"] == ["t"] and head["attempts"] == 2
     assert len(head["cohort"]) == 64 and all(r["cohort"] == head["cohort"] for r in attempts(lines))
     assert "prompt" not in json.dumps(head) and FAKE not in json.dumps(head) and PY not in json.dumps(head)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,9 +38,11 @@ VERIFY_CONFIG = f'[[tools.verify]]\nkind = "test"\nargv = [{json.dumps(sys.execu
 # The retry budget comes from config so that "500 forever" ends in well under a second.
 FAST_RETRY = '[providers.openai-compatible]\nbaseUrl = "http://127.0.0.1:9/unused"\nmaxRetries = 1\n'
 
-READ = ("call_read", "read_file", {"path": "greeting.txt"})
-PATCH = ("call_patch", "apply_patch", {"path": "greeting.txt", "old_text": "hello wrld", "new_text": "hello world"})
-VERIFY = ("call_verify", "verify_project", {})
+Call = tuple[str, str, dict[str, Any]]
+READ: Call = ("call_read", "read_file", {"path": "greeting.txt"})
+PATCH: Call = ("call_patch", "apply_patch",
+               {"path": "greeting.txt", "old_text": "hello wrld", "new_text": "hello world"})
+VERIFY: Call = ("call_verify", "verify_project", {})
 USAGE = [(1200, 20, 5, 0), (1300, 30, 7, 1024), (1400, 10, 0, 1024), (1500, 15, 3, 1280)]
 
 
@@ -132,8 +135,8 @@ async def test_500_forever_stops_with_error_and_the_status(wire: Wire, server: L
     assert (root / "greeting.txt").read_text() == "hello wrld\n"
 
 
-@pytest.mark.parametrize("wire", WIRES)
-@pytest.mark.parametrize("keep", ["half", "all"], ids=["mid-arguments", "arguments-complete-no-terminal"])
+@pytest.mark.parametrize(("wire", "keep"), [("chat", "half"), ("responses", "half"), ("chat", "all")],
+                         ids=["chat-mid-arguments", "responses-mid-arguments", "chat-arguments-complete-no-done"])
 async def test_stream_cut_inside_a_tool_call_runs_no_tool(wire: Wire, keep: str, server: LoopbackServer,
                                                          tmp_path: Path) -> None:
     root = workspace(tmp_path)
