@@ -59,8 +59,9 @@ class AttemptDir:
 def _git(args: list[str], cwd: Path) -> None:
     env = {**os.environ, **_GIT_ENV}
     try:
+        # Own session: a Ctrl-C at the terminal is the runner's to handle, not git's to die of.
         done = subprocess.run(["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=60, check=False)
+                              capture_output=True, timeout=60, check=False, start_new_session=True)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise FixtureError(f"git {args[0]} failed: {exc}") from exc
     if done.returncode != 0:

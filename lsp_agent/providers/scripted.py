@@ -110,10 +110,14 @@ class ScriptedProvider:
             await asyncio.sleep(reply.delay_ms / 1000)
         if reply.error is not None:
             raise ProviderError(reply.error.kind, reply.error.message, reply.error.status)
-        for piece in _chunks(reply.reasoning):
+        for n, piece in enumerate(_chunks(reply.reasoning)):
             yield ReasoningDelta(text=piece)
-        for piece in _chunks(reply.text):
+            if n % 32 == 31:
+                await asyncio.sleep(0)  # yield to the event loop, as a network stream would
+        for n, piece in enumerate(_chunks(reply.text)):
             yield TextDelta(text=piece)
+            if n % 32 == 31:
+                await asyncio.sleep(0)
         turn = _assistant_turns(request)
         calls = [
             ToolCallPart(call_id=f"call_{turn}_{n}", name=c.name,

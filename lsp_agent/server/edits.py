@@ -192,7 +192,7 @@ class LspApplier:
 
     def saved(self, uri: str) -> None:
         dirty = self._dirty.get(uri)
-        if dirty is not None and self._disk_matches_buffer(dirty.rel):
+        if dirty is not None and self._disk_has_edit(dirty):
             del self._dirty[uri]
 
     def closed(self, uri: str) -> None:
@@ -349,11 +349,12 @@ class LspApplier:
         saved = {relative_path(self.root, uri) for uri in answer.saved}
         failed = {relative_path(self.root, f.uri): f.reason for f in answer.failed}
         for rel, uri in by_rel.items():
+            dirty = wanted[uri]
             if rel in failed:
                 problems.append(f"{rel} ({failed[rel] or 'not saved'})")
             elif rel not in saved:
                 problems.append(f"{rel} (the editor did not report it saved)")
-            elif not self._disk_matches_buffer(rel):
+            elif not self._disk_has_edit(dirty):
                 problems.append(f"{rel} (reported saved, but the file on disk differs from the buffer)")
             else:
                 self._dirty.pop(uri, None)
@@ -413,6 +414,8 @@ class LspApplier:
         current = self.documents.buffer_text(rel)
         return digest(current[0]) if current is not None else None
 
-    def _disk_matches_buffer(self, rel: str) -> bool:
-        current = self.documents.buffer_text(rel)
-        return current is not None and file_digest(self.root / rel) == digest(current[0])
+    def _disk_has_edit(self, dirty: _Dirty) -> bool:
+        """Disk holds the buffer as the server knows it, or the text the agent left in it (the
+        editor's last didChange may still be on its way)."""
+        on_disk = file_digest(self.root / dirty.rel)
+        return on_disk in (dirty.expected, self._buffer_digest(dirty.rel))

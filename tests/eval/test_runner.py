@@ -215,3 +215,35 @@ def test_header_describes_the_cohort_without_prompts() -> None:
     assert head["type"] == "cohort" and head["tasks"] == ["t"] and head["attempts"] == 2
     assert len(head["cohort"]) == 64 and all(r["cohort"] == head["cohort"] for r in attempts(lines))
     assert "prompt" not in json.dumps(head) and FAKE not in json.dumps(head) and PY not in json.dumps(head)
+
+
+def test_fixture_is_a_clean_git_repo_with_the_task_files_committed_identically() -> None:
+    import subprocess
+
+    from lsp_agent.eval.fixture import build_fixture
+    from lsp_agent.eval.manifest import Task
+
+    spec = Task.model_validate({"id": "t", "prompt": "p", "oracle": ["x"],
+                                "files": [{"path": "src/a.py", "content": "x = 1\n"},
+                                          {"path": ".lsp-agent/config.toml", "content": ""}]})
+    one, two = build_fixture(spec, "t"), build_fixture(spec, "t")
+    try:
+        def git(root: Path, *args: str) -> str:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+        assert one.work != two.work and (one.work / "src/a.py").read_text() == "x = 1\n"
+        assert git(one.work, "status", "--porcelain") == ""
+        assert git(one.work, "ls-files").split() == [".lsp-agent/config.toml", "src/a.py"]
+        assert git(one.work, "rev-parse", "HEAD") == git(two.work, "rev-parse", "HEAD")
+        assert not one.state.is_relative_to(one.work)
+    finally:
+        one.remove()
+        two.remove()
+    assert not one.base.exists()
+
+
+def test_attempt_dirs_are_removed_after_each_attempt(tmp_path: Path) -> None:
+    seen = tmp_path / "argv.json"
+    run_cohort(manifest([task("t", FIX | {"argv_to": str(seen)})]))
+    workspace = Path(json.loads(seen.read_text())["cwd"])
+    assert not workspace.exists() and not workspace.parent.exists()

@@ -146,10 +146,10 @@ class QueueMachine(RuleBasedStateMachine):
         self.abandoned.append((self.loop, self.agent, []))
         for loop, agent, _ in self.abandoned:  # wind every loop down in its own context
             asyncio.set_event_loop(loop)
-            while agent.tasks:
-                for task in list(agent.tasks.values()):
+            while live := [t for t in agent.tasks.values() if not t.done()]:
+                for task in live:
                     task.cancel()
-                loop.run_until_complete(asyncio.gather(*agent.tasks.values(), return_exceptions=True))
+                loop.run_until_complete(asyncio.gather(*live, return_exceptions=True))
             loop.run_until_complete(asyncio.sleep(0))
             loop.close()
         asyncio.set_event_loop(None)
