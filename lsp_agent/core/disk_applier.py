@@ -25,8 +25,8 @@ from lsp_agent.core.edits import (
     EditPlan,
     RenameFile,
     UpdateFile,
+    apply_text_edits,
 )
-from lsp_agent.tools.patch import apply_text_edits
 from lsp_agent.tools.paths import PathDenied, resolve_in_root
 
 # Undecodable bytes survive a decode/encode round trip; the same convention as DiskDocuments.

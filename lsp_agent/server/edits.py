@@ -44,14 +44,15 @@ from lsp_agent.core.edits import (
     RenameFile,
     TextEdit,
     UpdateFile,
+    apply_text_edits,
     digest,
+    position_at,
 )
 from lsp_agent.protocol.methods import AGENT_SAVE_DOCUMENTS
 from lsp_agent.protocol.models import SaveDocumentsResult
 from lsp_agent.server.convert import to_plain
 from lsp_agent.server.documents import BufferDocuments, relative_path
 from lsp_agent.server.watch import OwnWrites, file_digest
-from lsp_agent.tools.patch import apply_text_edits, position_at
 from lsp_agent.tools.process import cancel_signal
 
 log = logging.getLogger(__name__)

@@ -20,20 +20,11 @@ from lsp_agent.config import Limits, VerifyCommand
 from lsp_agent.core.edits import ApplyResult
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.tools.base import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.tools.fingerprint import FingerprintError, source_fingerprint
 from lsp_agent.tools.process import head_tail, run_process, scrubbed_env
-from lsp_agent.tools.verify import (
-    MAX_ENVELOPE_FAILURES,
-    CheckResult,
-    Failure,
-    FingerprintError,
-    ParsedOutput,
-    VerifyEnvelope,
-    command_label,
-    detect_commands,
-    envelope_status,
-    parse_output,
-    source_fingerprint,
-)
+from lsp_agent.tools.verify_detect import command_label, detect_commands
+from lsp_agent.tools.verify_envelope import MAX_ENVELOPE_FAILURES, CheckResult, Failure, VerifyEnvelope, envelope_status
+from lsp_agent.tools.verify_parsers import ParsedOutput, parse_output
 
 _DEFAULTS = Limits()
 #: failures listed per check in the result text; the rest are counted.

@@ -22,7 +22,8 @@ from lsp_agent.core.edits import (
     digest,
 )
 from lsp_agent.core.ports import Document
-from lsp_agent.tools.patch import parse_patch, plan_patch
+from lsp_agent.tools.patch import plan_patch
+from lsp_agent.tools.patch_grammar import parse_patch
 
 
 @pytest.fixture

@@ -6,21 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsp_agent.core.edits import Position, RenameFile, TextEdit, UpdateFile, digest
+from lsp_agent.core.edits import Position, RenameFile, TextEdit, UpdateFile, apply_text_edits, digest
 from lsp_agent.core.ports import Document
-from lsp_agent.tools.patch import (
+from lsp_agent.tools.patch import PlanFailure, Planned, plan_patch, plan_replacement
+from lsp_agent.tools.patch_grammar import (
     AddOp,
     DeleteOp,
     Hunk,
     ParsedPatch,
     PatchParseError,
-    PlanFailure,
-    Planned,
     UpdateOp,
-    apply_text_edits,
     parse_patch,
-    plan_patch,
-    plan_replacement,
 )
 
 

@@ -10,13 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsp_agent.tools.verify import (
+from lsp_agent.tools.verify_envelope import CheckResult, Counts, Failure, VerifyEnvelope, envelope_status
+from lsp_agent.tools.verify_parsers import (
     PARSERS,
-    CheckResult,
-    Counts,
-    Failure,
-    VerifyEnvelope,
-    envelope_status,
     parse_generic,
     parse_mypy,
     parse_output,

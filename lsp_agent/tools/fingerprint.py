@@ -1,0 +1,105 @@
+"""The source fingerprint: Git revision, cleanliness and a digest of every source file.
+
+Taken before verification runs, so the envelope says exactly which sources were verified. Inside
+Git the listed files are those Git tracks or would track; outside it, a walk of the workspace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from lsp_agent.tools.process import run_process
+
+_WALK_SKIP = frozenset({".git", "node_modules", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache",
+                        ".pytest_cache"})
+
+
+class FingerprintError(Exception):
+    pass
+
+
+def _file_token(path: Path) -> bytes:
+    """What the digest records per path: content hash (and exec bit), link target, or absence."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return b"missing"
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            return b"link:" + os.fsencode(os.readlink(path))
+        except OSError:
+            return b"link:?"
+    if stat.S_ISDIR(info.st_mode):
+        return b"dir"  # a submodule or nested repository listed by git
+    if not stat.S_ISREG(info.st_mode):
+        return b"special"
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    except OSError:
+        return b"unreadable"
+    executable = b"x" if info.st_mode & stat.S_IXUSR else b"-"
+    return b"file:" + executable + digest.hexdigest().encode()
+
+
+def _digest(root: Path, revision: str | None, paths: list[str]) -> str:
+    digest = hashlib.sha256(b"lsp-agent fingerprint v1\0")
+    digest.update(b"revision:" + (revision or "").encode() + b"\0")
+    for rel in sorted(set(paths)):
+        digest.update(os.fsencode(rel) + b"\0" + _file_token(root / rel) + b"\0")
+    return digest.hexdigest()
+
+
+def _walk_files(root: Path) -> list[str]:
+    found: list[str] = []
+    for current, dirs, files in os.walk(root):
+        base = Path(current)
+        kept = []
+        for d in dirs:
+            if d in _WALK_SKIP:
+                continue
+            if (base / d).is_symlink():  # recorded as a link, never followed out of the root
+                files.append(d)
+            else:
+                kept.append(d)
+        dirs[:] = kept
+        found.extend((base / f).relative_to(root).as_posix() for f in files)
+    return found
+
+
+async def _git(root: Path, timeout_s: float, *args: str) -> tuple[int | None, str, bool]:
+    outcome = await run_process(["git", *args], root, timeout_s)
+    if outcome.timed_out:
+        raise FingerprintError(f"git {args[0]} timed out after {timeout_s:g} s")
+    return outcome.exit_code, outcome.output, outcome.output_truncated
+
+
+async def source_fingerprint(root: Path, timeout_s: float = 60.0) -> tuple[str | None, bool | None, str]:
+    """(revision, clean, digest) of the workspace as it is now. Raises FingerprintError when the
+    sources cannot be listed completely (a partial digest would be worse than none)."""
+    root = await asyncio.to_thread(root.resolve)
+    try:
+        code, out, _ = await _git(root, timeout_s, "rev-parse", "--is-inside-work-tree")
+    except FileNotFoundError:  # no git on this machine
+        code, out = None, ""
+    if code != 0 or out.strip() != "true":
+        return None, None, await asyncio.to_thread(lambda: _digest(root, None, _walk_files(root)))
+    code, out, _ = await _git(root, timeout_s, "rev-parse", "--verify", "--quiet", "HEAD")
+    revision = out.strip() if code == 0 and out.strip() else None  # None before the first commit
+    code, out, cut = await _git(root, timeout_s, "status", "--porcelain")
+    if code != 0 or cut:
+        raise FingerprintError(f"git status failed (exit={code})")
+    clean = not out.strip()
+    code, out, cut = await _git(root, timeout_s, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if code != 0:
+        raise FingerprintError(f"git ls-files failed (exit={code})")
+    if cut:
+        raise FingerprintError("the list of files is larger than the output capture limit")
+    paths = [p for p in out.split("\0") if p]
+    return revision, clean, await asyncio.to_thread(_digest, root, revision, paths)

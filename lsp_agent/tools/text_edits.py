@@ -1,0 +1,88 @@
+"""Files as lines and minimal line-range TextEdits: the bridge from matched hunks to an EditPlan.
+
+A file is split into lines and their endings (LSP line breaks only). A change is a list of
+Regions (replace lines [start, end) with new lines); `render` turns them into the new text and one
+TextEdit per region, keeping the file's line endings and its missing final newline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lsp_agent.core.edits import LINE_BREAK, Position, TextEdit, utf16_len
+
+
+@dataclass(frozen=True)
+class FileText:
+    lines: list[str]  # without line endings
+    eols: list[str]  # each line's ending; only the last may be "" (no final newline)
+    eol: str  # the ending new lines get: the file's most common one
+
+    @classmethod
+    def split(cls, text: str) -> FileText:
+        parts = LINE_BREAK.split(text)
+        breaks = LINE_BREAK.findall(text)
+        contents = parts
+        if contents[-1] == "":
+            contents = contents[:-1]
+        else:
+            breaks = [*breaks, ""]
+        counts = {e: breaks.count(e) for e in ("\n", "\r\n", "\r")}
+        best = max(counts.values())
+        eol = "\n" if best == 0 or counts["\n"] == best else ("\r\n" if counts["\r\n"] == best else "\r")
+        return cls(contents, breaks, eol)
+
+    @property
+    def missing_final_eol(self) -> bool:
+        return bool(self.lines) and self.eols[-1] == ""
+
+
+
+@dataclass(frozen=True)
+class Region:
+    """Replace file lines [start, end) with `new` (lines without endings)."""
+
+    start: int
+    end: int
+    new: tuple[str, ...]
+
+
+def render(ft: FileText, regions: Sequence[Region], keep_missing_eol: bool) -> tuple[str, list[TextEdit]]:
+    """The new text and one line-range TextEdit per region.
+
+    New lines get the file's line ending. A missing final newline stays missing unless a region
+    changes the end of the file; then the file ends with a newline, unless `keep_missing_eol`.
+    """
+    lines, eols, eol, n = ft.lines, ft.eols, ft.eol, len(ft.lines)
+    # The independent computation: the new file as (content, ending) pairs.
+    pairs: list[tuple[str, str]] = []
+    prev = 0
+    for r in regions:
+        pairs.extend(zip(lines[prev:r.start], eols[prev:r.start], strict=True))
+        pairs.extend((line, eol) for line in r.new)
+        prev = r.end
+    pairs.extend(zip(lines[prev:], eols[prev:], strict=True))
+    pairs = [(c, e or eol) for c, e in pairs[:-1]] + pairs[-1:]
+    touches_end = any(r.end == n for r in regions)
+    if pairs and keep_missing_eol and ft.missing_final_eol and touches_end:
+        pairs[-1] = (pairs[-1][0], "")
+    new_text = "".join(c + e for c, e in pairs)
+
+    edits: list[TextEdit] = []
+    for r in regions:
+        chunk = "".join(line + eol for line in r.new)
+        start = Position(line=r.start, character=0)
+        end = Position(line=r.end, character=0)
+        if r.end == n and ft.missing_final_eol:
+            end = Position(line=n - 1, character=utf16_len(lines[-1]))
+            if r.start == n:  # appending after a last line that has no newline
+                start, chunk = end, eol + chunk
+            if keep_missing_eol:
+                if chunk:
+                    chunk = chunk[: -len(eol)]
+                elif r.start > 0:  # deleting the tail: the line before loses its newline
+                    start = Position(line=r.start - 1, character=utf16_len(lines[r.start - 1]))
+        edits.append(TextEdit(start=start, end=end, new_text=chunk))
+    return new_text, edits
+
