@@ -61,6 +61,35 @@ class Experimental(_Section):
     read_only_recipes: bool = False
 
 
+class Compaction(_Section):
+    """Context management (SPEC 5): fold old tool results, then compact, within the budget.
+
+    The budget is the model's context window (or `context_window`) minus `output_reserve_tokens`.
+    """
+
+    auto: bool = Field(True, description="Compact automatically past `compact_at`; false: a request that "
+                                         "would overflow the budget stops the run with `error` instead.")
+    fold: bool = Field(True, description="Fold old tool results into one-line placeholders past `fold_at`.")
+    fold_at: float = Field(0.70, gt=0, lt=1, description="Share of the budget at which old results fold.")
+    compact_at: float = Field(0.95, gt=0, le=1, description="Share of the budget at which history compacts.")
+    keep_recent_messages: int = Field(
+        8, ge=2, le=200, description="The last messages are never folded and stay verbatim through compaction.")
+    output_reserve_tokens: int = Field(
+        4096, ge=0, description="Tokens kept free for the reply (at most a quarter of the window is reserved).")
+    context_window: int | None = Field(
+        None, ge=1000, description="Tokens of context; default: the model's (registry or declaration).")
+    fold_min_chars: int = Field(400, ge=0, description="Tool results shorter than this are never folded.")
+    fold_min_freed: float = Field(
+        0.10, ge=0, lt=1, description="A fold batch runs only when it frees this share of the budget "
+                                      "(fewer, larger batches keep the cached prefix longer).")
+    min_freed_ratio: float = Field(
+        0.20, ge=0, lt=1, description="A compaction that frees less than this share of the request's tokens is "
+                                      "not applied: the run stops and says so.")
+    handoff_after_same_failures: int = Field(
+        3, ge=0, description="Restart in a fresh session with a handoff note when the same check failed the "
+                             "same way this many times in a row (0: never).")
+
+
 class ProviderConfig(_Section):
     base_url: str = Field(alias="baseUrl")
     wire: Literal["chat", "responses"] = "chat"
@@ -87,6 +116,7 @@ class Settings(_Section):
     limits: Limits = Field(default_factory=Limits)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     experimental: Experimental = Field(default_factory=Experimental)
+    compaction: Compaction = Field(default_factory=Compaction)
     script: str | None = Field(None, description="Reply script for the scripted provider (JSON file).")
     tool_profile: Literal["default", "minimal"] = Field(
         "default", alias="toolProfile",

@@ -2,10 +2,13 @@
 
 | code   | status | kinds                                   | when                                      |
 |--------|--------|-----------------------------------------|-------------------------------------------|
-| -32602 | 400    | invalid_params                          | wrong type, unknown or missing field      |
+| -32602 | 400    | invalid_params, not_steerable           | wrong type, unknown or missing field; a   |
+|        |        |                                         | queued row that cannot be steered         |
 | -32602 | 413    | too_large                               | a field is over its documented limit      |
-| -32004 | 404    | unknown_session, unknown_message        | the ID does not exist in this workspace   |
-| -32009 | 409    | busy                                    | the session already runs a generation     |
+| -32004 | 404    | unknown_session, unknown_message,       | the ID does not exist in this workspace   |
+|        |        | not_found                               |                                           |
+| -32009 | 409    | busy, conflict, steer_conflict          | the session already runs a generation; a  |
+|        |        |                                         | queued row changed; a clientID reused     |
 | -32010 | 503    | config                                  | no usable model/provider in the settings  |
 | -32603 | 500    | internal                                | a bug; the server keeps serving           |
 
@@ -20,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from lsp_agent.core.queue import MAX_STEER_CHARS
 from lsp_agent.protocol.models import ErrorData
 
 
@@ -32,14 +36,18 @@ class ErrorCode:
     meaning: str
 
 
-INVALID_PARAMS = ErrorCode(-32602, "InvalidParams", 400, ("invalid_params",),
-                           "A field has the wrong type, is unknown, or is missing; `data.field` names it.")
+INVALID_PARAMS = ErrorCode(-32602, "InvalidParams", 400, ("invalid_params", "not_steerable"),
+                           "A field has the wrong type, is unknown, or is missing; `data.field` names it. "
+                           "`not_steerable`: agent/queue/steer of a row with attachments, of another kind, "
+                           f"settled, or over {MAX_STEER_CHARS:,} characters.")
 TOO_LARGE = ErrorCode(-32602, "InvalidParams", 413, ("too_large",),
                       "A field is over its documented limit (e.g. a prompt over 200,000 characters).")
-NOT_FOUND = ErrorCode(-32004, "NotFound", 404, ("unknown_session", "unknown_message"),
-                      "The session or message ID does not exist in this workspace.")
-CONFLICT = ErrorCode(-32009, "Conflict", 409, ("busy",),
-                     "The session is already running a generation: wait, cancel, or steer it.")
+NOT_FOUND = ErrorCode(-32004, "NotFound", 404, ("unknown_session", "unknown_message", "not_found"),
+                      "The session, message or queued item (`not_found`) does not exist in this workspace.")
+CONFLICT = ErrorCode(-32009, "Conflict", 409, ("busy", "conflict", "steer_conflict"),
+                     "`busy`: the session is already running a generation (wait, cancel, steer or queue). "
+                     "`conflict`: a queued row changed under the request (refresh with agent/queue/list and "
+                     "retry). `steer_conflict`: the clientID was used for a different correction.")
 UNAVAILABLE = ErrorCode(-32010, "Unavailable", 503, ("config",),
                         "The settings name no usable model/provider; fix them (the server said why).")
 INTERNAL = ErrorCode(-32603, "InternalError", 500, ("internal",),

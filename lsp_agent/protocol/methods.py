@@ -12,11 +12,21 @@ AGENT_CANCEL = "agent/cancel"
 AGENT_SESSIONS = "agent/sessions"
 AGENT_SESSION = "agent/session"
 AGENT_STATUS = "agent/status"
-#: reserved for the steering issue; clients may send it already and show the error if unsupported
+# steering a running generation (SPEC 3) and the follow-up queue (SPEC 4)
+AGENT_STEERING = "agent/steering"
 AGENT_STEER = "agent/steer"
+AGENT_STEER_PREFIX = "agent/steerPrefix"
+AGENT_QUEUE_LIST = "agent/queue/list"
+AGENT_QUEUE_ADD = "agent/queue/add"
+AGENT_QUEUE_STEER = "agent/queue/steer"
+AGENT_QUEUE_SEND_NOW = "agent/queue/sendNow"
+AGENT_QUEUE_CANCEL = "agent/queue/cancel"
+AGENT_QUEUE_EDIT = "agent/queue/edit"
 
 # server → client notifications
 AGENT_EVENT = "agent/event"
+AGENT_RECEIPT = "agent/receipt"
+AGENT_QUEUE_CHANGED = "agent/queueChanged"
 
 # server → client requests
 AGENT_SAVE_DOCUMENTS = "agent/saveDocuments"
@@ -30,4 +40,6 @@ CONFIG_SECTION = "lspAgent"
 #: Diagnostic.source of every diagnostic this server publishes
 DIAGNOSTIC_SOURCE = "lsp-agent"
 
-CLIENT_REQUESTS = (AGENT_RUN, AGENT_CANCEL, AGENT_SESSIONS, AGENT_SESSION, AGENT_STATUS)
+CLIENT_REQUESTS = (AGENT_RUN, AGENT_CANCEL, AGENT_SESSIONS, AGENT_SESSION, AGENT_STATUS, AGENT_STEERING,
+                   AGENT_STEER, AGENT_STEER_PREFIX, AGENT_QUEUE_LIST, AGENT_QUEUE_ADD, AGENT_QUEUE_STEER,
+                   AGENT_QUEUE_SEND_NOW, AGENT_QUEUE_CANCEL, AGENT_QUEUE_EDIT)

@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from lsp_agent.core import events
-from lsp_agent.protocol import errors, methods, models
+from lsp_agent.core.queue import MAX_STEER_CHARS
+from lsp_agent.protocol import errors, methods, models, steering
 
 PROTOCOL_VERSION = 1
 Kind = Literal["request", "notification", "command"]
@@ -43,9 +44,62 @@ METHODS: tuple[MethodDoc, ...] = (
     MethodDoc(methods.AGENT_STATUS, "request", "client → server", models.StatusParams, models.StatusResult,
               "Whether a generation runs, its step, and the verification status derived from the record. "
               "Params may be omitted."),
+    MethodDoc(methods.AGENT_STEERING, "request", "client → server", steering.SteeringParams,
+              steering.SteeringResult,
+              "The running generation (null when idle) and the session's recent steering receipts. Receipts live "
+              "in server memory: after a restart, fetch the new generation and reconcile with agent/session."),
+    MethodDoc(methods.AGENT_STEER, "request", "client → server", steering.SteerParams, steering.ReceiptOut,
+              "Correct the running generation (SPEC 3). Returns a receipt: `accepted` (it lands as a user message "
+              "after the current step's tool results; a generation about to stop gets one more step), `applied` "
+              "(with `messageID`) or `rejected` (with `reason`: `generation_not_active`, `stale_generation`, "
+              "`too_long`, `too_many_pending`, `admission_rejected`, ...). Later changes of the receipt arrive "
+              "as `agent/receipt`. The same clientID and text again returns the same receipt; the same clientID "
+              "with other text is a conflict (-32009, `data.status` 409); a malformed clientID or empty text is "
+              "InvalidParams (-32602, `data.status` 400)."),
+    MethodDoc(methods.AGENT_STEER_PREFIX, "request", "client → server", steering.SteerPrefixParams,
+              steering.SteerPrefixResult,
+              "The editor's steer gesture with an empty composer (ctrl+s): steer the session's waiting rows in "
+              "FIFO order, one at a time, and stop at the first row that cannot be steered, so later follow-ups "
+              "never jump ahead of it. If no generation runs, the first row is sent now (agent/queue/sendNow) "
+              "and nothing else moves."),
+    MethodDoc(methods.AGENT_QUEUE_LIST, "request", "client → server", steering.QueueListParams,
+              steering.QueueListResult,
+              "The session's follow-up queue: waiting rows in run order, then the history (sent and cancelled "
+              "rows, including steered ones with their audit fields)."),
+    MethodDoc(methods.AGENT_QUEUE_ADD, "request", "client → server", steering.QueueAddParams,
+              steering.QueueAddResult,
+              "Queue a message typed while a generation runs (persisted, FIFO per session). When the generation "
+              "ends `final` or `step_limit` the next queued row starts the next generation; after a cancel or "
+              "an error waiting rows become `paused` and wait for the user. On an idle session with nothing "
+              "queued ahead the message starts at once (`started`)."),
+    MethodDoc(methods.AGENT_QUEUE_STEER, "request", "client → server", steering.QueueTaskParams,
+              steering.QueueSteerResult,
+              "Admit a queued follow-up into the running generation (delivered like agent/steer) and cancel the "
+              "row in the same operation, recording `steeredInto` and `steeredAt`. Idle session: the row is left "
+              "intact, `receipt` is null and `reason` is `generation_not_active`. Only text follow-ups of at most "
+              f"{MAX_STEER_CHARS:,} characters can be steered (else InvalidParams, kind `not_steerable`); a row "
+              "changed or steered by someone else is a conflict (-32009). If the correction is later rejected the "
+              "row goes back to the queue (`paused` after an interrupt)."),
+    MethodDoc(methods.AGENT_QUEUE_SEND_NOW, "request", "client → server", steering.QueueTaskParams,
+              steering.QueueSendNowResult,
+              "Move a waiting row to the front of the queue (and un-pause it). It still waits for the running "
+              "generation to end; on an idle session it starts at once (`started`)."),
+    MethodDoc(methods.AGENT_QUEUE_CANCEL, "request", "client → server", steering.QueueTaskParams,
+              steering.QueueItemResult,
+              "Cancel a waiting row; it stays in the history as `cancelled`. A row that is no longer waiting is "
+              "a conflict (-32009)."),
+    MethodDoc(methods.AGENT_QUEUE_EDIT, "request", "client → server", steering.QueueEditParams,
+              steering.QueueItemResult,
+              "Change a waiting row's text, if it has not changed since `expectedUpdatedAt` (else a conflict, "
+              "-32009: refresh and retry)."),
     MethodDoc(methods.AGENT_EVENT, "notification", "server → client", models.EventParams, None,
               "Every core event of a generation, in order (deltas coalesced per part, ~30 ms). `event` has "
               "the same shape as a line of `lsp-agent run --json`."),
+    MethodDoc(methods.AGENT_RECEIPT, "notification", "server → client", steering.ReceiptParams, None,
+              "A steering receipt was created or changed (`accepted` → `applied` with `messageID`, or "
+              "`rejected` with `reason`), so editors need not poll agent/steering."),
+    MethodDoc(methods.AGENT_QUEUE_CHANGED, "notification", "server → client", steering.QueueChangedParams, None,
+              "A session's follow-up queue changed; `items` is the whole queue as agent/queue/list returns it."),
     MethodDoc(methods.AGENT_SAVE_DOCUMENTS, "request", "server → client", models.SaveDocumentsParams,
               models.SaveDocumentsResult,
               "Sent before verify_project runs: save these open documents the agent edited. If the client "
@@ -93,22 +147,25 @@ def schema_json() -> str:
 # --- Markdown ---------------------------------------------------------------------------------
 
 
-def _type_of(prop: dict[str, Any]) -> str:
+def _type_of(prop: dict[str, Any], defs: dict[str, Any] | None = None) -> str:
     if "$ref" in prop:
-        return str(prop["$ref"]).rsplit("/", 1)[-1]
+        name = str(prop["$ref"]).rsplit("/", 1)[-1]
+        target = (defs or {}).get(name) or {}
+        # An enum reads better as its values than as a name the reader has to look up.
+        return _type_of(target) if "enum" in target else name
     if "const" in prop:
         return json.dumps(prop["const"])
     if "enum" in prop:
         return " \\| ".join(json.dumps(v) for v in prop["enum"])
     if "anyOf" in prop or "oneOf" in prop:
-        options = [_type_of(p) for p in prop.get("anyOf") or prop.get("oneOf") or []]
+        options = [_type_of(p, defs) for p in prop.get("anyOf") or prop.get("oneOf") or []]
         return " \\| ".join(dict.fromkeys(options))
     kind = prop.get("type")
     if kind == "array":
-        return f"{_type_of(prop.get('items') or {})}[]"
+        return f"{_type_of(prop.get('items') or {}, defs)}[]"
     if kind == "object":
         extra = prop.get("additionalProperties")
-        return f"object<{_type_of(extra)}>" if isinstance(extra, dict) and extra else "object"
+        return f"object<{_type_of(extra, defs)}>" if isinstance(extra, dict) and extra else "object"
     return str(kind or "any")
 
 
@@ -119,6 +176,8 @@ def _limits(prop: dict[str, Any]) -> str:
         for option in [prop, *(prop.get("anyOf") or [])]:
             if key in option:
                 found.append(f"{label} {option[key]}")
+    if "pattern" in prop:
+        found.append(f"pattern `{prop['pattern']}`")
     if "default" in prop and prop["default"] is not None:
         found.append(f"default {json.dumps(prop['default'])}")
     return "; ".join(found)
@@ -129,6 +188,7 @@ def _fields_table(schema: dict[str, Any]) -> list[str]:
     if not props:
         return ["(no fields)"]
     required = set(schema.get("required") or [])
+    defs: dict[str, Any] = schema.get("$defs") or {}
     rows = ["| field | type | required | description |", "|---|---|---|---|"]
     for name, prop in props.items():
         text = " ".join(str(prop.get("description") or "").split())
@@ -136,7 +196,7 @@ def _fields_table(schema: dict[str, Any]) -> list[str]:
         if limits:
             text = f"{text} ({limits})" if text else limits
         cell = text.replace("|", "\\|")
-        rows.append(f"| `{name}` | {_type_of(prop)} | {'yes' if name in required else 'no'} | {cell} |")
+        rows.append(f"| `{name}` | {_type_of(prop, defs)} | {'yes' if name in required else 'no'} | {cell} |")
     return rows
 
 
@@ -151,7 +211,8 @@ def _model_section(title: str, model: type[BaseModel], mode: Literal["validation
 
 def _nested_models() -> list[type[BaseModel]]:
     return [models.SessionInfo, models.MessageOut, models.TextPartOut, models.ReasoningPartOut,
-            models.ToolCallPartOut, models.ToolResultPartOut, models.SaveFailure]
+            models.ToolCallPartOut, models.ToolResultPartOut, models.SaveFailure, steering.ReceiptOut,
+            steering.QueueItemOut, steering.QueueSteerResult]
 
 
 def _event_models() -> list[type[BaseModel]]:

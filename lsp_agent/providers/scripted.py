@@ -1,8 +1,12 @@
 """The scripted provider: a deterministic test double (and the demo's model).
 
 It replays a fixed script of replies. Which reply comes next is derived from the
-request itself (the number of assistant messages already in the history), so
-the same history always gets the same reply. Labelled "scripted" everywhere.
+request itself (the number of assistant messages already in the history, plus the
+assistant turns a compaction summary or handoff note says it replaced), so the
+same history always gets the same reply. A reply with `when` answers instead any
+request whose tail contains that text (the harness's compaction and handoff
+requests carry such a marker) and does not count in the order. Labelled
+"scripted" everywhere.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lsp_agent.config import Settings
 from lsp_agent.core import ids
-from lsp_agent.core.history import ReasoningPart, Role, ToolCallPart, Usage
+from lsp_agent.core.history import ReasoningPart, Role, TextPart, ToolCallPart, Usage
 from lsp_agent.core.ports import (
     AssistantReply,
     ModelRequest,
@@ -54,6 +58,8 @@ class ScriptedReply(BaseModel):
     #: pause before the reply starts streaming (tests of cancellation and steering)
     delay_ms: int = 0
     error: ScriptedError | None = None
+    #: answer requests whose tail contains this text (e.g. "[lsp-agent compaction"), out of order
+    when: str | None = None
 
 
 class Script(BaseModel):
@@ -93,8 +99,13 @@ class ScriptedProvider:
         return cls.from_file(Path(settings.script))
 
     def reply_for(self, request: ModelRequest) -> ScriptedReply:
+        if request.tail:
+            tail = "\n".join(request.tail)
+            for candidate in self.script.replies:
+                if candidate.when is not None and candidate.when in tail:
+                    return candidate
         index = _assistant_turns(request)
-        replies = self.script.replies
+        replies = [r for r in self.script.replies if r.when is None]
         if index < len(replies):
             return replies[index]
         if self.script.repeat_last and replies:
@@ -130,8 +141,21 @@ class ScriptedProvider:
         yield ReplyDone(reply=AssistantReply(text=reply.text, reasoning=reasoning, tool_calls=calls, usage=usage))
 
 
+#: TextPart metadata of a compaction summary or handoff note: the assistant turns it stands for.
+REPLACED_TURNS = "replaced_assistant_turns"
+
+
 def _assistant_turns(request: ModelRequest) -> int:
-    return sum(1 for m in request.messages if m.role is Role.ASSISTANT)
+    turns = 0
+    for message in request.messages:
+        if message.role is Role.ASSISTANT:
+            turns += 1
+            continue
+        for part in message.parts:
+            if isinstance(part, TextPart) and part.synthetic:
+                replaced = part.metadata.get(REPLACED_TURNS)
+                turns += replaced if isinstance(replaced, int) else 0
+    return turns
 
 
 def _estimate_usage(request: ModelRequest, reply: ScriptedReply) -> Usage:

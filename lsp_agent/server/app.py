@@ -243,9 +243,11 @@ def _with_absolute_script(layer: Any, root: Path) -> Any:
 
 def create_server() -> AgentServer:
     from lsp_agent.server.methods import register
+    from lsp_agent.server.steering_methods import register_steering
 
     server = AgentServer()
     register(server)
+    register_steering(server)
     return server
 
 

@@ -7,6 +7,7 @@ nothing a client sends can take the server down.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -49,20 +50,34 @@ _PART = TypeAdapter[Any](PartOut)
 def answers(method: str) -> Callable[[F], F]:
     """Turn every failure of a handler into a JSON-RPC error the client can act on."""
 
+    def translate(exc: Exception) -> JsonRpcException:
+        if isinstance(exc, ProtocolError):
+            return JsonRpcException(exc.message, exc.code, exc.wire_data())
+        if isinstance(exc, AgentError):
+            error = from_core(exc.kind, exc.message, exc.status)
+            return JsonRpcException(error.message, error.code, error.wire_data())
+        log.error("%s failed", method, exc_info=exc)
+        error = ProtocolError(INTERNAL, f"{method}: internal error ({type(exc).__name__}: {exc})")
+        return JsonRpcException(error.message, error.code, error.wire_data())
+
     def decorate(handler: F) -> F:
+        # pygls awaits coroutine handlers, so an async handler needs an async wrapper.
+        if inspect.iscoroutinefunction(handler):
+            @functools.wraps(handler)
+            async def async_wrapper(*args: Any) -> Any:
+                try:
+                    return await handler(*args)
+                except Exception as exc:
+                    raise translate(exc) from None
+
+            return async_wrapper  # type: ignore[return-value]
+
         @functools.wraps(handler)
         def wrapper(*args: Any) -> Any:
             try:
                 return handler(*args)
-            except ProtocolError as exc:
-                raise JsonRpcException(exc.message, exc.code, exc.wire_data()) from None
-            except AgentError as exc:
-                error = from_core(exc.kind, exc.message, exc.status)
-                raise JsonRpcException(error.message, error.code, error.wire_data()) from None
             except Exception as exc:
-                log.exception("%s failed", method)
-                error = ProtocolError(INTERNAL, f"{method}: internal error ({type(exc).__name__}: {exc})")
-                raise JsonRpcException(error.message, error.code, error.wire_data()) from None
+                raise translate(exc) from None
 
         return wrapper  # type: ignore[return-value]
 

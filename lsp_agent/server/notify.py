@@ -1,4 +1,5 @@
-"""Core events → `agent/event` notifications and `$/progress` (the EventSink of an editor session).
+"""Core events → `agent/event` notifications and `$/progress` (the EventSink of an editor session);
+steering receipts → `agent/receipt` and queue changes → `agent/queueChanged`.
 
 `emit` is called by the loop and must never block it: notifications are written at once
 (pygls' notify does not wait for the client), text/reasoning deltas are buffered per part and
@@ -18,7 +19,8 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from lsp_agent.core import events
-from lsp_agent.protocol.methods import AGENT_EVENT
+from lsp_agent.protocol.methods import AGENT_EVENT, AGENT_QUEUE_CHANGED, AGENT_RECEIPT
+from lsp_agent.protocol.steering import QueueChangedParams, QueueItemOut, ReceiptOut, ReceiptParams
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +99,16 @@ class LspEventSink:
             self._send(first.model_copy(update={"delta": "".join(texts)}) if len(texts) > 1 else first)
 
     def _send(self, event: Any) -> None:
-        self.ls.protocol.notify(AGENT_EVENT, {"sessionID": event.session_id, "generation": event.generation,
-                                              "event": event.wire()})
+        if isinstance(event, events.ReceiptEvent):
+            receipt = ReceiptOut.model_validate(event.receipt)
+            self.ls.protocol.notify(AGENT_RECEIPT, ReceiptParams(session_id=event.session_id, receipt=receipt).wire())
+        elif isinstance(event, events.QueueChangedEvent):
+            items = [QueueItemOut.model_validate(i) for i in event.items]
+            self.ls.protocol.notify(AGENT_QUEUE_CHANGED,
+                                    QueueChangedParams(session_id=event.session_id, items=items).wire())
+        else:
+            self.ls.protocol.notify(AGENT_EVENT, {"sessionID": event.session_id, "generation": event.generation,
+                                                  "event": event.wire()})
 
     # --- side effects of events -----------------------------------------------------------------
 

@@ -1,0 +1,145 @@
+"""Token accounting (SPEC 5): what a request costs and what the model can take.
+
+Provider-reported usage wins when there is one: the last reply's `input` tokens for the
+last request calibrate the character estimate (their ratio scales every later estimate).
+Without a report the estimate is characters / 4, or / 3 for CJK-heavy text. Instructions
+and tool schemas count too: peers that forgot them overflowed while "under budget".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from lsp_agent.config import Settings
+from lsp_agent.core.history import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.core.ports import ModelRequest, ToolSpec
+
+__all__ = ["Budget", "Calibration", "TokenCounter", "estimate_text"]
+
+#: Chinese, Japanese kana, Hangul, CJK compatibility and full-width forms.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+#: Above this share of CJK characters a text counts as CJK-heavy.
+CJK_HEAVY = 0.3
+#: Per-message framing (role, separators) a provider adds; small, but 400 messages add up.
+MESSAGE_OVERHEAD = 4
+#: The window assumed when neither the model nor the settings name one (the registry's default).
+FALLBACK_WINDOW = 32_768
+
+
+def estimate_text(text: str) -> int:
+    if not text:
+        return 0
+    cjk = len(_CJK.findall(text)) if not text.isascii() else 0
+    per_token = 3 if cjk / len(text) > CJK_HEAVY else 4
+    return math.ceil(len(text) / per_token)
+
+
+def _part_tokens(part: object) -> int:
+    if isinstance(part, TextPart | ReasoningPart):
+        return estimate_text(part.text)
+    if isinstance(part, ToolCallPart):
+        return estimate_text(part.name) + estimate_text(part.arguments) + 4
+    if isinstance(part, ToolResultPart):
+        return estimate_text(part.output) + 4
+    return 0
+
+
+def message_tokens(message: Message) -> int:
+    return MESSAGE_OVERHEAD + sum(_part_tokens(p) for p in message.parts)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Tokens a request may use: the window minus the output reserve, and the two thresholds."""
+
+    window: int
+    reserve: int
+    fold_at: float
+    compact_at: float
+
+    @classmethod
+    def of(cls, settings: Settings, model_window: int | None) -> Budget:
+        config = settings.compaction
+        window = config.context_window or model_window or FALLBACK_WINDOW
+        # A small window must still leave room for the request itself.
+        reserve = min(config.output_reserve_tokens, window // 4)
+        return cls(window, reserve, config.fold_at, config.compact_at)
+
+    @property
+    def tokens(self) -> int:
+        return self.window - self.reserve
+
+    @property
+    def fold_limit(self) -> int:
+        return int(self.tokens * self.fold_at)
+
+    @property
+    def compact_limit(self) -> int:
+        return int(self.tokens * self.compact_at)
+
+    def share(self, tokens: int) -> float:
+        return tokens / self.tokens if self.tokens else 1.0
+
+    def wire(self) -> dict[str, int]:
+        return {"window": self.window, "reserve": self.reserve, "budget": self.tokens,
+                "foldAt": self.fold_limit, "compactAt": self.compact_limit}
+
+
+@dataclass
+class Calibration:
+    """The provider's count for the last request against our estimate of it."""
+
+    estimated: int = 0
+    reported: int = 0
+
+    def scale(self, estimate: int) -> int:
+        if self.estimated <= 0 or self.reported <= 0:
+            return estimate
+        return math.ceil(estimate * self.reported / self.estimated)
+
+
+class TokenCounter:
+    """Estimates requests, remembering per-message counts (a stored message never changes;
+    a folded copy gets its own key) so a 400-message history costs dictionary lookups."""
+
+    def __init__(self) -> None:
+        self._messages: dict[tuple[str, int], int] = {}
+        self._static: dict[tuple[str, tuple[str, ...]], int] = {}
+        self.calibration = Calibration()
+
+    def message(self, message: Message) -> int:
+        # The key holds the part count and total size so a folded copy never hits the original's entry.
+        size = sum(len(getattr(p, "output", "") or getattr(p, "text", "")) for p in message.parts)
+        key = (message.id, size * 64 + len(message.parts))
+        cached = self._messages.get(key)
+        if cached is None:
+            cached = self._messages[key] = message_tokens(message)
+        return cached
+
+    def static(self, instructions: str, tools: list[ToolSpec]) -> int:
+        key = (instructions, tuple(t.name for t in tools))
+        cached = self._static.get(key)
+        if cached is None:
+            schemas = sum(estimate_text(t.name) + estimate_text(t.description)
+                          + estimate_text(json.dumps(t.parameters, separators=(",", ":"))) for t in tools)
+            cached = self._static[key] = estimate_text(instructions) + schemas
+        return cached
+
+    def estimate(self, request: ModelRequest) -> int:
+        """The character estimate of everything sent: instructions, tool schemas, messages, tail."""
+        total = self.static(request.instructions, request.tools)
+        total += sum(self.message(m) for m in request.messages)
+        total += sum(estimate_text(t) + MESSAGE_OVERHEAD for t in request.tail)
+        return total
+
+    def tokens(self, request: ModelRequest) -> int:
+        """The best count available: the estimate scaled by the provider's last report."""
+        return self.calibration.scale(self.estimate(request))
+
+    def observe(self, estimated: int, reported: int | None) -> None:
+        """The provider reported `reported` input tokens for a request we estimated at `estimated`."""
+        if reported and reported > 0 and estimated > 0:
+            self.calibration = Calibration(estimated, reported)

@@ -1,0 +1,78 @@
+"""The model-visible history: what `build_request` sends, derived from the complete stored record.
+
+The store keeps every message. A compaction appends one marker message (a synthetic text part
+holding the summary, with metadata naming the first kept message); the view then starts with
+that summary, followed by the kept tail and everything after it. Folded tool results are
+replaced, in the view only, by one-line placeholders. Nothing stored is ever rewritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from lsp_agent.core.history import Message, TextPart, ToolResultPart
+
+__all__ = [
+    "COMPACTION",
+    "HANDOFF",
+    "STALE",
+    "compaction_of",
+    "latest_compaction",
+    "model_view",
+    "harness_note",
+]
+
+#: TextPart metadata of a compaction summary (the marker message records the range it replaced).
+COMPACTION = "compaction"
+#: TextPart metadata of the note that seeds a session started by a handoff.
+HANDOFF = "handoff"
+#: TextPart metadata of an appended stale-read note.
+STALE = "stale"
+
+
+def compaction_of(message: Message) -> dict[str, Any] | None:
+    for part in message.parts:
+        if isinstance(part, TextPart) and part.synthetic:
+            info = part.metadata.get(COMPACTION)
+            if isinstance(info, dict):
+                return info
+    return None
+
+
+def harness_note(message: Message) -> bool:
+    """A message written by the harness alone (notes, summaries), not by the user or the model."""
+    return bool(message.parts) and all(isinstance(p, TextPart) and p.synthetic for p in message.parts)
+
+
+def latest_compaction(history: Sequence[Message]) -> tuple[int, Message] | None:
+    for index in range(len(history) - 1, -1, -1):
+        if compaction_of(history[index]) is not None:
+            return index, history[index]
+    return None
+
+
+def model_view(history: Sequence[Message], folded: dict[str, str] | None = None) -> list[Message]:
+    """The messages a request carries: after the latest compaction, its summary first and then the
+    stored messages from the first kept one on (earlier summaries are superseded); folded tool
+    results become their placeholders."""
+    found = latest_compaction(history)
+    if found is None:
+        messages: Iterable[Message] = history
+    else:
+        index, marker = found
+        info = compaction_of(marker) or {}
+        keep_from = info.get("keepFrom")
+        start = next((i for i, m in enumerate(history) if m.id == keep_from), index + 1)
+        messages = [marker, *(m for m in history[start:] if compaction_of(m) is None)]
+    if not folded:
+        return list(messages)
+    return [fold_message(m, folded) for m in messages]
+
+
+def fold_message(message: Message, folded: dict[str, str]) -> Message:
+    if not any(isinstance(p, ToolResultPart) and p.id in folded for p in message.parts):
+        return message
+    parts = [p.model_copy(update={"output": folded[p.id]}) if isinstance(p, ToolResultPart) and p.id in folded
+             else p for p in message.parts]
+    return message.model_copy(update={"parts": parts})

@@ -1,0 +1,145 @@
+"""kill -9 of the server mid-generation, with queued, steered-and-applied and steered-but-pending rows:
+a new server on the same workspace and state directory loses nothing, duplicates nothing, and leaves
+no row stuck (SPEC 4, 12: a restart recovers rows whose steering owner died)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+from lsprotocol import types
+
+from tests.e2e.conftest import SERVER, TIMEOUT, Editor, full_capabilities, make_client, write_script
+from tests.e2e.test_lsp_queue import finishes, queue, user_texts
+from tests.e2e.test_lsp_steering import record, until
+from tests.helpers import call, reply
+
+
+class Servers:
+    """Real server processes on one workspace; the state directory comes from the environment
+    (LSP_AGENT_STATE_DIR, set per test), so every server started here shares it."""
+
+    def __init__(self, root: Path, scripts: Path) -> None:
+        self.root = root
+        self.scripts = scripts
+        self.editors: list[Editor] = []
+
+    async def start(self, replies: list[Any], repeat_last: bool = False) -> Editor:
+        script = write_script(self.scripts / f"crash-{len(self.editors)}.json", replies, repeat_last)
+        ref: list[Editor] = []
+        client = make_client(ref)
+        await client.start_io(*SERVER)
+        editor = Editor(client, self.root)
+        ref.append(editor)
+        self.editors.append(editor)
+        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
+            capabilities=full_capabilities(), root_uri=self.root.as_uri(),
+            initialization_options={"model": "scripted/test", "script": str(script)})), TIMEOUT)
+        return editor
+
+    @staticmethod
+    async def kill(editor: Editor) -> None:
+        """SIGKILL: no shutdown, no finally blocks, no flush. Reaped before returning, so the dead
+        process's pid no longer answers (the recovery checks whether a steering owner is alive)."""
+        process = editor.client._server  # pygls keeps the child process here
+        assert process is not None and process.returncode is None
+        os.kill(process.pid, signal.SIGKILL)
+        assert await asyncio.wait_for(process.wait(), TIMEOUT) == -signal.SIGKILL
+        await editor.client.stop()
+
+    async def close(self) -> None:
+        for editor in self.editors:
+            process = editor.client._server
+            if process is None or process.returncode is not None:
+                continue
+            try:
+                await asyncio.wait_for(editor.client.shutdown_session(), TIMEOUT)
+            except (TimeoutError, RuntimeError):
+                process.kill()
+            await editor.client.stop()
+
+
+@pytest_asyncio.fixture
+async def servers(workspace: Path, tmp_path: Path) -> AsyncIterator[Servers]:
+    started = Servers(workspace, tmp_path)
+    yield started
+    await started.close()
+
+
+def stuck(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows a dead process left half-steered: cancelled into a generation, never applied."""
+    return [r for r in rows if r["status"] == "cancelled" and r.get("steeredInto") and not r.get("steeredAppliedAt")]
+
+
+async def assert_exactly_once(editor: Editor, session_id: str, submitted: list[str]) -> None:
+    """Every submitted text is in the history or waiting in the queue — once, never both."""
+    history = await user_texts(editor, session_id)
+    waiting = [r["text"] for r in await queue(editor, session_id) if r["status"] in ("queued", "paused")]
+    for text in submitted:
+        assert history.count(text) + waiting.count(text) == 1, (text, history, waiting)
+
+
+async def test_kill_9_mid_generation_loses_and_duplicates_nothing_and_leaves_no_row_stuck(
+        servers: Servers, workspace: Path, isolated_state: Path) -> None:
+    (workspace / "a.txt").write_text("a\n", encoding="utf-8")
+    first = await servers.start([reply(call("read_file", path="a.txt"), delay_ms=800),
+                                 reply(text="never arrives", delay_ms=60_000)])
+    receipts = record(first, "agent/receipt")
+    started = await first.run("first")
+    sid, gen = started["sessionID"], started["generation"]
+
+    # Step 1: a queued follow-up is steered and lands after the step's tool results.
+    applied = (await first.request("agent/queue/add", {"sessionID": sid, "text": "C: applied before the crash"}))
+    steer_c = await first.request("agent/queue/steer", {"taskID": applied["item"]["id"]})
+    assert steer_c["receipt"]["status"] == "accepted"
+    await until(lambda: any(r["receipt"]["status"] == "applied" for r in receipts))
+    await first.wait_for_event(lambda e: e["type"] == "step_start" and e["step"] == 2)
+
+    # Step 2 waits on a slow model: two follow-ups are queued, one of them steered (accepted, pending),
+    # and one direct correction is pending too.
+    a = (await first.request("agent/queue/add", {"sessionID": sid, "text": "A: steered, not applied"}))["item"]
+    b = (await first.request("agent/queue/add", {"sessionID": sid, "text": "B: just queued"}))["item"]
+    steer_a = await first.request("agent/queue/steer", {"taskID": a["id"]})
+    assert steer_a["receipt"]["status"] == "accepted" and steer_a["item"]["steeredInto"] == gen
+    direct = await first.request("agent/steer", {"sessionID": sid, "expectedGeneration": gen, "clientID": "d1",
+                                                 "text": "direct correction"})
+    assert direct["status"] == "accepted"
+    assert len(stuck(await queue(first, sid))) == 1  # A, owned by the live process
+
+    await servers.kill(first)
+    assert any(isolated_state.rglob("*.db")), "the store lives in the shared state directory"
+
+    second = await servers.start([reply(text="ok")], repeat_last=True)
+    # The very first answer of the new server already has A back in the queue: the Agent (and its
+    # Queue.recover) is built during `initialize`, before any request is served.
+    rows = await queue(second, sid)
+    assert stuck(rows) == []
+    by_id = {r["id"]: r for r in rows}
+    assert (by_id[a["id"]]["status"], by_id[a["id"]].get("steeredInto")) == ("queued", None)
+    assert by_id[b["id"]]["status"] == "queued"
+    assert by_id[applied["item"]["id"]]["status"] == "cancelled" and by_id[applied["item"]["id"]]["steeredAppliedAt"]
+    assert [r["text"] for r in rows if r["status"] == "queued"] == ["A: steered, not applied", "B: just queued"]
+
+    submitted = ["first", "C: applied before the crash", "A: steered, not applied", "B: just queued"]
+    await assert_exactly_once(second, sid, submitted)
+    assert await user_texts(second, sid) == ["first", "C: applied before the crash"]
+    # Receipts are not durable (SPEC 3): the dead generation is gone and its pending correction never
+    # lands anywhere; the client re-reads the session and resends it if it still wants it.
+    assert await second.request("agent/steering", {"sessionID": sid}) == {"generation": None, "receipts": []}
+    assert (await second.request("agent/status", {"sessionID": sid}))["state"] == "idle"
+
+    # The recovered rows run in their order: the ctrl+s rule sends the first now, the next follows.
+    prefix = await second.request("agent/steerPrefix", {"sessionID": sid})
+    (result,) = prefix["results"]
+    assert result["item"]["id"] == a["id"] and result["reason"] == "generation_not_active" and result["started"]
+    assert [f["stopReason"] for f in await finishes(second, 2)] == ["final", "final"]
+    await assert_exactly_once(second, sid, submitted)
+    assert await user_texts(second, sid) == submitted
+    final_rows = await queue(second, sid)
+    assert stuck(final_rows) == [] and not [r for r in final_rows if r["status"] in ("queued", "paused")]
+    assert "direct correction" not in await user_texts(second, sid)

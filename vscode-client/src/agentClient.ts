@@ -1,0 +1,569 @@
+// The client's agent logic, free of `vscode`: which session and generation are current, the
+// transcript and the queue as the server reports them, and one method per user action, each
+// one request to the server. The extension drives it over vscode-languageclient; the protocol
+// test drives the very same class over vscode-jsonrpc against the real Python server.
+
+import { randomUUID } from 'node:crypto';
+
+import { Methods, Notifications } from './protocol.js';
+import type {
+  AgentEvent,
+  CancelResult,
+  EventParams,
+  QueueChangedParams,
+  QueueItem,
+  QueueSteerResult,
+  Receipt,
+  ReceiptParams,
+  RunFinishEvent,
+  RunResult,
+  StatusResult,
+  StopReason,
+  Verification,
+} from './protocol.js';
+import { decideSteerNow, isWaiting } from './queueState.js';
+import type { SteerNowAction } from './queueState.js';
+import { errorFacts } from './rpc.js';
+import type { Disposable, Rpc } from './rpc.js';
+import { Transcript } from './transcript.js';
+
+/** A refusal by the client itself (nothing running, no session): shown as a warning. */
+export class UserError extends Error {
+  override name = 'UserError';
+}
+
+export interface Logger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+const silent: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+export interface ClientState {
+  sessionID?: string;
+  /** the running generation, if any */
+  generation?: string;
+  running: boolean;
+  step: number;
+  maxSteps?: number;
+  verification?: Verification;
+  stopReason?: StopReason;
+  queue: QueueItem[];
+}
+
+export type SteerNowOutcome =
+  | { kind: 'steered'; receipt: Receipt }
+  | { kind: 'ran'; run: RunResult }
+  | { kind: 'promoted'; results: QueueSteerResult[] }
+  | { kind: 'none'; reason: string };
+
+export interface AgentClientOptions {
+  log?: Logger;
+  /** clientIDs of corrections: `[A-Za-z0-9_-]{1,100}` */
+  newClientID?: () => string;
+  /** most transcript entries kept */
+  transcriptLimit?: number;
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+function looksLikeItem(value: unknown): value is QueueItem {
+  const obj = record(value);
+  return typeof obj?.id === 'string' && typeof obj.status === 'string' && typeof obj.text === 'string';
+}
+
+/** The queue row in an answer (`{item}` or the row itself). */
+export function itemOf(result: unknown): QueueItem | undefined {
+  const obj = record(result);
+  if (looksLikeItem(obj?.item)) {
+    return obj.item;
+  }
+  return looksLikeItem(result) ? result : undefined;
+}
+
+/** The rows in an answer (`{items}` or a list). */
+export function itemsOf(result: unknown): QueueItem[] {
+  const list = Array.isArray(result) ? result : record(result)?.items;
+  return Array.isArray(list) ? list.filter(looksLikeItem) : [];
+}
+
+/** The per-row results of agent/steerPrefix (`{results}` or a list). */
+export function steerResultsOf(result: unknown): QueueSteerResult[] {
+  const list = Array.isArray(result) ? result : record(result)?.results;
+  if (!Array.isArray(list)) {
+    return [];
+  }
+  return list
+    .map((entry): QueueSteerResult | undefined => {
+      const obj = record(entry);
+      const item = itemOf(entry);
+      if (!obj || !item) {
+        return undefined;
+      }
+      const receipt = record(obj.receipt) ? (obj.receipt as unknown as Receipt) : null;
+      const steer: QueueSteerResult = { item, receipt };
+      if (typeof obj.reason === 'string') {
+        steer.reason = obj.reason;
+      }
+      return steer;
+    })
+    .filter((r): r is QueueSteerResult => r !== undefined);
+}
+
+export class AgentClient {
+  readonly transcript: Transcript;
+  private state: ClientState = { running: false, step: 0, queue: [] };
+  private rpc: Rpc | undefined;
+  private subscriptions: Disposable[] = [];
+  private listeners = new Set<() => void>();
+  private readonly log: Logger;
+  private readonly newClientID: () => string;
+  /** generations whose prompt the transcript already shows */
+  private introduced = new Set<string>();
+  /** queued rows seen turning `sent`, oldest first: the prompts of generations the server started */
+  private freshlySent: QueueItem[] = [];
+  private correctionTexts = new Map<string, string>();
+  private finished = new Map<string, RunFinishEvent>();
+  private finishWaiters = new Map<string, ((event: RunFinishEvent) => void)[]>();
+
+  constructor(options: AgentClientOptions = {}) {
+    this.log = options.log ?? silent;
+    this.newClientID = options.newClientID ?? (() => `vscode-${randomUUID()}`);
+    this.transcript = new Transcript(options.transcriptLimit);
+  }
+
+  // --- connection -----------------------------------------------------------------------------
+
+  /** Listen to a (new) server connection. */
+  attach(rpc: Rpc): void {
+    this.detach();
+    this.rpc = rpc;
+    this.subscriptions = [
+      rpc.onNotification(Notifications.event, (params) => this.onEvent(params)),
+      rpc.onNotification(Notifications.queueChanged, (params) => this.onQueueChanged(params)),
+      rpc.onNotification(Notifications.receipt, (params) => this.onReceipt(params)),
+    ];
+  }
+
+  /** The connection is gone (server stopped or restarting): nothing runs any more. */
+  detach(): void {
+    for (const subscription of this.subscriptions) {
+      subscription.dispose();
+    }
+    this.subscriptions = [];
+    const wasRunning = this.state.running;
+    this.rpc = undefined;
+    this.state = { ...this.state, running: false, step: 0 };
+    delete this.state.generation;
+    if (wasRunning) {
+      this.transcript.info('The server stopped; the running generation ended with it.');
+      this.changed();
+    }
+  }
+
+  get connected(): boolean {
+    return this.rpc !== undefined;
+  }
+
+  get snapshot(): Readonly<ClientState> {
+    return this.state;
+  }
+
+  onDidChange(listener: () => void): Disposable {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  private changed(): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener();
+      } catch (error) {
+        this.log.error(`listener failed: ${String(error)}`);
+      }
+    }
+  }
+
+  private async request<T>(method: string, params?: unknown): Promise<T> {
+    if (!this.rpc) {
+      throw new UserError('The lsp-agent server is not running (see the "LSP Agent" output).');
+    }
+    return (await this.rpc.sendRequest(method, params)) as T;
+  }
+
+  private needSession(): string {
+    if (!this.state.sessionID) {
+      throw new UserError('No agent session yet: run a task first.');
+    }
+    return this.state.sessionID;
+  }
+
+  private needGeneration(): { sessionID: string; generation: string } {
+    const sessionID = this.needSession();
+    if (!this.state.running || !this.state.generation) {
+      throw new UserError('Nothing is running to steer: run a task, or queue a follow-up.');
+    }
+    return { sessionID, generation: this.state.generation };
+  }
+
+  // --- sessions -------------------------------------------------------------------------------
+
+  /** Continue `sessionID` (a restored one), or start afresh with undefined. */
+  useSession(sessionID: string | undefined): void {
+    if (sessionID === this.state.sessionID) {
+      return;
+    }
+    this.state = { running: false, step: 0, queue: [] };
+    if (sessionID) {
+      this.state.sessionID = sessionID;
+    }
+    this.transcript.clear();
+    this.introduced.clear();
+    this.freshlySent = [];
+    this.changed();
+  }
+
+  /** Ask the server about the current session (after a restart or a reload). */
+  async refreshStatus(): Promise<StatusResult | undefined> {
+    const sessionID = this.state.sessionID;
+    if (!sessionID) {
+      return undefined;
+    }
+    let status: StatusResult;
+    try {
+      status = await this.request<StatusResult>(Methods.status, { sessionID });
+    } catch (error) {
+      if (errorFacts(error).status === 404) {
+        this.log.info(`session ${sessionID} is unknown to this server; starting afresh`);
+        this.useSession(undefined);
+        return undefined;
+      }
+      throw error;
+    }
+    this.state.running = status.state === 'running';
+    this.state.step = status.step;
+    if (status.generation) {
+      this.state.generation = status.generation;
+      this.introduced.add(status.generation);
+    } else {
+      delete this.state.generation;
+    }
+    if (status.maxSteps) {
+      this.state.maxSteps = status.maxSteps;
+    }
+    if (!this.state.running) {
+      this.state.verification = status.verification;
+    }
+    this.changed();
+    return status;
+  }
+
+  // --- runs -----------------------------------------------------------------------------------
+
+  async run(prompt: string, options: { maxSteps?: number; model?: string } = {}): Promise<RunResult> {
+    const text = prompt.trim();
+    if (!text) {
+      throw new UserError('The task is empty.');
+    }
+    const params: Record<string, unknown> = { prompt: text, ...options };
+    if (this.state.sessionID) {
+      params.sessionID = this.state.sessionID;
+    }
+    const result = await this.request<RunResult>(Methods.run, params);
+    if (result.sessionID !== this.state.sessionID) {
+      this.useSession(result.sessionID);
+    }
+    this.introduced.add(result.generation);
+    this.transcript.prompt(text, 'run');
+    this.state.running = true;
+    this.state.generation = result.generation;
+    delete this.state.verification;
+    delete this.state.stopReason;
+    this.changed();
+    return result;
+  }
+
+  async cancel(): Promise<CancelResult> {
+    const sessionID = this.needSession();
+    return this.request<CancelResult>(Methods.cancel, { sessionID });
+  }
+
+  /** Resolves with the generation's run_finish event (at once when it already arrived). */
+  waitForFinish(generation: string, timeoutMs = 30_000): Promise<RunFinishEvent> {
+    const done = this.finished.get(generation);
+    if (done) {
+      return Promise.resolve(done);
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`generation ${generation} did not finish in ${timeoutMs} ms`)), timeoutMs);
+      const waiters = this.finishWaiters.get(generation) ?? [];
+      waiters.push((event) => {
+        clearTimeout(timer);
+        resolve(event);
+      });
+      this.finishWaiters.set(generation, waiters);
+    });
+  }
+
+  // --- steering -------------------------------------------------------------------------------
+
+  async steer(text: string): Promise<Receipt> {
+    const correction = text.trim();
+    if (!correction) {
+      throw new UserError('The correction is empty.');
+    }
+    const { sessionID, generation } = this.needGeneration();
+    const clientID = this.newClientID();
+    this.correctionTexts.set(clientID, correction);
+    this.transcript.steer(clientID, correction);
+    this.changed();
+    try {
+      const receipt = await this.request<Receipt>(Methods.steer, {
+        sessionID,
+        expectedGeneration: generation,
+        clientID,
+        text: correction,
+      });
+      this.transcript.receipt(receipt);
+      return receipt;
+    } catch (error) {
+      this.transcript.receipt({ status: 'rejected', generation, clientID, reason: 'error', detail: errorFacts(error).message });
+      throw error;
+    } finally {
+      this.changed();
+    }
+  }
+
+  /** Steer Now (ctrl+s): see queueState.decideSteerNow. */
+  async steerNow(draft: string): Promise<SteerNowOutcome> {
+    const action: SteerNowAction = decideSteerNow(draft, this.state.running, this.state.queue);
+    switch (action.kind) {
+      case 'steerDraft':
+        return { kind: 'steered', receipt: await this.steer(action.text) };
+      case 'runDraft':
+        return { kind: 'ran', run: await this.run(action.text) };
+      case 'promotePrefix':
+        return { kind: 'promoted', results: await this.steerPrefix() };
+      case 'none':
+        return action;
+    }
+  }
+
+  async steerPrefix(): Promise<QueueSteerResult[]> {
+    const sessionID = this.needSession();
+    const results = steerResultsOf(await this.request<unknown>(Methods.steerPrefix, { sessionID }));
+    for (const result of results) {
+      this.upsertItem(result.item);
+      if (result.receipt) {
+        this.transcript.receipt(result.receipt, result.item.text);
+      }
+    }
+    this.changed();
+    return results;
+  }
+
+  // --- the queue ------------------------------------------------------------------------------
+
+  /** Queue a follow-up; with no session yet it simply runs. */
+  async queueAdd(text: string): Promise<{ item?: QueueItem; run?: RunResult }> {
+    const body = text.trim();
+    if (!body) {
+      throw new UserError('The follow-up is empty.');
+    }
+    if (!this.state.sessionID) {
+      return { run: await this.run(body) };
+    }
+    const item = itemOf(await this.request<unknown>(Methods.queueAdd, { sessionID: this.state.sessionID, text: body }));
+    if (item) {
+      this.upsertItem(item);
+      this.changed();
+      return { item };
+    }
+    return {};
+  }
+
+  async queueList(): Promise<QueueItem[]> {
+    const sessionID = this.needSession();
+    const items = itemsOf(await this.request<unknown>(Methods.queueList, { sessionID }));
+    if (sessionID === this.state.sessionID) {
+      this.replaceQueue(items);
+      this.changed();
+    }
+    return items;
+  }
+
+  async queueSteer(taskID: string): Promise<QueueSteerResult> {
+    const result = await this.request<unknown>(Methods.queueSteer, { taskID });
+    const [steer] = steerResultsOf([result]);
+    if (!steer) {
+      throw new Error('agent/queue/steer answered without the row');
+    }
+    this.upsertItem(steer.item);
+    if (steer.receipt) {
+      this.transcript.receipt(steer.receipt, steer.item.text);
+    }
+    this.changed();
+    return steer;
+  }
+
+  async queueSendNow(taskID: string): Promise<QueueItem | undefined> {
+    return this.itemRequest(Methods.queueSendNow, { taskID });
+  }
+
+  async queueCancel(taskID: string): Promise<QueueItem | undefined> {
+    return this.itemRequest(Methods.queueCancel, { taskID });
+  }
+
+  /** Edit a waiting row's text; a row that changed since it was shown is a 409 conflict. */
+  async queueEdit(taskID: string, text: string): Promise<QueueItem | undefined> {
+    const current = this.state.queue.find((i) => i.id === taskID);
+    if (!current) {
+      throw new UserError('That follow-up is no longer in the queue.');
+    }
+    return this.itemRequest(Methods.queueEdit, { taskID, text, expectedUpdatedAt: current.updatedAt });
+  }
+
+  async compact(): Promise<unknown> {
+    const sessionID = this.needSession();
+    return this.request<unknown>(Methods.compact, { sessionID });
+  }
+
+  private async itemRequest(method: string, params: unknown): Promise<QueueItem | undefined> {
+    const item = itemOf(await this.request<unknown>(method, params));
+    if (item) {
+      this.upsertItem(item);
+      this.changed();
+    }
+    return item;
+  }
+
+  /** New rows from the server; a row we saw waiting that is now `sent` became a generation's prompt. */
+  private replaceQueue(items: QueueItem[]): void {
+    const before = new Map(this.state.queue.map((i) => [i.id, i]));
+    for (const item of items) {
+      const previous = before.get(item.id);
+      if (item.status === 'sent' && previous && isWaiting(previous)) {
+        this.freshlySent.push(item);
+      }
+    }
+    this.state.queue = items;
+  }
+
+  private upsertItem(item: QueueItem): void {
+    if (item.sessionID && item.sessionID !== this.state.sessionID) {
+      return;
+    }
+    const previous = this.state.queue.find((i) => i.id === item.id);
+    if (!previous) {
+      this.state.queue = [...this.state.queue, item];
+    } else if (previous.updatedAt <= item.updatedAt) {
+      if (item.status === 'sent' && isWaiting(previous)) {
+        this.freshlySent.push(item);
+      }
+      this.state.queue = this.state.queue.map((i) => (i.id === item.id ? item : i));
+    }
+  }
+
+  // --- notifications --------------------------------------------------------------------------
+
+  private onEvent(raw: unknown): void {
+    const params = raw as Partial<EventParams> | null;
+    const event = params?.event;
+    if (!params || !event || typeof event.type !== 'string' || typeof params.sessionID !== 'string') {
+      this.log.warn('ignored a malformed agent/event');
+      return;
+    }
+    if (params.sessionID !== this.state.sessionID) {
+      if (this.state.running || event.type !== 'step_start') {
+        return; // another session's run (another window, or one we do not follow)
+      }
+      // A run we did not start (e.g. the "Ask the agent to fix this" code action): follow it.
+      this.useSession(params.sessionID);
+      void this.queueList().catch(() => undefined);
+    }
+    this.introduce(event);
+    this.transcript.apply(event);
+    this.track(event);
+    this.changed();
+  }
+
+  /** A generation that started without our agent/run (a queued follow-up): show its prompt. */
+  private introduce(event: AgentEvent): void {
+    if (event.type !== 'step_start' || this.introduced.has(event.generation)) {
+      return;
+    }
+    this.introduced.add(event.generation);
+    const sent = this.freshlySent.shift();
+    if (sent) {
+      this.transcript.prompt(sent.text, 'queue');
+    }
+  }
+
+  private track(event: AgentEvent): void {
+    if (event.type === 'step_start') {
+      this.state.running = true;
+      this.state.generation = event.generation;
+      this.state.step = event.step;
+      this.state.maxSteps = event.maxSteps;
+      delete this.state.verification;
+      delete this.state.stopReason;
+    } else if (event.type === 'run_finish') {
+      if (this.state.generation === event.generation || !this.state.generation) {
+        this.state.running = false;
+        this.state.step = 0;
+        delete this.state.generation;
+      }
+      this.state.verification = event.verification;
+      this.state.stopReason = event.stopReason;
+      this.finished.set(event.generation, event);
+      if (this.finished.size > 100) {
+        const oldest = this.finished.keys().next().value;
+        if (oldest !== undefined) {
+          this.finished.delete(oldest);
+        }
+      }
+      for (const resolve of this.finishWaiters.get(event.generation) ?? []) {
+        resolve(event);
+      }
+      this.finishWaiters.delete(event.generation);
+    }
+  }
+
+  private onQueueChanged(raw: unknown): void {
+    const params = raw as Partial<QueueChangedParams> | null;
+    if (!params || params.sessionID !== this.state.sessionID) {
+      return;
+    }
+    this.replaceQueue(itemsOf(params.items));
+    this.changed();
+  }
+
+  private onReceipt(raw: unknown): void {
+    const params = raw as Partial<ReceiptParams> | null;
+    const receipt = params?.receipt;
+    if (!params || !receipt || params.sessionID !== this.state.sessionID) {
+      return;
+    }
+    const text = this.correctionTexts.get(receipt.clientID) ?? this.queueTextFor(receipt.clientID);
+    this.transcript.receipt(receipt, text);
+    this.changed();
+  }
+
+  /** Queued rows are steered under the clientID `queue_<rowID>`. */
+  private queueTextFor(clientID: string): string | undefined {
+    if (!clientID.startsWith('queue_')) {
+      return undefined;
+    }
+    return this.state.queue.find((i) => i.id === clientID.slice('queue_'.length))?.text;
+  }
+
+  /** Waiting follow-ups (queued or paused). */
+  get waitingCount(): number {
+    return this.state.queue.filter(isWaiting).length;
+  }
+}

@@ -1,0 +1,324 @@
+// What each "LSP Agent:" command does, over the Host wrapper and the AgentClient, so the
+// flows are unit-tested without VS Code. extension.ts only registers these under their IDs.
+
+import { UserError } from './agentClient.js';
+import type { AgentClient, Logger } from './agentClient.js';
+import { selectionCorrection, lineRange } from './corrections.js';
+import type { Composer, Host, PickItem } from './host.js';
+import { MAX_STEER_CHARS } from './protocol.js';
+import type { QueueItem, Receipt } from './protocol.js';
+import { steerBlocker, waitingItems } from './queueState.js';
+import { describeError, errorFacts, isConflict, isMethodNotFound } from './rpc.js';
+
+export const CommandIds = {
+  runTask: 'lspAgent.runTask',
+  steer: 'lspAgent.steer',
+  steerWithSelection: 'lspAgent.steerWithSelection',
+  queueFollowUp: 'lspAgent.queueFollowUp',
+  steerNow: 'lspAgent.steerNow',
+  sendQueuedNow: 'lspAgent.sendQueuedNow',
+  cancel: 'lspAgent.cancel',
+  showTranscript: 'lspAgent.showTranscript',
+  showQueue: 'lspAgent.showQueue',
+  compactContext: 'lspAgent.compactContext',
+  newSession: 'lspAgent.newSession',
+  restartServer: 'lspAgent.restartServer',
+  showLog: 'lspAgent.showLog',
+  queueSteerItem: 'lspAgent.queue.steerItem',
+  queueSendNowItem: 'lspAgent.queue.sendNowItem',
+  queueCancelItem: 'lspAgent.queue.cancelItem',
+  queueEditItem: 'lspAgent.queue.editItem',
+} as const;
+
+/** The ctrl+s context key: true while the agent input (or the transcript around it) has focus. */
+export const INPUT_FOCUS_CONTEXT = 'lspAgent.inputFocused';
+
+/** A queue row argument from a tree view inline action, or a bare ID. */
+export type ItemArg = { id: string } | { item: { id: string } } | string | undefined;
+
+export function itemIdOf(arg: ItemArg): string | undefined {
+  if (typeof arg === 'string') {
+    return arg;
+  }
+  if (arg && 'item' in arg) {
+    return arg.item.id;
+  }
+  return arg?.id;
+}
+
+export function receiptMessage(receipt: Receipt): string {
+  switch (receipt.status) {
+    case 'accepted':
+      return 'Correction accepted: it lands at the next step boundary.';
+    case 'applied':
+      return 'Correction applied to the running task.';
+    case 'rejected':
+      return `Correction rejected: ${receipt.reason ?? 'no reason given'}${receipt.detail ? ` (${receipt.detail})` : ''}.`;
+  }
+}
+
+interface QueuePick extends PickItem {
+  item: QueueItem;
+}
+
+export class AgentCommands {
+  constructor(
+    private readonly host: Host,
+    private readonly client: AgentClient,
+    private readonly composer: Composer,
+    private readonly log: Logger,
+  ) {}
+
+  /** Runs a command body and turns failures into messages (a command never throws at VS Code). */
+  private async guard(what: string, body: () => Promise<void>): Promise<void> {
+    try {
+      await body();
+    } catch (error) {
+      if (error instanceof UserError) {
+        await this.host.showWarning(error.message);
+      } else if (isMethodNotFound(error)) {
+        await this.host.showWarning(describeError(what, error));
+      } else {
+        this.log.error(`${what}: ${errorFacts(error).message}`);
+        await this.host.showError(describeError(what, error));
+      }
+    }
+  }
+
+  runTask(prompt?: string): Promise<void> {
+    return this.guard('Run Task', async () => {
+      if (this.client.snapshot.running) {
+        const choice = await this.host.showInfo(
+          'A task is running. Queue the new one as a follow-up, or steer the running task with it?',
+          'Queue Follow-up',
+          'Steer',
+        );
+        if (choice === 'Queue Follow-up') {
+          return this.queueFollowUp(prompt);
+        }
+        if (choice === 'Steer') {
+          return this.steer(prompt);
+        }
+        return;
+      }
+      const text = prompt ?? (await this.host.inputBox({ title: 'LSP Agent: Run Task', prompt: 'What should the agent do?' }));
+      if (text === undefined || text.trim() === '') {
+        return;
+      }
+      await this.client.run(text);
+      this.host.flash('LSP Agent: task started');
+    });
+  }
+
+  steer(text?: string): Promise<void> {
+    return this.guard('Steer', async () => {
+      if (!this.client.snapshot.running) {
+        throw new UserError('Nothing is running to steer: run a task, or queue a follow-up.');
+      }
+      const correction =
+        text ??
+        (await this.host.inputBox({
+          title: 'LSP Agent: Steer Running Task',
+          prompt: 'A correction for the running task (lands at the next step boundary)',
+        }));
+      if (correction === undefined || correction.trim() === '') {
+        return;
+      }
+      const receipt = await this.client.steer(correction);
+      this.reportReceipt(receipt);
+    });
+  }
+
+  steerWithSelection(): Promise<void> {
+    return this.guard('Steer With Selection', async () => {
+      if (!this.client.snapshot.running) {
+        throw new UserError('Nothing is running to steer: run a task first.');
+      }
+      const selection = this.host.activeSelection();
+      if (!selection) {
+        throw new UserError('Open a file and select the code the correction is about.');
+      }
+      const note = await this.host.inputBox({
+        title: `LSP Agent: Steer With Selection (${selection.path}, ${lineRange(selection)})`,
+        prompt: 'What should the agent do about the selected code? (empty: just look at it)',
+      });
+      if (note === undefined) {
+        return;
+      }
+      const receipt = await this.client.steer(selectionCorrection(selection, note, MAX_STEER_CHARS));
+      this.reportReceipt(receipt);
+    });
+  }
+
+  queueFollowUp(text?: string): Promise<void> {
+    return this.guard('Queue Follow-up', async () => {
+      const body =
+        text ??
+        (await this.host.inputBox({
+          title: 'LSP Agent: Queue Follow-up',
+          prompt: 'A follow-up: it runs when the current task ends (or now, when nothing runs)',
+        }));
+      if (body === undefined || body.trim() === '') {
+        return;
+      }
+      const result = await this.client.queueAdd(body);
+      this.host.flash(result.run ? 'LSP Agent: nothing was running, so the follow-up started now' : 'LSP Agent: follow-up queued');
+    });
+  }
+
+  /** Ctrl+S: steer the draft, or promote the queue's steerable prefix. */
+  steerNow(): Promise<void> {
+    return this.guard('Steer Now', async () => {
+      const draft = await this.composer.draft();
+      const outcome = await this.client.steerNow(draft);
+      switch (outcome.kind) {
+        case 'steered':
+          this.composer.clearDraft();
+          this.reportReceipt(outcome.receipt);
+          return;
+        case 'ran':
+          this.composer.clearDraft();
+          this.host.flash('LSP Agent: nothing was running, so the draft started a new task');
+          return;
+        case 'promoted': {
+          const steered = outcome.results.filter((r) => r.receipt && r.receipt.status !== 'rejected').length;
+          const moved = outcome.results.filter((r) => !r.receipt && r.reason === 'generation_not_active').length;
+          const rejected = outcome.results.filter((r) => r.receipt?.status === 'rejected');
+          const parts: string[] = [];
+          if (steered) {
+            parts.push(`${steered} queued follow-up${steered === 1 ? '' : 's'} steered into the running task`);
+          }
+          if (moved) {
+            parts.push('the task had ended, so the first follow-up was sent instead');
+          }
+          if (rejected.length) {
+            parts.push(`rejected: ${rejected.map((r) => r.receipt?.reason ?? r.reason ?? 'unknown').join(', ')}`);
+          }
+          this.host.flash(`LSP Agent: ${parts.join('; ') || 'nothing was steered'}`);
+          return;
+        }
+        case 'none':
+          await this.host.showInfo(outcome.reason);
+          return;
+      }
+    });
+  }
+
+  sendQueuedNow(arg?: ItemArg): Promise<void> {
+    return this.guard('Send Queued Now', async () => {
+      const id = itemIdOf(arg) ?? (await this.pickWaiting('Send which follow-up now?'))?.id;
+      if (!id) {
+        return;
+      }
+      await this.client.queueSendNow(id);
+      this.host.flash(
+        this.client.snapshot.running
+          ? 'LSP Agent: moved to the front; it runs when the current task ends'
+          : 'LSP Agent: follow-up sent',
+      );
+    });
+  }
+
+  queueSteerItem(arg?: ItemArg): Promise<void> {
+    return this.guard('Steer Queued Follow-up', async () => {
+      const id = itemIdOf(arg) ?? (await this.pickWaiting('Steer which follow-up into the running task?'))?.id;
+      if (!id) {
+        return;
+      }
+      const result = await this.client.queueSteer(id);
+      if (result.receipt) {
+        this.reportReceipt(result.receipt);
+      } else if (result.reason === 'generation_not_active') {
+        const choice = await this.host.showInfo('Nothing is running to steer into. Send this follow-up now instead?', 'Send Now');
+        if (choice === 'Send Now') {
+          await this.client.queueSendNow(id);
+        }
+      } else {
+        await this.host.showWarning(`Not steered: ${result.reason ?? 'no reason given'}`);
+      }
+    });
+  }
+
+  queueCancelItem(arg?: ItemArg): Promise<void> {
+    return this.guard('Cancel Queued Follow-up', async () => {
+      const id = itemIdOf(arg) ?? (await this.pickWaiting('Cancel which follow-up?'))?.id;
+      if (!id) {
+        return;
+      }
+      await this.client.queueCancel(id);
+    });
+  }
+
+  queueEditItem(arg?: ItemArg): Promise<void> {
+    return this.guard('Edit Queued Follow-up', async () => {
+      const id = itemIdOf(arg) ?? (await this.pickWaiting('Edit which follow-up?'))?.id;
+      const item = this.client.snapshot.queue.find((i) => i.id === id);
+      if (!id || !item) {
+        return;
+      }
+      const text = await this.host.inputBox({ title: 'LSP Agent: Edit Follow-up', prompt: 'The follow-up text', value: item.text });
+      if (text === undefined || text.trim() === '' || text === item.text) {
+        return;
+      }
+      try {
+        await this.client.queueEdit(id, text);
+      } catch (error) {
+        if (isConflict(error)) {
+          await this.client.queueList().catch(() => undefined);
+          throw new UserError('The follow-up changed meanwhile (sent, steered or edited elsewhere); the queue is refreshed.');
+        }
+        throw error;
+      }
+    });
+  }
+
+  cancel(): Promise<void> {
+    return this.guard('Cancel', async () => {
+      const result = await this.client.cancel();
+      this.host.flash(result.cancelled ? 'LSP Agent: cancelling…' : 'LSP Agent: nothing was running');
+    });
+  }
+
+  compactContext(): Promise<void> {
+    return this.guard('Compact Context', async () => {
+      const result = await this.client.compact();
+      const obj = typeof result === 'object' && result !== null ? (result as Record<string, unknown>) : {};
+      const said = [obj.message, obj.summary, obj.status].find((v): v is string => typeof v === 'string');
+      await this.host.showInfo(`Context compacted${said ? `: ${said}` : '.'}`);
+    });
+  }
+
+  newSession(): Promise<void> {
+    return this.guard('New Session', async () => {
+      if (this.client.snapshot.running) {
+        throw new UserError('A task is running: cancel it before starting a new session.');
+      }
+      this.client.useSession(undefined);
+      this.host.flash('LSP Agent: the next task starts a new session');
+    });
+  }
+
+  private reportReceipt(receipt: Receipt): void {
+    if (receipt.status === 'rejected') {
+      void this.host.showWarning(receiptMessage(receipt));
+    } else {
+      this.host.flash(`LSP Agent: ${receiptMessage(receipt)}`);
+    }
+  }
+
+  private async pickWaiting(placeHolder: string): Promise<QueueItem | undefined> {
+    const waiting = waitingItems(this.client.snapshot.queue);
+    if (waiting.length === 0) {
+      throw new UserError('The queue is empty.');
+    }
+    const picks: QueuePick[] = waiting.map((item, index) => {
+      const blocker = steerBlocker(item);
+      const pick: QueuePick = { label: item.text.split('\n')[0] ?? item.text, description: `#${index + 1} · ${item.status}`, item };
+      if (blocker) {
+        pick.detail = `cannot be steered: ${blocker}`;
+      }
+      return pick;
+    });
+    return (await this.host.quickPick(picks, { title: 'LSP Agent: Queue', placeHolder }))?.item;
+  }
+}

@@ -1,0 +1,141 @@
+// VS Code settings (`lspAgent.*`) → the server's settings layer (initializationOptions,
+// workspace/didChangeConfiguration and workspace/configuration answers). Pure: the caller reads
+// the configuration; this module decides what the server gets.
+//
+// Only values the user actually set are sent: an unset VS Code setting leaves the value to
+// `.lsp-agent/config.toml` (the editor layer wins over the files, so sending defaults would
+// silently override a project's config). Client-only settings (python, trace) never reach the
+// server, which rejects unknown keys.
+
+import * as path from 'node:path';
+
+import { CONFIG_SECTION } from './protocol.js';
+
+/** VS Code setting (under `lspAgent.experimental.`) → the server's experimental flag. */
+export const EXPERIMENTAL_FLAGS = {
+  contextRecovery: 'context_recovery',
+  mcpToolDiscovery: 'mcp_tool_discovery',
+  tailReminders: 'tail_reminders',
+  readOnlyRecipes: 'read_only_recipes',
+} as const;
+
+/** Settings the server reads (relative to `lspAgent.`). */
+export const SERVER_KEYS = ['model', 'providers', 'maxSteps', 'script', 'experimental'] as const;
+/** Settings that only matter when the server process starts. */
+export const RESTART_KEYS = ['python'] as const;
+
+/** Reads one setting (relative to `lspAgent.`): its value when the user set it, else undefined. */
+export type ReadSetting = (key: string) => unknown;
+
+export type ServerSettings = Record<string, unknown>;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function serverSettings(read: ReadSetting): ServerSettings {
+  const out: ServerSettings = {};
+  const model = read('model');
+  if (typeof model === 'string' && model.trim() !== '') {
+    out.model = model.trim();
+  }
+  const maxSteps = read('maxSteps');
+  if (maxSteps !== undefined && maxSteps !== null) {
+    out.maxSteps = maxSteps; // the server validates it (and says so once when it is wrong)
+  }
+  const providers = read('providers');
+  if (isRecord(providers) && Object.keys(providers).length > 0) {
+    out.providers = providers;
+  }
+  const script = read('script');
+  if (typeof script === 'string' && script.trim() !== '') {
+    out.script = script.trim();
+  }
+  const experimental: Record<string, boolean> = {};
+  for (const [setting, flag] of Object.entries(EXPERIMENTAL_FLAGS)) {
+    const value = read(`experimental.${setting}`);
+    if (typeof value === 'boolean') {
+      experimental[flag] = value;
+    }
+  }
+  if (Object.keys(experimental).length > 0) {
+    out.experimental = experimental;
+  }
+  return out;
+}
+
+export interface PythonContext {
+  platform: NodeJS.Platform;
+  workspaceFolder?: string;
+  home?: string;
+  env?: Record<string, string | undefined>;
+}
+
+/** The interpreter to run the server with: the setting with variables expanded, or a default. */
+export function pythonCommand(setting: unknown, context: PythonContext): string {
+  const raw = typeof setting === 'string' ? setting.trim() : '';
+  if (raw === '') {
+    return context.platform === 'win32' ? 'python' : 'python3';
+  }
+  let value = raw.replace(/\$\{(workspaceFolder|userHome|env:([A-Za-z_][A-Za-z0-9_]*))\}/g, (match, name: string, envName?: string) => {
+    if (name === 'workspaceFolder') {
+      return context.workspaceFolder ?? match;
+    }
+    if (name === 'userHome') {
+      return context.home ?? match;
+    }
+    return envName ? (context.env?.[envName] ?? '') : match;
+  });
+  if (context.home && (value === '~' || value.startsWith('~/'))) {
+    value = path.join(context.home, value.slice(1));
+  }
+  if (context.workspaceFolder && !path.isAbsolute(value) && (value.includes('/') || value.includes('\\'))) {
+    // `.venv/bin/python` means: inside the workspace (a bare `python3` is looked up on PATH).
+    value = path.join(context.workspaceFolder, value);
+  }
+  return value;
+}
+
+export interface SettingsChange {
+  /** the server process must start again (a different interpreter) */
+  restart: boolean;
+  /** the server's settings layer changed: send workspace/didChangeConfiguration */
+  push: boolean;
+}
+
+/** What a configuration change means, from VS Code's `affectsConfiguration`. */
+export function classifyChange(affects: (section: string) => boolean): SettingsChange {
+  const restart = RESTART_KEYS.some((key) => affects(`${CONFIG_SECTION}.${key}`));
+  const push = SERVER_KEYS.some((key) => affects(`${CONFIG_SECTION}.${key}`));
+  return { restart, push };
+}
+
+/** Settings sent as `workspace/didChangeConfiguration` (the server reads the `lspAgent` key). */
+export function didChangeConfigurationParams(settings: ServerSettings): { settings: Record<string, ServerSettings> } {
+  return { settings: { [CONFIG_SECTION]: settings } };
+}
+
+/**
+ * The answer to `workspace/configuration`: our mapped settings for the `lspAgent` section (and
+ * its sub-keys), the fallback for any other section.
+ */
+export function answerConfiguration(
+  items: readonly { section?: string | null }[],
+  settings: ServerSettings,
+  fallback: (section: string | undefined) => unknown,
+): unknown[] {
+  return items.map((item) => {
+    const section = item.section ?? undefined;
+    if (section === CONFIG_SECTION) {
+      return settings;
+    }
+    if (section?.startsWith(`${CONFIG_SECTION}.`)) {
+      let node: unknown = settings;
+      for (const part of section.slice(CONFIG_SECTION.length + 1).split('.')) {
+        node = isRecord(node) ? node[part] : undefined;
+      }
+      return node ?? null;
+    }
+    return fallback(section);
+  });
+}

@@ -1,0 +1,118 @@
+// HTML for the transcript webview: entries → escaped markup, and the page shell with its CSP.
+// Pure string building, so what the view shows is unit-tested without VS Code.
+
+import { finishSummary, firstLine, formatTokens } from './transcript.js';
+import type { Entry } from './transcript.js';
+
+export function escapeHtml(text: string): string {
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
+}
+
+const TOOL_ICON = { running: '…', completed: '✓', error: '✗' } as const;
+const VERIFICATION_LABEL = { verified: 'verified', failed: 'failed', not_run: 'not run' } as const;
+
+function attr(key: string): string {
+  return `data-key="${escapeHtml(key)}"`;
+}
+
+export function renderEntry(entry: Entry): string {
+  switch (entry.kind) {
+    case 'prompt':
+      return (
+        `<div class="entry prompt" ${attr(entry.key)}><div class="who">${entry.source === 'queue' ? 'You (queued)' : 'You'}</div>` +
+        `<pre>${escapeHtml(entry.text)}</pre></div>`
+      );
+    case 'step': {
+      const of = entry.maxSteps ? `${entry.step}/${entry.maxSteps}` : String(entry.step);
+      const usage = entry.tokens ? ` <span class="usage">${escapeHtml(formatTokens(entry.tokens))}</span>` : '';
+      return `<div class="entry step" ${attr(entry.key)}>Step ${of}${usage}</div>`;
+    }
+    case 'text':
+      return `<div class="entry text${entry.final ? '' : ' streaming'}" ${attr(entry.key)}><pre>${escapeHtml(entry.text)}</pre></div>`;
+    case 'reasoning':
+      return (
+        `<details class="entry reasoning" ${attr(entry.key)}><summary>Thinking: ${escapeHtml(firstLine(entry.text, 120))}</summary>` +
+        `<pre>${escapeHtml(entry.text)}</pre></details>`
+      );
+    case 'tool': {
+      const input = entry.input ? ` <code>${escapeHtml(entry.input)}</code>` : '';
+      const summary = entry.summary ? ` <span class="summary">${escapeHtml(entry.summary)}</span>` : '';
+      const kind = entry.errorKind ? ` <span class="error-kind">${escapeHtml(entry.errorKind)}</span>` : '';
+      const elapsed = entry.elapsedMs != null ? ` <span class="elapsed">${entry.elapsedMs} ms</span>` : '';
+      return (
+        `<div class="entry tool status-${entry.status}" ${attr(entry.key)}>` +
+        `<span class="icon">${TOOL_ICON[entry.status]}</span> <b>${escapeHtml(entry.tool)}</b>${input}${kind}${summary}${elapsed}</div>`
+      );
+    }
+    case 'notice':
+      return `<div class="entry notice" ${attr(entry.key)}>⚠ ${escapeHtml(entry.noticeKind)}: ${escapeHtml(entry.message)}</div>`;
+    case 'error':
+      return `<div class="entry error" ${attr(entry.key)}>✗ ${escapeHtml(entry.errorKind)}: ${escapeHtml(entry.message)}</div>`;
+    case 'steer': {
+      const why = entry.reason
+        ? ` <span class="reason">${escapeHtml(entry.reason)}${entry.detail ? `: ${escapeHtml(entry.detail)}` : ''}</span>`
+        : '';
+      return (
+        `<div class="entry steer receipt-${entry.status}" ${attr(entry.key)}><div class="who">Correction ` +
+        `<span class="badge">${escapeHtml(entry.status)}</span>${why}</div><pre>${escapeHtml(entry.text)}</pre></div>`
+      );
+    }
+    case 'finish': {
+      const error = entry.error ? `<div class="error">${escapeHtml(entry.error.message)}</div>` : '';
+      return (
+        `<div class="entry finish verification-${entry.verification}" ${attr(entry.key)}>` +
+        `<span class="badge">${VERIFICATION_LABEL[entry.verification]}</span> ${escapeHtml(finishSummary(entry))}${error}</div>`
+      );
+    }
+    case 'info':
+      return `<div class="entry info" ${attr(entry.key)}>${escapeHtml(entry.message)}</div>`;
+  }
+}
+
+export function renderEntries(entries: readonly Entry[]): string {
+  if (entries.length === 0) {
+    return '<div class="empty">No run yet. Type a task below and press Enter, or run “LSP Agent: Run Task”.</div>';
+  }
+  return entries.map(renderEntry).join('\n');
+}
+
+export interface ShellOptions {
+  nonce: string;
+  cspSource: string;
+  scriptUri: string;
+  styleUri: string;
+}
+
+/** The webview page: transcript above, the agent input (composer) below. */
+export function renderShell(options: ShellOptions): string {
+  const csp = [
+    "default-src 'none'",
+    `style-src ${options.cspSource}`,
+    `script-src 'nonce-${options.nonce}'`,
+    `font-src ${options.cspSource}`,
+  ].join('; ');
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${escapeHtml(options.styleUri)}">
+<title>LSP Agent</title>
+</head>
+<body>
+<main id="transcript" tabindex="0" aria-live="polite"></main>
+<footer>
+<div id="state" class="state"></div>
+<textarea id="input" rows="3" placeholder="Task, follow-up or correction…" aria-label="Agent input"></textarea>
+<div class="hint">Enter: run (or queue while running) · Shift+Enter: new line · Ctrl+S: steer now</div>
+</footer>
+<script nonce="${options.nonce}" src="${escapeHtml(options.scriptUri)}"></script>
+</body>
+</html>`;
+}
