@@ -3,10 +3,12 @@
 --   local agent = require("lsp_agent")      -- this file on 'runtimepath' as lua/lsp_agent.lua
 --   agent.setup({ init_options = { model = "ollama/qwen2.5-coder" } })
 --
--- Commands: :AgentRun {prompt}  :AgentSteer {text}  :AgentCancel  :AgentEvents  :AgentNew
+-- Commands: :AgentRun {prompt}  :AgentSteer {text}  :AgentSteerNow  :AgentQueue  :AgentCancel
+--           :AgentEvents  :AgentNew
 -- Events stream into the scratch buffer `lsp-agent://events`; edits arrive as workspace/applyEdit
 -- (built in, with undo); before a check the server asks to save the buffers it edited
--- (agent/saveDocuments), answered here with :write.
+-- (agent/saveDocuments), answered here with :write. A prompt typed while a generation runs is
+-- queued (agent/queue/add); :AgentQueue shows the queue in `lsp-agent://queue`.
 
 local M = {
   client_id = nil,
@@ -14,7 +16,12 @@ local M = {
   generation = nil,   -- the running generation, if any
   last_finish = nil,  -- the last run_finish event
   events_buf = nil,
+  queue = {},         -- the session's follow-up queue, as the last agent/queueChanged sent it
+  queue_buf = nil,
+  receipts = {},      -- steering receipts by clientID, as agent/receipt updates them
 }
+
+local steer_seq = 0
 
 local function notify(message, level)
   vim.notify("lsp-agent: " .. message, level or vim.log.levels.INFO)
@@ -56,6 +63,13 @@ local function first_line(text)
   return (tostring(text or ""):gsub("\n.*", ""))
 end
 
+local function value(x) -- JSON null arrives as vim.NIL
+  if x == vim.NIL then
+    return nil
+  end
+  return x
+end
+
 local function describe(event)
   local t = event.type
   if t == "step_start" then
@@ -88,11 +102,71 @@ handlers["agent/event"] = function(_, params, _)
     if M.generation == params.generation then
       M.generation = nil
     end
+  elseif params.sessionID == M.session_id then
+    M.generation = params.generation -- also generations a queued follow-up started
   end
   local line = describe(event)
   if line then
     append(line)
   end
+end
+
+-- queue and steering ----------------------------------------------------------------------------
+
+-- Waiting rows first, numbered in the order they will run; then the history (sent, cancelled).
+local function queue_lines(items)
+  local lines = { "lsp-agent queue · session " .. tostring(M.session_id), "" }
+  local n, history = 0, false
+  for _, item in ipairs(items) do
+    local notes = {}
+    if item.kind ~= "follow_up" then
+      table.insert(notes, item.kind)
+    end
+    if item.attachments and #item.attachments > 0 then
+      table.insert(notes, #item.attachments .. " attachment(s)")
+    end
+    if value(item.steeredInto) then
+      table.insert(notes, value(item.steeredAppliedAt) and "steered, applied" or "steered, pending")
+    end
+    local note = #notes > 0 and ("  (" .. table.concat(notes, ", ") .. ")") or ""
+    if item.status == "queued" or item.status == "paused" then
+      n = n + 1
+      table.insert(lines, string.format("%2d. %-9s %s%s", n, item.status, first_line(item.text), note))
+    else
+      if not history then
+        history = true
+        table.insert(lines, "-- history")
+      end
+      table.insert(lines, string.format("    %-9s %s%s", item.status, first_line(item.text), note))
+    end
+  end
+  if #items == 0 then
+    table.insert(lines, "(empty)")
+  end
+  return lines
+end
+
+local function render_queue()
+  if not (M.queue_buf and vim.api.nvim_buf_is_valid(M.queue_buf)) then
+    return
+  end
+  vim.api.nvim_buf_set_option(M.queue_buf, "modifiable", true)
+  vim.api.nvim_buf_set_lines(M.queue_buf, 0, -1, false, queue_lines(M.queue))
+  vim.api.nvim_buf_set_option(M.queue_buf, "modifiable", false)
+end
+
+handlers["agent/queueChanged"] = function(_, params, _)
+  if params.sessionID == M.session_id then
+    M.queue = params.items
+    render_queue()
+  end
+end
+
+handlers["agent/receipt"] = function(_, params, _)
+  local receipt = params.receipt
+  M.receipts[receipt.clientID] = receipt
+  local reason = value(receipt.reason)
+  append("~~ correction " .. receipt.status .. (reason and (" (" .. reason .. ")") or ""))
 end
 
 -- The server asks to save the buffers the agent edited, so its checks test what is in them.
@@ -127,14 +201,43 @@ local function on_reply(what)
   end
 end
 
+-- Queue a message; on an idle session with nothing queued ahead the server starts it at once.
+function M.queue_add(text)
+  local c = client()
+  if not c or not M.session_id then
+    return
+  end
+  c.request("agent/queue/add", { sessionID = M.session_id, text = text }, function(err, result)
+    if err then
+      on_reply("agent/queue/add")(err)
+      return
+    end
+    local started = value(result.started)
+    if started then
+      M.generation = started.generation
+      append("== " .. text)
+    else
+      append("-- queued: " .. first_line(text))
+    end
+  end)
+end
+
+-- A new generation, or a queued follow-up while one runs (nothing typed is refused or lost).
 function M.run(prompt)
   local c = client()
   if not c then
     return
   end
+  if M.session_id and M.generation then
+    M.queue_add(prompt)
+    return
+  end
   local params = { prompt = prompt, sessionID = M.session_id }
   c.request("agent/run", params, function(err, result)
-    if err then
+    if err and M.session_id and err.data and err.data.kind == "busy" then
+      M.queue_add(prompt) -- a generation we did not know about is running
+      return
+    elseif err then
       on_reply("agent/run")(err)
       return
     end
@@ -143,15 +246,99 @@ function M.run(prompt)
   end)
 end
 
+local function next_client_id()
+  steer_seq = steer_seq + 1
+  return string.format("nvim-%d-%d-%d", vim.loop.os_getpid(), os.time(), steer_seq)
+end
+
+-- Steer the running generation; when none runs, queue the text instead (which starts it).
 function M.steer(text)
   local c = client()
-  if not c or not M.session_id then
-    notify("nothing to steer: no session yet", vim.log.levels.WARN)
+  if not c then
     return
   end
-  -- agent/steer arrives with the steering feature; an older server answers MethodNotFound.
-  c.request("agent/steer", { sessionID = M.session_id, expectedGeneration = M.generation, text = text },
-    on_reply("agent/steer"))
+  if not M.session_id then
+    M.run(text)
+    return
+  end
+  c.request("agent/steering", { sessionID = M.session_id }, function(err, view)
+    if err then
+      on_reply("agent/steering")(err)
+      return
+    end
+    local generation = value(view.generation)
+    if not generation then
+      M.queue_add(text)
+      return
+    end
+    M.generation = generation
+    local params = { sessionID = M.session_id, expectedGeneration = generation, clientID = next_client_id(),
+                     text = text }
+    c.request("agent/steer", params, function(err2, receipt)
+      if err2 then
+        on_reply("agent/steer")(err2)
+        return
+      end
+      local reason = value(receipt.reason)
+      -- The generation ended (or the next one started) between the two requests: queue the text.
+      if receipt.status == "rejected" and (reason == "generation_not_active" or reason == "stale_generation") then
+        M.queue_add(text)
+      elseif receipt.status == "rejected" then
+        notify("correction rejected: " .. tostring(reason), vim.log.levels.WARN)
+      end
+    end)
+  end)
+end
+
+-- The ctrl+s rule, on the server: steer the waiting prefix of the queue in order, stop at the first
+-- row that cannot be steered; when idle, send the first row now.
+function M.steer_now()
+  local c = client()
+  if not c or not M.session_id then
+    return
+  end
+  c.request("agent/steerPrefix", { sessionID = M.session_id }, function(err, result)
+    if err then
+      on_reply("agent/steerPrefix")(err)
+      return
+    end
+    if #result.results == 0 then
+      notify("nothing to steer: the first queued message cannot be steered (or the queue is empty)")
+    end
+    for _, r in ipairs(result.results) do
+      local started = value(r.started)
+      if started then
+        M.generation = started.generation
+        append("== " .. r.item.text)
+      else
+        append("-- steered: " .. first_line(r.item.text))
+      end
+    end
+  end)
+end
+
+function M.show_queue()
+  local c = client()
+  if not c or not M.session_id then
+    notify("no session yet", vim.log.levels.WARN)
+    return
+  end
+  if not (M.queue_buf and vim.api.nvim_buf_is_valid(M.queue_buf)) then
+    M.queue_buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(M.queue_buf, "lsp-agent://queue")
+  end
+  if vim.fn.bufwinnr(M.queue_buf) == -1 then
+    vim.cmd("botright split")
+    vim.api.nvim_win_set_buf(0, M.queue_buf)
+  end
+  c.request("agent/queue/list", { sessionID = M.session_id }, function(err, result)
+    if err then
+      on_reply("agent/queue/list")(err)
+      return
+    end
+    M.queue = result.items
+    render_queue()
+  end)
 end
 
 function M.cancel()
@@ -212,9 +399,13 @@ function M.setup(opts)
   })
   vim.api.nvim_create_user_command("AgentRun", function(c) M.run(c.args) end, { nargs = "+" })
   vim.api.nvim_create_user_command("AgentSteer", function(c) M.steer(c.args) end, { nargs = "+" })
+  vim.api.nvim_create_user_command("AgentSteerNow", function() M.steer_now() end, { nargs = 0 })
+  vim.api.nvim_create_user_command("AgentQueue", function() M.show_queue() end, { nargs = 0 })
   vim.api.nvim_create_user_command("AgentCancel", function() M.cancel() end, { nargs = 0 })
   vim.api.nvim_create_user_command("AgentEvents", function() M.show_events() end, { nargs = 0 })
-  vim.api.nvim_create_user_command("AgentNew", function() M.session_id = nil end, { nargs = 0 })
+  vim.api.nvim_create_user_command("AgentNew", function()
+    M.session_id, M.generation, M.queue = nil, nil, {}
+  end, { nargs = 0 })
   return M.client_id
 end
 

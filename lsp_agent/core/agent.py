@@ -11,9 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from lsp_agent.context.compaction import touched_files
+from lsp_agent.context.handoff import CONTINUE_PROMPT, prepare_handoff
+from lsp_agent.context.manager import CompactionOutcome, ContextManager
 from lsp_agent.core.errors import AgentError, conflict, invalid
 from lsp_agent.core.events import QueueChangedEvent, ReceiptEvent, RunFinish, StopReason, VerificationStatus
-from lsp_agent.core.loop import Generation
+from lsp_agent.core.loop import Generation, ask_once, make_request, resolve_for
+from lsp_agent.core.ports import AssistantReply, ModelRequest, ProviderError
 from lsp_agent.core.queue import Queue, QueueItem, QueueStatus
 from lsp_agent.core.session import AgentSession, Environment
 from lsp_agent.core.steering import AdmissionHook, Receipt, ReceiptStatus, Steering, SteeringView
@@ -24,6 +28,8 @@ __all__ = ["Agent", "AgentError", "QueueSteerResult", "Started", "Status"]
 log = logging.getLogger(__name__)
 
 MAX_PROMPT_CHARS = 200_000
+#: clientID prefix of corrections that come from queue rows (`queue_<taskID>`)
+QUEUE_CLIENT = "queue_"
 #: Stop reasons after which the next queued follow-up starts by itself; after the others
 #: (an interrupt, an error, a loop) waiting rows are paused and wait for the user.
 CONTINUE_AFTER = (StopReason.FINAL, StopReason.STEP_LIMIT)
@@ -116,6 +122,8 @@ class Agent:
         finally:
             self.tasks.pop(generation.id, None)
             self._after_generation(session, generation.stop_reason)
+            if generation.handoff_to is not None:
+                self._continue_handoff(generation.handoff_to, session)
 
     def _after_generation(self, session: AgentSession, reason: StopReason | None) -> None:
         if reason in CONTINUE_AFTER:
@@ -171,6 +179,54 @@ class Agent:
         if self.tasks:
             await asyncio.wait(list(self.tasks.values()), timeout=10)
 
+    # --- context: compaction and handoff ---------------------------------------------------------
+
+    async def _ask(self, request: ModelRequest, purpose: str) -> AssistantReply:
+        return await ask_once(self.env, request)
+
+    def _base_request(self, session: AgentSession) -> ModelRequest:
+        return make_request(self.env, resolve_for(self.env, session.history), session.context_view())
+
+    async def compact(self, session_id: str) -> CompactionOutcome:
+        """Compact now (idle session) or at the running generation's next step boundary. One compaction
+        per session at a time: a second request while one runs is a 409."""
+        session = self.session(session_id)
+        if session.context.compacting:
+            raise conflict(f"a compaction of session {session.id} is already running", "compaction_in_progress")
+        if session.active is not None:
+            session.context.compact_requested = True
+            return CompactionOutcome("in_progress", "the running generation compacts before its next model request")
+        session.env = self.env
+        try:
+            return await ContextManager(session, self._ask).compact(self._base_request(session), "manual")
+        except ProviderError as exc:
+            raise AgentError("provider_error", f"the summary request failed: {exc.describe()}", 503) from None
+
+    async def handoff(self, session_id: str, reason: str = "requested by the user") -> Started:
+        """Start a fresh session seeded with a checked handoff note (the six items), linked to this one."""
+        session = self.session(session_id)
+        if session.active is not None:
+            raise conflict(f"session {session.id} is running generation {session.active.id}; cancel it or wait "
+                           "before handing off", "busy")
+        session.env = self.env
+        try:
+            handoff = await prepare_handoff(session, self._base_request(session), self._ask, reason)
+        except ProviderError as exc:
+            raise AgentError("provider_error", f"the handoff note request failed: {exc.describe()}", 503) from None
+        return self._start_handoff(handoff.session_id, handoff.files)
+
+    def _start_handoff(self, session_id: str, files: list[str]) -> Started:
+        fresh = self.session(session_id)
+        fresh.files.reread_required.update(files)
+        return self._launch(fresh, CONTINUE_PROMPT, None)
+
+    def _continue_handoff(self, session_id: str, parent: AgentSession) -> None:
+        """After an automatic handoff: the fresh session's generation starts by itself."""
+        try:
+            self._start_handoff(session_id, sorted(touched_files(parent.history)))
+        except AgentError:
+            log.exception("could not start the handoff session %s", session_id)
+
     # --- steering -------------------------------------------------------------------------------
 
     def steering_view(self, session_id: str) -> SteeringView:
@@ -181,6 +237,8 @@ class Agent:
 
     def _receipt_changed(self, receipt: Receipt) -> None:
         self.env.sink.emit(ReceiptEvent(session_id=receipt.session_id, receipt=receipt.wire()))
+        if receipt.client_id.startswith(QUEUE_CLIENT) and receipt.status is not ReceiptStatus.ACCEPTED:
+            self._queue_changed(receipt.session_id)  # its row was stamped applied, or is back in the queue
 
     # --- the follow-up queue --------------------------------------------------------------------
 
@@ -228,7 +286,7 @@ class Agent:
             return QueueSteerResult(item, None, "generation_not_active")
         self.queue.mark_steered(item, active.id)  # a lost race is a 409 here
         try:
-            receipt = await self.steering.steer(session, active.id, f"queue_{item.id}", item.text, item.id)
+            receipt = await self.steering.steer(session, active.id, f"{QUEUE_CLIENT}{item.id}", item.text, item.id)
         except AgentError:
             self.queue.requeue_steered(item.id, paused=False)
             self._queue_changed(item.session_id)

@@ -24,6 +24,8 @@ from lsp_agent.core.wire import WireModel
 from lsp_agent.store.db import Store, now_ms
 
 MAX_STEER_CHARS = 16_000
+#: Every write moves `updated_at` forward, even two in the same millisecond (optimistic edits rely on it).
+_TOUCH = "updated_at=MAX(?, updated_at + 1)"
 
 
 class QueueStatus(StrEnum):
@@ -130,7 +132,7 @@ class Queue:
                  expected_updated_at: int | None = None, db: sqlite3.Connection | None = None) -> QueueItem:
         """One guarded write; a row in another status (or changed since read) is a conflict."""
         marks = ",".join("?" * len(allowed))
-        sql = f"UPDATE queue SET {sets}, updated_at=? WHERE id=? AND status IN ({marks})"
+        sql = f"UPDATE queue SET {sets}, {_TOUCH} WHERE id=? AND status IN ({marks})"
         values: list[Any] = [*params, now_ms(), item_id, *[s.value for s in allowed]]
         if expected_updated_at is not None:
             sql += " AND updated_at=?"
@@ -159,11 +161,11 @@ class Queue:
 
     def pause_waiting(self, session_id: str) -> int:
         """After an interrupt, nothing starts by itself."""
-        return self.db.execute("UPDATE queue SET status='paused', updated_at=? WHERE session_id=? AND status='queued'",
+        return self.db.execute(f"UPDATE queue SET status='paused', {_TOUCH} WHERE session_id=? AND status='queued'",
                                (now_ms(), session_id)).rowcount
 
     def resume(self, session_id: str) -> int:
-        return self.db.execute("UPDATE queue SET status='queued', updated_at=? WHERE session_id=? AND status='paused'",
+        return self.db.execute(f"UPDATE queue SET status='queued', {_TOUCH} WHERE session_id=? AND status='paused'",
                                (now_ms(), session_id)).rowcount
 
     # --- steering and sending (called by the core, inside its transactions) ---------------------
@@ -196,7 +198,7 @@ class Queue:
                              item.updated_at)
 
     def stamp_applied(self, db: sqlite3.Connection, item_id: str, message_id: str) -> None:
-        cursor = db.execute("UPDATE queue SET steered_applied_at=?, message_id=?, updated_at=? "
+        cursor = db.execute(f"UPDATE queue SET steered_applied_at=?, message_id=?, {_TOUCH} "
                             "WHERE id=? AND status='cancelled' AND steered_applied_at IS NULL",
                             (now_ms(), message_id, now_ms(), item_id))
         if cursor.rowcount != 1:
@@ -206,13 +208,13 @@ class Queue:
         """A steered correction that did not land goes back to the queue, at its old place."""
         status = QueueStatus.PAUSED if paused else QueueStatus.QUEUED
         self.db.execute("UPDATE queue SET status=?, steered_into=NULL, steered_at=NULL, steer_owner=NULL, "
-                        "cancelled_at=NULL, updated_at=? WHERE id=? AND status='cancelled' "
+                        f"cancelled_at=NULL, {_TOUCH} WHERE id=? AND status='cancelled' "
                         "AND steered_into IS NOT NULL AND steered_applied_at IS NULL",
                         (status.value, now_ms(), item_id))
 
     def claim_for_send(self, db: sqlite3.Connection, item_id: str, message_id: str) -> None:
         """Inside the transaction that writes the prompt message: queued → sent, or conflict."""
-        cursor = db.execute("UPDATE queue SET status='sent', sent_at=?, message_id=?, updated_at=? "
+        cursor = db.execute(f"UPDATE queue SET status='sent', sent_at=?, message_id=?, {_TOUCH} "
                             "WHERE id=? AND status='queued'", (now_ms(), message_id, now_ms(), item_id))
         if cursor.rowcount != 1:
             raise conflict(f"queued item {item_id} was changed before it could be sent")

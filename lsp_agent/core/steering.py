@@ -218,10 +218,10 @@ class Steering:
             try:
                 session.append(message, guard)
             except (_Stale, AgentError) as exc:
+                if correction.queue_item is not None:  # the row first, so listeners see it back
+                    self.queue.requeue_steered(correction.queue_item, paused=False)
                 self._settle(session.id, correction.client_id, status=ReceiptStatus.REJECTED,
                              reason=RejectReason.APPLICATION_REJECTED, detail=str(exc) or None)
-                if correction.queue_item is not None:
-                    self.queue.requeue_steered(correction.queue_item, paused=False)
                 continue
             applied = True
             self._settle(session.id, correction.client_id, status=ReceiptStatus.APPLIED, message_id=message.id)
@@ -237,7 +237,7 @@ class Steering:
         ended = [c for c in state.pending if c.generation == generation]
         state.pending = keep
         for correction in ended:
-            self._settle(session.id, correction.client_id, status=ReceiptStatus.REJECTED,
-                         reason=RejectReason.GENERATION_ENDED)
             if correction.queue_item is not None:
                 self.queue.requeue_steered(correction.queue_item, paused=interrupted)
+            self._settle(session.id, correction.client_id, status=ReceiptStatus.REJECTED,
+                         reason=RejectReason.GENERATION_ENDED)

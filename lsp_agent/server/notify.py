@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 COALESCE_S = 0.030
 PROGRESS_TITLE = "lsp-agent"
 _DELTAS = ("text_delta", "reasoning_delta")
+#: clientID prefix of the corrections the core makes from queue rows (Agent.queue_steer)
 
 #: verify_project results: (envelope, sessionID, partID)
 VerifyObserver = Callable[[dict[str, Any], str, str], None]

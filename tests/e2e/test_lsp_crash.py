@@ -16,7 +16,7 @@ from lsprotocol import types
 
 from tests.e2e.conftest import SERVER, TIMEOUT, Editor, full_capabilities, make_client, write_script
 from tests.e2e.test_lsp_queue import finishes, queue, user_texts
-from tests.e2e.test_lsp_steering import record, until
+from tests.e2e.test_lsp_steering import FOREVER_MS, WINDOW_MS, record, until
 from tests.helpers import call, reply
 
 
@@ -50,7 +50,7 @@ class Servers:
         assert process is not None and process.returncode is None
         os.kill(process.pid, signal.SIGKILL)
         assert await asyncio.wait_for(process.wait(), TIMEOUT) == -signal.SIGKILL
-        await editor.client.stop()
+        await editor.client.stop()  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
         for editor in self.editors:
@@ -61,7 +61,7 @@ class Servers:
                 await asyncio.wait_for(editor.client.shutdown_session(), TIMEOUT)
             except (TimeoutError, RuntimeError):
                 process.kill()
-            await editor.client.stop()
+            await editor.client.stop()  # type: ignore[no-untyped-call]
 
 
 @pytest_asyncio.fixture
@@ -87,8 +87,8 @@ async def assert_exactly_once(editor: Editor, session_id: str, submitted: list[s
 async def test_kill_9_mid_generation_loses_and_duplicates_nothing_and_leaves_no_row_stuck(
         servers: Servers, workspace: Path, isolated_state: Path) -> None:
     (workspace / "a.txt").write_text("a\n", encoding="utf-8")
-    first = await servers.start([reply(call("read_file", path="a.txt"), delay_ms=800),
-                                 reply(text="never arrives", delay_ms=60_000)])
+    first = await servers.start([reply(call("read_file", path="a.txt"), delay_ms=WINDOW_MS),
+                                 reply(text="never arrives", delay_ms=FOREVER_MS)])
     receipts = record(first, "agent/receipt")
     started = await first.run("first")
     sid, gen = started["sessionID"], started["generation"]

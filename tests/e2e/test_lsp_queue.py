@@ -11,10 +11,20 @@ from pygls.exceptions import JsonRpcException
 
 from lsp_agent.protocol.steering import QueueChangedParams, QueueItemOut, QueueSteerResult
 from tests.e2e.conftest import Editor, StartEditor
-from tests.e2e.test_lsp_steering import error_of, messages, record, text_of, until
+from tests.e2e.test_lsp_steering import FOREVER_MS, WINDOW_MS, data, error_of, messages, record, text_of, until
 from tests.helpers import call, reply
 
-SLOW_THEN_OK = [reply(text="working on it", delay_ms=1200), reply(text="ok")]
+SLOW_THEN_OK = [reply(text="working on it", delay_ms=WINDOW_MS), reply(text="ok")]
+#: Step 1 runs a command that outlives the test, so the test can cancel the generation after the
+#: assistant's tool call is stored: the next generation then gets the scripted "ok".
+HANGS_THEN_OK = [reply(call("run_command", command=f"python -c \"import time; time.sleep({FOREVER_MS // 1000})\"")),
+                 reply(text="ok")]
+
+
+async def cancel_in_tool(editor: Editor, session_id: str, generation: str) -> None:
+    await editor.wait_for_event(lambda e: e["type"] == "tool_start" and e["generation"] == generation)
+    await editor.request("agent/cancel", {"sessionID": session_id})
+    assert (await editor.finished(generation))["stopReason"] == "cancelled"
 
 
 async def user_texts(editor: Editor, session_id: str) -> list[str]:
@@ -67,12 +77,12 @@ async def test_add_list_edit_cancel_with_queue_changed_notifications(workspace: 
     cancelled = await editor.request("agent/queue/cancel", {"taskID": second["item"]["id"]})
     assert cancelled["item"]["status"] == "cancelled" and cancelled["item"]["cancelledAt"]
     again = await error_of(editor, "agent/queue/cancel", {"taskID": second["item"]["id"]})
-    assert (again.code, again.data["status"]) == (-32009, 409)
+    assert (again.code, data(again)["status"]) == (-32009, 409)
     for method in ("agent/queue/cancel", "agent/queue/steer", "agent/queue/sendNow"):
         missing = await error_of(editor, method, {"taskID": "que_nope"})
         assert (missing.code, missing.data) == (-32004, {"kind": "not_found", "status": 404}), method
     bad = await error_of(editor, "agent/queue/add", {"sessionID": sid, "text": "x", "attachments": "a.png"})
-    assert (bad.code, bad.data["field"]) == (-32602, "attachments")
+    assert (bad.code, data(bad)["field"]) == (-32602, "attachments")
     nowhere = await error_of(editor, "agent/queue/list", {"sessionID": "ses_nope"})
     assert nowhere.code == -32004
 
@@ -88,9 +98,10 @@ async def test_add_list_edit_cancel_with_queue_changed_notifications(workspace: 
 async def test_queue_steer_admits_a_row_once_and_rejects_what_cannot_be_steered(
         workspace: Path, start_editor: StartEditor) -> None:
     (workspace / "a.txt").write_text("a\n", encoding="utf-8")
-    editor = await start_editor(workspace, [reply(call("read_file", path="a.txt"), delay_ms=1000),
+    editor = await start_editor(workspace, [reply(call("read_file", path="a.txt"), delay_ms=WINDOW_MS),
                                             reply(text="done")], repeat_last=True)
     receipts = record(editor, "agent/receipt")
+    changes = record(editor, "agent/queueChanged")
     started = await editor.run("read a.txt")
     sid, gen = started["sessionID"], started["generation"]
     row = (await editor.request("agent/queue/add", {"sessionID": sid, "text": "use snake_case"}))["item"]
@@ -105,7 +116,7 @@ async def test_queue_steer_admits_a_row_once_and_rejects_what_cannot_be_steered(
                                     return_exceptions=True)
     wins = [o for o in outcomes if isinstance(o, dict)]
     losses = [o for o in outcomes if isinstance(o, JsonRpcException)]
-    assert len(wins) == 1 and len(losses) == 1 and losses[0].data["status"] == 409
+    assert len(wins) == 1 and len(losses) == 1 and data(losses[0])["status"] == 409
     won = QueueSteerResult.model_validate(wins[0])
     assert won.receipt is not None and won.receipt.status.value == "accepted"
     assert won.item.status.value == "cancelled" and won.item.steered_into == gen and won.item.steered_at
@@ -116,7 +127,7 @@ async def test_queue_steer_admits_a_row_once_and_rejects_what_cannot_be_steered(
         assert (refused.code, refused.data) == (-32602, {"kind": "not_steerable", "status": 400})
         await editor.request("agent/queue/cancel", {"taskID": item["id"]})  # not to run them afterwards
     settled = await error_of(editor, "agent/queue/steer", {"taskID": picture["id"]})
-    assert (settled.code, settled.data["status"]) == (-32602, 400)
+    assert (settled.code, data(settled)["status"]) == (-32602, 400)
 
     finish = await editor.finished(gen)
     assert (finish["stopReason"], finish["steps"]) == ("final", 2)
@@ -130,14 +141,40 @@ async def test_queue_steer_admits_a_row_once_and_rejects_what_cannot_be_steered(
     assert history[3]["id"] == steered["messageID"] and text_of(history[3]) == "use snake_case"
     assert (await user_texts(editor, sid)).count("use snake_case") == 1
 
+    # Editors learn of the application without polling.
+    def latest(item_id: str) -> dict[str, Any]:
+        return next(i for i in changes[-1]["items"] if i["id"] == item_id)
+
+    await until(lambda: "steeredAppliedAt" in latest(row["id"]))
+    assert latest(row["id"])["messageID"] == applied["messageID"]
+
+
+async def test_a_steered_row_whose_generation_is_cancelled_comes_back_paused(
+        workspace: Path, start_editor: StartEditor) -> None:
+    editor = await start_editor(workspace, HANGS_THEN_OK, repeat_last=True)
+    receipts = record(editor, "agent/receipt")
+    changes = record(editor, "agent/queueChanged")
+    started = await editor.run("first")
+    sid, gen = started["sessionID"], started["generation"]
+    row = (await editor.request("agent/queue/add", {"sessionID": sid, "text": "fix it"}))["item"]
+    steered = await editor.request("agent/queue/steer", {"taskID": row["id"]})
+    assert steered["item"]["steeredInto"] == gen
+    await cancel_in_tool(editor, sid, gen)
+
+    await until(lambda: receipts[-1]["receipt"]["status"] == "rejected")
+    assert receipts[-1]["receipt"]["reason"] == "generation_ended_before_application"
+    await until(lambda: [(i["id"], i["status"]) for i in changes[-1]["items"]] == [(row["id"], "paused")])
+    (back,) = await queue(editor, sid)
+    assert back["status"] == "paused" and "steeredInto" not in back and "steeredAt" not in back
+    assert await user_texts(editor, sid) == ["first"]
+
 
 async def test_idle_steer_leaves_the_row_and_send_now_starts_it(workspace: Path, start_editor: StartEditor) -> None:
-    editor = await start_editor(workspace, SLOW_THEN_OK, repeat_last=True)
+    editor = await start_editor(workspace, HANGS_THEN_OK, repeat_last=True)
     started = await editor.run("first")
     sid, gen = started["sessionID"], started["generation"]
     later = (await editor.request("agent/queue/add", {"sessionID": sid, "text": "later"}))["item"]
-    await editor.request("agent/cancel", {"sessionID": sid})
-    await editor.finished(gen)
+    await cancel_in_tool(editor, sid, gen)
     (paused,) = await queue(editor, sid)
     assert paused["status"] == "paused"  # after an interrupt nothing starts by itself
 
@@ -174,11 +211,12 @@ async def test_send_now_moves_a_row_ahead_but_waits_for_the_running_generation(
 
 async def test_steer_prefix_steers_in_order_and_stops_at_the_first_barrier(
         workspace: Path, start_editor: StartEditor) -> None:
-    editor = await start_editor(workspace, [reply(text="one moment", delay_ms=1000), reply(text="ok")],
+    editor = await start_editor(workspace, [reply(text="one moment", delay_ms=WINDOW_MS), reply(text="ok")],
                                 repeat_last=True)
     started = await editor.run("first")
     sid, gen = started["sessionID"], started["generation"]
-    add = [{"text": "a"}, {"text": "b"}, {"text": "see", "attachments": [{"path": "x.png"}]}, {"text": "c"}]
+    add: list[dict[str, Any]] = [{"text": "a"}, {"text": "b"}, {"text": "see", "attachments": [{"path": "x.png"}]},
+                                 {"text": "c"}]
     rows = [(await editor.request("agent/queue/add", {"sessionID": sid, **p}))["item"] for p in add]
 
     answer = await editor.request("agent/steerPrefix", {"sessionID": sid})
@@ -197,13 +235,12 @@ async def test_steer_prefix_steers_in_order_and_stops_at_the_first_barrier(
 
 async def test_steer_prefix_without_a_generation_sends_only_the_first_row(
         workspace: Path, start_editor: StartEditor) -> None:
-    editor = await start_editor(workspace, SLOW_THEN_OK, repeat_last=True)
+    editor = await start_editor(workspace, HANGS_THEN_OK, repeat_last=True)
     started = await editor.run("first")
     sid, gen = started["sessionID"], started["generation"]
     x = (await editor.request("agent/queue/add", {"sessionID": sid, "text": "x"}))["item"]
     y = (await editor.request("agent/queue/add", {"sessionID": sid, "text": "y"}))["item"]
-    await editor.request("agent/cancel", {"sessionID": sid})
-    await editor.finished(gen)
+    await cancel_in_tool(editor, sid, gen)
 
     answer = await editor.request("agent/steerPrefix", {"sessionID": sid})
     (only,) = answer["results"]

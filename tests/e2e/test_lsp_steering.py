@@ -15,12 +15,17 @@ from lsp_agent.protocol.steering import ReceiptOut, ReceiptParams, SteeringResul
 from tests.e2e.conftest import TIMEOUT, Editor, StartEditor
 from tests.helpers import call, reply
 
+#: How long a scripted reply waits so the test can act on the running generation: generous, since
+#: the suite may share the machine. Replies of generations the test cancels wait "forever".
+WINDOW_MS = 3000
+FOREVER_MS = 60_000
+
 
 def record(editor: Editor, method: str) -> list[dict[str, Any]]:
     """Every `method` notification the server sends from now on, in order."""
     seen: list[dict[str, Any]] = []
 
-    @editor.client.feature(method)
+    @editor.client.feature(method)  # type: ignore[untyped-decorator]
     def on_notification(ls: Any, params: Any) -> None:
         seen.append(params)
 
@@ -42,6 +47,11 @@ async def error_of(editor: Editor, method: str, params: Any) -> JsonRpcException
     return caught.value
 
 
+def data(error: JsonRpcException) -> dict[str, Any]:
+    assert isinstance(error.data, dict), error
+    return error.data
+
+
 async def messages(editor: Editor, session_id: str) -> list[dict[str, Any]]:
     page: list[dict[str, Any]] = (await editor.request("agent/session", {"sessionID": session_id}))["messages"]
     return page
@@ -54,7 +64,7 @@ def text_of(message: dict[str, Any]) -> str:
 async def test_a_correction_is_accepted_then_applied_after_the_steps_tool_results(
         workspace: Path, start_editor: StartEditor) -> None:
     (workspace / "a.txt").write_text("a\n", encoding="utf-8")
-    editor = await start_editor(workspace, [reply(call("read_file", path="a.txt"), delay_ms=800),
+    editor = await start_editor(workspace, [reply(call("read_file", path="a.txt"), delay_ms=WINDOW_MS),
                                             reply(text="done, b checked too")])
     receipts = record(editor, "agent/receipt")
     started = await editor.run("read a.txt")
@@ -98,7 +108,7 @@ async def test_a_correction_is_accepted_then_applied_after_the_steps_tool_result
 
 async def test_a_correction_sent_as_the_final_reply_arrives_buys_one_more_step(
         workspace: Path, start_editor: StartEditor) -> None:
-    editor = await start_editor(workspace, [reply(text="all done", delay_ms=600), reply(text="done, with tabs")])
+    editor = await start_editor(workspace, [reply(text="all done", delay_ms=WINDOW_MS), reply(text="done, with tabs")])
     started = await editor.run("format it")
     sid, gen = started["sessionID"], started["generation"]
     await editor.wait_for_event(lambda e: e["type"] == "step_start")
@@ -113,7 +123,7 @@ async def test_a_correction_sent_as_the_final_reply_arrives_buys_one_more_step(
 
 async def test_stale_idle_and_oversized_corrections_are_rejected_receipts_not_errors(
         workspace: Path, start_editor: StartEditor) -> None:
-    editor = await start_editor(workspace, [reply(text="slow", delay_ms=800), reply(text="never")])
+    editor = await start_editor(workspace, [reply(text="slow", delay_ms=WINDOW_MS), reply(text="never")])
     receipts = record(editor, "agent/receipt")
     started = await editor.run("task")
     sid, gen = started["sessionID"], started["generation"]
@@ -141,7 +151,7 @@ async def test_stale_idle_and_oversized_corrections_are_rejected_receipts_not_er
 
 async def test_bad_client_ids_and_empty_text_are_invalid_params_and_unknown_sessions_not_found(
         workspace: Path, start_editor: StartEditor) -> None:
-    editor = await start_editor(workspace, [reply(text="slow", delay_ms=1500)])
+    editor = await start_editor(workspace, [reply(text="slow", delay_ms=FOREVER_MS)])
     started = await editor.run("task")
     sid, gen = started["sessionID"], started["generation"]
     base = {"sessionID": sid, "expectedGeneration": gen, "text": "fix"}
@@ -152,9 +162,9 @@ async def test_bad_client_ids_and_empty_text_are_invalid_params_and_unknown_sess
     assert ok["status"] == "accepted"
 
     blank = await error_of(editor, "agent/steer", {**base, "clientID": "blank", "text": "   "})
-    assert (blank.code, blank.data["status"]) == (-32602, 400) and "empty" in blank.message
+    assert (blank.code, data(blank)["status"]) == (-32602, 400) and "empty" in blank.message
     missing = await error_of(editor, "agent/steer", {"sessionID": sid, "clientID": "c", "text": "fix"})
-    assert (missing.code, missing.data["field"]) == (-32602, "expectedGeneration")
+    assert (missing.code, data(missing)["field"]) == (-32602, "expectedGeneration")
     for method, params in [("agent/steer", {**base, "sessionID": "ses_nope", "clientID": "c"}),
                            ("agent/steering", {"sessionID": "ses_nope"})]:
         error = await error_of(editor, method, params)
