@@ -92,6 +92,14 @@ export function itemsOf(result: unknown): QueueItem[] {
   return Array.isArray(list) ? list.filter(looksLikeItem) : [];
 }
 
+/** The generation an answer says was started (`started`: a queued row ran at once). */
+export function startedOf(result: unknown): RunResult | undefined {
+  const started = record(record(result)?.started);
+  return typeof started?.sessionID === 'string' && typeof started.generation === 'string'
+    ? { sessionID: started.sessionID, generation: started.generation }
+    : undefined;
+}
+
 /** The per-row results of agent/steerPrefix (`{results}` or a list). */
 export function steerResultsOf(result: unknown): QueueSteerResult[] {
   const list = Array.isArray(result) ? result : record(result)?.results;
@@ -105,10 +113,14 @@ export function steerResultsOf(result: unknown): QueueSteerResult[] {
       if (!obj || !item) {
         return undefined;
       }
-      const receipt = record(obj.receipt) ? (obj.receipt as unknown as Receipt) : null;
+      const receipt = record(obj.receipt) ? (obj.receipt as Receipt) : null;
       const steer: QueueSteerResult = { item, receipt };
       if (typeof obj.reason === 'string') {
         steer.reason = obj.reason;
+      }
+      const started = startedOf(obj);
+      if (started) {
+        steer.started = started;
       }
       return steer;
     })
@@ -279,11 +291,15 @@ export class AgentClient {
       this.useSession(result.sessionID);
     }
     this.introduced.add(result.generation);
-    this.transcript.prompt(text, 'run');
-    this.state.running = true;
-    this.state.generation = result.generation;
-    delete this.state.verification;
-    delete this.state.stopReason;
+    // Events can overtake the answer (a fast run may even have finished): the prompt goes
+    // before them, and a finished run is not marked running again.
+    this.transcript.prompt(text, 'run', result.generation);
+    if (!this.finished.has(result.generation)) {
+      this.state.running = true;
+      this.state.generation = result.generation;
+      delete this.state.verification;
+      delete this.state.stopReason;
+    }
     this.changed();
     return result;
   }
@@ -362,6 +378,9 @@ export class AgentClient {
       if (result.receipt) {
         this.transcript.receipt(result.receipt, result.item.text);
       }
+      if (result.started) {
+        this.adoptStarted(result.started, result.item);
+      }
     }
     this.changed();
     return results;
@@ -378,13 +397,18 @@ export class AgentClient {
     if (!this.state.sessionID) {
       return { run: await this.run(body) };
     }
-    const item = itemOf(await this.request<unknown>(Methods.queueAdd, { sessionID: this.state.sessionID, text: body }));
-    if (item) {
-      this.upsertItem(item);
-      this.changed();
-      return { item };
+    const answer = await this.request<unknown>(Methods.queueAdd, { sessionID: this.state.sessionID, text: body });
+    const item = itemOf(answer);
+    if (!item) {
+      return {};
     }
-    return {};
+    this.upsertItem(item);
+    const started = startedOf(answer);
+    if (started) {
+      this.adoptStarted(started, item);
+    }
+    this.changed();
+    return started ? { item, run: started } : { item };
   }
 
   async queueList(): Promise<QueueItem[]> {
@@ -406,6 +430,9 @@ export class AgentClient {
     this.upsertItem(steer.item);
     if (steer.receipt) {
       this.transcript.receipt(steer.receipt, steer.item.text);
+    }
+    if (steer.started) {
+      this.adoptStarted(steer.started, steer.item);
     }
     this.changed();
     return steer;
@@ -434,12 +461,31 @@ export class AgentClient {
   }
 
   private async itemRequest(method: string, params: unknown): Promise<QueueItem | undefined> {
-    const item = itemOf(await this.request<unknown>(method, params));
+    const answer = await this.request<unknown>(method, params);
+    const item = itemOf(answer);
     if (item) {
       this.upsertItem(item);
+      const started = startedOf(answer);
+      if (started) {
+        this.adoptStarted(started, item);
+      }
       this.changed();
     }
     return item;
+  }
+
+  /** The server started a generation from a queued row (the answer says `started`). */
+  private adoptStarted(started: RunResult, item: QueueItem): void {
+    this.freshlySent = this.freshlySent.filter((i) => i.id !== item.id);
+    if (started.sessionID !== this.state.sessionID || this.introduced.has(started.generation)) {
+      return;
+    }
+    this.introduced.add(started.generation);
+    this.transcript.prompt(item.text, 'queue', started.generation);
+    if (!this.finished.has(started.generation)) {
+      this.state.running = true;
+      this.state.generation = started.generation;
+    }
   }
 
   /** New rows from the server; a row we saw waiting that is now `sent` became a generation's prompt. */
@@ -494,12 +540,13 @@ export class AgentClient {
 
   /** A generation that started without our agent/run (a queued follow-up): show its prompt. */
   private introduce(event: AgentEvent): void {
-    if (event.type !== 'step_start' || this.introduced.has(event.generation)) {
+    if (event.type !== 'step_start' || event.step !== 1 || this.introduced.has(event.generation)) {
       return;
     }
-    this.introduced.add(event.generation);
     const sent = this.freshlySent.shift();
     if (sent) {
+      // Otherwise the answer that started it (`started`) will bring the prompt.
+      this.introduced.add(event.generation);
       this.transcript.prompt(sent.text, 'queue');
     }
   }

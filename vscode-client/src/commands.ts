@@ -70,7 +70,7 @@ export class AgentCommands {
   ) {}
 
   /** Runs a command body and turns failures into messages (a command never throws at VS Code). */
-  private async guard(what: string, body: () => Promise<void>): Promise<void> {
+  private async guard(what: string, body: () => Promise<void> | void): Promise<void> {
     try {
       await body();
     } catch (error) {
@@ -164,6 +164,24 @@ export class AgentCommands {
       const result = await this.client.queueAdd(body);
       this.host.flash(result.run ? 'LSP Agent: nothing was running, so the follow-up started now' : 'LSP Agent: follow-up queued');
     });
+  }
+
+  /** Enter in the agent input: run the text, or queue it while a task runs. */
+  async submit(text: string): Promise<boolean> {
+    if (text.trim() === '') {
+      return false;
+    }
+    let ok = false;
+    await this.guard(this.client.snapshot.running ? 'Queue Follow-up' : 'Run Task', async () => {
+      if (this.client.snapshot.running) {
+        await this.client.queueAdd(text);
+        this.host.flash('LSP Agent: follow-up queued (Ctrl+S steers it into the running task)');
+      } else {
+        await this.client.run(text);
+      }
+      ok = true;
+    });
+    return ok;
   }
 
   /** Ctrl+S: steer the draft, or promote the queue's steerable prefix. */
@@ -289,7 +307,7 @@ export class AgentCommands {
   }
 
   newSession(): Promise<void> {
-    return this.guard('New Session', async () => {
+    return this.guard('New Session', () => {
       if (this.client.snapshot.running) {
         throw new UserError('A task is running: cancel it before starting a new session.');
       }

@@ -225,6 +225,8 @@ export interface QueueSteerResult {
   item: QueueItem;
   receipt: Receipt | null;
   reason?: string | null;
+  /** set when the row started a generation at once (nothing was running) */
+  started?: RunResult | null;
 }
 
 export interface QueueChangedParams {

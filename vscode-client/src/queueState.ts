@@ -134,7 +134,9 @@ export function queueRows(items: readonly QueueItem[], running: boolean): QueueR
     if (item.kind !== 'follow_up') {
       parts.push(item.kind);
     }
-    if (prefixIndex > 0) {
+    // Idle, Ctrl+S sends only the first row (the server moves one row, to keep the order).
+    const onCtrlS = running ? prefixIndex > 0 : prefixIndex === 1;
+    if (onCtrlS) {
       parts.push(running ? 'steers with Ctrl+S' : 'sends with Ctrl+S');
     }
     const tooltip = [item.text, '', blocker ? `Cannot be steered: ${blocker}.` : 'Can be steered into the running task.'];
@@ -149,7 +151,7 @@ export function queueRows(items: readonly QueueItem[], running: boolean): QueueR
       description: parts.join(' · '),
       tooltip: tooltip.join('\n'),
       contextValue: blocker ? 'lspAgent.queueItem.waiting' : 'lspAgent.queueItem.waiting.steerable',
-      icon: item.status === 'paused' ? 'debug-pause' : prefixIndex > 0 ? 'zap' : 'clock',
+      icon: item.status === 'paused' ? 'debug-pause' : onCtrlS ? 'zap' : 'clock',
       prefixIndex,
     });
   });

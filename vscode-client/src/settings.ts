@@ -121,13 +121,16 @@ export function didChangeConfigurationParams(settings: ServerSettings): { settin
  */
 export function answerConfiguration(
   items: readonly { section?: string | null }[],
-  settings: ServerSettings,
-  fallback: (section: string | undefined) => unknown,
+  settings: ServerSettings | null,
+  fallback: (section: string | undefined, index: number) => unknown,
 ): unknown[] {
-  return items.map((item) => {
+  return items.map((item, index) => {
     const section = item.section ?? undefined;
     if (section === CONFIG_SECTION) {
       return settings;
+    }
+    if (settings === null && section?.startsWith(`${CONFIG_SECTION}.`)) {
+      return null;
     }
     if (section?.startsWith(`${CONFIG_SECTION}.`)) {
       let node: unknown = settings;
@@ -136,6 +139,59 @@ export function answerConfiguration(
       }
       return node ?? null;
     }
-    return fallback(section);
+    return fallback(section, index);
   });
+}
+
+/** Dotted paths of the leaves of a settings object (`experimental.context_recovery`, `providers.local.baseUrl`). */
+export function leafPaths(value: unknown, prefix = ''): string[] {
+  if (!isRecord(value) || (prefix !== '' && Object.keys(value).length === 0)) {
+    return prefix ? [prefix] : [];
+  }
+  return Object.entries(value).flatMap(([key, child]) => leafPaths(child, prefix ? `${prefix}.${key}` : key));
+}
+
+/** JSON with object keys sorted, so equal settings compare equal whatever their key order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    isRecord(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
+  );
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return canonical(a) === canonical(b);
+}
+
+export type SettingsPlan =
+  | { kind: 'push'; params: { settings: Record<string, ServerSettings> } }
+  | { kind: 'restart'; removed: string[] };
+
+/**
+ * Keeps the server's two client layers in step with VS Code. The server merges
+ * initializationOptions (sent once) under the `lspAgent` section (replaced by every
+ * didChangeConfiguration), so:
+ * - the configuration pull is answered with null while the settings still equal the
+ *   initializationOptions (the same values twice would be validated, and reported, twice);
+ * - a change is pushed as the new section, except when a value that was in the
+ *   initializationOptions is gone: no section can remove it, only a restart can.
+ */
+export class SettingsSync {
+  private initial: ServerSettings | undefined;
+
+  /** The initializationOptions of a (re)start. */
+  initializationOptions(current: ServerSettings): ServerSettings {
+    this.initial = current;
+    return current;
+  }
+
+  /** The `lspAgent` section for a workspace/configuration answer. */
+  section(current: ServerSettings): ServerSettings | null {
+    return this.initial !== undefined && sameJson(current, this.initial) ? null : current;
+  }
+
+  plan(current: ServerSettings): SettingsPlan {
+    const now = new Set(leafPaths(current));
+    const removed = leafPaths(this.initial ?? {}).filter((p) => !now.has(p) && ![...now].some((n) => n.startsWith(`${p}.`)));
+    return removed.length > 0 ? { kind: 'restart', removed } : { kind: 'push', params: didChangeConfigurationParams(current) };
+  }
 }

@@ -23,6 +23,25 @@ export interface StatusView {
   background?: 'statusBarItem.errorBackground' | 'statusBarItem.warningBackground';
 }
 
+/** The facts from the client's state (fields left out when unknown). */
+export function statusFacts(
+  server: ServerState,
+  state: { running: boolean; step: number; maxSteps?: number; verification?: Verification; stopReason?: StopReason },
+  queued: number,
+): StatusFacts {
+  const facts: StatusFacts = { server, running: state.running, step: state.step, queued };
+  if (state.maxSteps !== undefined) {
+    facts.maxSteps = state.maxSteps;
+  }
+  if (state.verification !== undefined) {
+    facts.verification = state.verification;
+  }
+  if (state.stopReason !== undefined) {
+    facts.stopReason = state.stopReason;
+  }
+  return facts;
+}
+
 const VERIFICATION_ICON: Record<Verification, string> = {
   verified: '$(pass-filled)',
   failed: '$(error)',

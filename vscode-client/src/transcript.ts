@@ -170,8 +170,16 @@ export class Transcript {
     this.push({ kind: 'info', key: this.fresh('info'), message });
   }
 
-  prompt(text: string, source: PromptEntry['source'] = 'run'): void {
-    this.push({ kind: 'prompt', key: this.fresh('prompt'), text, source });
+  /** A user prompt; given its generation, it goes before that generation's entries already shown. */
+  prompt(text: string, source: PromptEntry['source'] = 'run', generation?: string): void {
+    const entry: PromptEntry = { kind: 'prompt', key: this.fresh('prompt'), text, source };
+    const first = generation === undefined ? -1 : this.list.findIndex((e) => 'generation' in e && e.generation === generation);
+    if (first < 0) {
+      this.push(entry);
+      return;
+    }
+    this.list.splice(first, 0, entry);
+    this.byKey.set(entry.key, entry);
   }
 
   /** A correction the user sent; its receipt updates the same entry later. */

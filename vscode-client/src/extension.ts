@@ -1,0 +1,137 @@
+// Entry point: wires the server, the AgentClient, the views and the commands together. No agent
+// logic lives here (or anywhere in the client): the server decides, the client forwards and draws.
+
+import * as vscode from 'vscode';
+
+import { AgentClient } from './agentClient.js';
+import { AgentCommands, CommandIds, INPUT_FOCUS_CONTEXT } from './commands.js';
+import type { ItemArg } from './commands.js';
+import { createLog } from './log.js';
+import { isMethodNotFound } from './rpc.js';
+import { ServerManager } from './server.js';
+import { classifyChange } from './settings.js';
+import { VscodeHost } from './vscodeHost.js';
+import { QUEUE_VIEW_ID, QueueView } from './views/queueView.js';
+import { StatusBar } from './views/statusBar.js';
+import { TRANSCRIPT_VIEW_ID, TranscriptView } from './views/transcriptView.js';
+
+const SESSION_KEY = 'lspAgent.sessionID';
+const SETTINGS_DEBOUNCE_MS = 750;
+/** true while a generation runs (menus show Cancel / Steer Now / Steer With Selection) */
+const RUNNING_CONTEXT = 'lspAgent.running';
+
+let manager: ServerManager | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const log = createLog();
+  const host = new VscodeHost();
+  const agent = new AgentClient({ log: log.logger });
+  const server = new ServerManager(agent, log, host);
+  manager = server;
+
+  let running = false;
+  // The view calls back into the commands only after both exist (on the user's Enter).
+  const transcript: TranscriptView = new TranscriptView(context.extensionUri, agent, host, () => server.state, (text: string): Promise<boolean> =>
+    cmds.submit(text),
+  );
+  const cmds: AgentCommands = new AgentCommands(host, agent, transcript, log.logger);
+  const queue = new QueueView(agent);
+  const status = new StatusBar(agent, () => server.state);
+
+  context.subscriptions.push(
+    log.channel,
+    log.traceChannel,
+    server,
+    transcript,
+    queue,
+    status,
+    vscode.window.registerWebviewViewProvider(TRANSCRIPT_VIEW_ID, transcript, { webviewOptions: { retainContextWhenHidden: true } }),
+    server.onDidChangeState((state) => {
+      status.update();
+      if (state === 'ready') {
+        void restoreSession(context, agent, log.logger);
+      }
+    }),
+    agent.onDidChange(() => {
+      if (running !== agent.snapshot.running) {
+        running = agent.snapshot.running;
+        void host.setContext(RUNNING_CONTEXT, running);
+      }
+      const sessionID = agent.snapshot.sessionID;
+      if (context.workspaceState.get(SESSION_KEY) !== sessionID) {
+        void context.workspaceState.update(SESSION_KEY, sessionID);
+      }
+    }),
+  );
+
+  const register = (id: string, handler: (...args: never[]) => unknown): void => {
+    context.subscriptions.push(vscode.commands.registerCommand(id, handler));
+  };
+  register(CommandIds.runTask, () => cmds.runTask());
+  register(CommandIds.steer, () => cmds.steer());
+  register(CommandIds.steerWithSelection, () => cmds.steerWithSelection());
+  register(CommandIds.queueFollowUp, () => cmds.queueFollowUp());
+  register(CommandIds.steerNow, () => cmds.steerNow());
+  register(CommandIds.sendQueuedNow, (arg: ItemArg) => cmds.sendQueuedNow(arg));
+  register(CommandIds.cancel, () => cmds.cancel());
+  register(CommandIds.compactContext, () => cmds.compactContext());
+  register(CommandIds.newSession, () => cmds.newSession());
+  register(CommandIds.queueSteerItem, (arg: ItemArg) => cmds.queueSteerItem(arg));
+  register(CommandIds.queueSendNowItem, (arg: ItemArg) => cmds.sendQueuedNow(arg));
+  register(CommandIds.queueCancelItem, (arg: ItemArg) => cmds.queueCancelItem(arg));
+  register(CommandIds.queueEditItem, (arg: ItemArg) => cmds.queueEditItem(arg));
+  register(CommandIds.showTranscript, () => transcript.focusInput());
+  register(CommandIds.showQueue, () => vscode.commands.executeCommand(`${QUEUE_VIEW_ID}.focus`));
+  register(CommandIds.showLog, () => log.channel.show());
+  register(CommandIds.restartServer, () => server.restart('restart requested'));
+
+  // Settings: a new interpreter needs a new process; the rest goes to the running server.
+  let restartTimer: NodeJS.Timeout | undefined;
+  let pushTimer: NodeJS.Timeout | undefined;
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      const change = classifyChange((section) => event.affectsConfiguration(section));
+      if (change.restart) {
+        clearTimeout(restartTimer);
+        restartTimer = setTimeout(() => void server.restart('lspAgent.python changed'), SETTINGS_DEBOUNCE_MS);
+      } else if (change.push) {
+        clearTimeout(pushTimer);
+        pushTimer = setTimeout(
+          () => void server.applySettings(agent.snapshot.running).catch((e: unknown) => log.logger.error(String(e))),
+          SETTINGS_DEBOUNCE_MS,
+        );
+      }
+    }),
+    { dispose: () => (clearTimeout(restartTimer), clearTimeout(pushTimer)) },
+  );
+
+  await host.setContext(INPUT_FOCUS_CONTEXT, false);
+  await host.setContext(RUNNING_CONTEXT, false);
+  void server.restart('activation');
+}
+
+/** After (re)start: continue the session this workspace used last, and load its queue. */
+async function restoreSession(context: vscode.ExtensionContext, agent: AgentClient, log: { info(m: string): void; warn(m: string): void }): Promise<void> {
+  const stored = agent.snapshot.sessionID ?? context.workspaceState.get<string>(SESSION_KEY);
+  if (!stored) {
+    return;
+  }
+  agent.useSession(stored);
+  try {
+    await agent.refreshStatus();
+    if (agent.snapshot.sessionID) {
+      await agent.queueList();
+    }
+  } catch (error) {
+    if (isMethodNotFound(error)) {
+      log.info('this server has no follow-up queue yet');
+    } else {
+      log.warn(`could not restore session ${stored}: ${String(error)}`);
+    }
+  }
+}
+
+export async function deactivate(): Promise<void> {
+  await manager?.stop();
+  manager = undefined;
+}

@@ -1,0 +1,228 @@
+// The language client's lifecycle: probe the interpreter, start `python -m lsp_agent serve`,
+// hand the connection to the AgentClient, answer agent/saveDocuments and workspace/configuration,
+// push settings changes, restart when the interpreter changes.
+
+import * as os from 'node:os';
+
+import * as vscode from 'vscode';
+import { LanguageClient, RevealOutputChannelOn, State, TransportKind } from 'vscode-languageclient/node';
+import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
+
+import type { AgentClient } from './agentClient.js';
+import type { Host } from './host.js';
+import type { Log } from './log.js';
+import { CONFIG_SECTION, ServerRequests } from './protocol.js';
+import type { Rpc } from './rpc.js';
+import { saveDocuments } from './saveDocuments.js';
+import type { OpenDocuments } from './saveDocuments.js';
+import { probeInterpreter, serverLaunch } from './serverLaunch.js';
+import { SettingsSync, answerConfiguration, pythonCommand, serverSettings } from './settings.js';
+import type { ServerSettings } from './settings.js';
+import type { ServerState } from './status.js';
+
+/** A setting's value when the user set it (in any scope), undefined when only the default applies. */
+export function readUserSetting(key: string): unknown {
+  const inspected = vscode.workspace.getConfiguration(CONFIG_SECTION).inspect(key);
+  if (!inspected) {
+    return undefined;
+  }
+  return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue;
+}
+
+export function currentServerSettings(): ServerSettings {
+  return serverSettings(readUserSetting);
+}
+
+function workspaceRoot(): string | undefined {
+  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+}
+
+/** VS Code's open documents, for agent/saveDocuments. */
+const openDocuments: OpenDocuments = {
+  find(uri) {
+    const wanted = vscode.Uri.parse(uri);
+    return vscode.workspace.textDocuments.find(
+      (doc) => doc.uri.toString() === uri || (doc.uri.scheme === 'file' && wanted.scheme === 'file' && doc.uri.fsPath === wanted.fsPath),
+    );
+  },
+};
+
+export class ServerManager implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private stateValue: ServerState = 'stopped';
+  private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
+  readonly onDidChangeState = this.stateEmitter.event;
+  private chain: Promise<void> = Promise.resolve();
+  private readonly sync = new SettingsSync();
+
+  constructor(
+    private readonly agent: AgentClient,
+    private readonly log: Log,
+    private readonly host: Host,
+  ) {}
+
+  get state(): ServerState {
+    return this.stateValue;
+  }
+
+  private setState(state: ServerState): void {
+    this.stateValue = state;
+    this.stateEmitter.fire(state);
+  }
+
+  /** Start (or restart) the server; calls are serialised so two restarts never overlap. */
+  restart(reason: string): Promise<void> {
+    this.chain = this.chain.then(() => this.doRestart(reason)).catch((error: unknown) => {
+      this.log.logger.error(`restart failed: ${String(error)}`);
+    });
+    return this.chain;
+  }
+
+  stop(): Promise<void> {
+    this.chain = this.chain.then(() => this.doStop());
+    return this.chain;
+  }
+
+  /**
+   * Tell the running server about changed settings (they apply to runs started afterwards).
+   * A value cleared since the server started needs a restart (SettingsSync.plan): done at once
+   * when nothing runs, else offered, so a running task is never killed by a settings edit.
+   */
+  async applySettings(running: boolean): Promise<void> {
+    const client = this.client;
+    if (!client || this.stateValue !== 'ready') {
+      return;
+    }
+    const settings = currentServerSettings();
+    const plan = this.sync.plan(settings);
+    this.log.logger.info(`settings changed: ${JSON.stringify(settings)}`);
+    if (plan.kind === 'push') {
+      await client.sendNotification('workspace/didChangeConfiguration', plan.params);
+      return;
+    }
+    const cleared = plan.removed.join(', ');
+    if (!running) {
+      await this.restart(`cleared settings: ${cleared}`);
+      return;
+    }
+    const choice = await this.host.showInfo(
+      `LSP Agent: ${cleared} cleared. The server falls back to .lsp-agent/config.toml after a restart, which ends the running task.`,
+      'Restart Now',
+    );
+    if (choice === 'Restart Now') {
+      await this.restart(`cleared settings: ${cleared}`);
+    }
+  }
+
+  private async doStop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.agent.detach();
+    if (client) {
+      try {
+        await client.stop(5000);
+      } catch (error) {
+        this.log.logger.warn(`stopping the server: ${String(error)}`);
+      }
+      await client.dispose().catch(() => undefined);
+    }
+    this.setState('stopped');
+  }
+
+  private async doRestart(reason: string): Promise<void> {
+    await this.doStop();
+    this.setState('starting');
+    const root = workspaceRoot();
+    const context = { platform: process.platform, home: os.homedir(), env: process.env, ...(root ? { workspaceFolder: root } : {}) };
+    const python = pythonCommand(vscode.workspace.getConfiguration(CONFIG_SECTION).get('python'), context);
+    this.log.logger.info(`starting the server (${reason}) with ${python}`);
+    const probe = await probeInterpreter(python, { env: process.env, ...(root ? { cwd: root } : {}) });
+    if (!probe.ok) {
+      this.log.logger.error(probe.problem);
+      this.setState('failed');
+      void this.host.showError(`LSP Agent: ${probe.problem}`, 'Open Settings', 'Show Log').then((choice) => {
+        if (choice === 'Open Settings') {
+          void vscode.commands.executeCommand('workbench.action.openSettings', `${CONFIG_SECTION}.python`);
+        } else if (choice === 'Show Log') {
+          this.log.channel.show();
+        }
+      });
+      return;
+    }
+    this.log.logger.info(`lsp-agent ${probe.version} found`);
+    const launch = serverLaunch(python, process.env, root);
+    const serverOptions: ServerOptions = {
+      command: launch.command,
+      args: launch.args,
+      transport: TransportKind.stdio,
+      options: { env: launch.env, ...(launch.cwd ? { cwd: launch.cwd } : {}) },
+    };
+    const clientOptions: LanguageClientOptions = {
+      // Every file is synchronised, so the agent reads unsaved text.
+      documentSelector: [{ scheme: 'file' }],
+      outputChannel: this.log.channel,
+      traceOutputChannel: this.log.traceChannel,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: () => this.sync.initializationOptions(currentServerSettings()),
+      middleware: {
+        workspace: {
+          // The server asks for the `lspAgent` section: answer with the mapped settings, not
+          // VS Code's raw section (python and trace would be unknown keys to the server).
+          configuration: async (params, token, next) => {
+            const fallback = await next(params, token);
+            const answered = Array.isArray(fallback) ? fallback : [];
+            return answerConfiguration(params.items, this.sync.section(currentServerSettings()), (_section, index) => answered[index] ?? null);
+          },
+        },
+      },
+      initializationFailedHandler: (error) => {
+        this.log.logger.error(`initialize failed: ${String(error)}`);
+        return false;
+      },
+    };
+    const client = new LanguageClient(CONFIG_SECTION, 'LSP Agent', serverOptions, clientOptions);
+    this.client = client;
+    const rpc: Rpc = {
+      sendRequest: (method, params) => client.sendRequest(method, params),
+      onNotification: (method, handler) => client.onNotification(method, handler),
+      onRequest: (method, handler) => client.onRequest(method, handler),
+    };
+    client.onRequest(ServerRequests.saveDocuments, (params: unknown) => saveDocuments(params, openDocuments));
+    this.agent.attach(rpc);
+    // The language client restarts a crashed server by itself (a few times): follow it.
+    client.onDidChangeState((event) => {
+      if (this.client !== client) {
+        return;
+      }
+      if (event.newState === State.Stopped) {
+        this.agent.detach();
+        this.setState('stopped');
+      } else if (event.newState === State.Running) {
+        if (!this.agent.connected) {
+          this.agent.attach(rpc);
+        }
+        this.setState('ready');
+      }
+    });
+    try {
+      await client.start();
+    } catch (error) {
+      this.log.logger.error(`the server did not start: ${String(error)}`);
+      this.setState('failed');
+      void this.host.showError('LSP Agent: the server did not start; see the "LSP Agent" output.', 'Show Log').then((choice) => {
+        if (choice === 'Show Log') {
+          this.log.channel.show();
+        }
+      });
+      return;
+    }
+    if (this.stateValue !== 'ready') {
+      this.setState('ready'); // normally already set by the Running state change
+    }
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.stateEmitter.dispose();
+  }
+}

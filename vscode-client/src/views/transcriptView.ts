@@ -1,0 +1,176 @@
+// The transcript view (a webview in the "LSP Agent" panel): the streamed run above, the agent
+// input below. The markup comes from transcriptHtml.ts; this file only moves messages between
+// the webview and the extension, and keeps the ctrl+s context key in step with focus.
+
+import { randomBytes } from 'node:crypto';
+
+import * as vscode from 'vscode';
+
+import type { AgentClient } from '../agentClient.js';
+import { CommandIds, INPUT_FOCUS_CONTEXT } from '../commands.js';
+import type { Composer, Host } from '../host.js';
+import { statusFacts, statusView } from '../status.js';
+import type { ServerState } from '../status.js';
+import { renderEntries, renderShell } from '../transcriptHtml.js';
+
+export const TRANSCRIPT_VIEW_ID = 'lspAgent.transcript';
+
+const RENDER_DELAY_MS = 50;
+const DRAFT_TIMEOUT_MS = 300;
+/** Commands the webview's buttons may run. */
+const WEBVIEW_COMMANDS = new Set<string>([CommandIds.cancel, CommandIds.steerNow, CommandIds.showQueue, CommandIds.newSession]);
+
+type FromWebview =
+  | { type: 'ready' }
+  | { type: 'draft'; text: string }
+  | { type: 'draftReply'; requestId: number; text: string }
+  | { type: 'submit'; text: string }
+  | { type: 'focus'; focused: boolean }
+  | { type: 'command'; id: string };
+
+export class TranscriptView implements vscode.WebviewViewProvider, Composer, vscode.Disposable {
+  private view: vscode.WebviewView | undefined;
+  private lastDraft = '';
+  private timer: NodeJS.Timeout | undefined;
+  private requestCounter = 0;
+  private pendingDrafts = new Map<number, (text: string) => void>();
+  private readonly subscriptions: { dispose(): unknown }[] = [];
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly client: AgentClient,
+    private readonly host: Host,
+    private readonly serverState: () => ServerState,
+    private readonly onSubmit: (text: string) => Promise<boolean>,
+  ) {
+    this.subscriptions.push(client.onDidChange(() => this.scheduleRender()));
+  }
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    const media = vscode.Uri.joinPath(this.extensionUri, 'media');
+    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    view.webview.html = renderShell({
+      nonce: randomBytes(16).toString('base64'),
+      cspSource: view.webview.cspSource,
+      scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'transcript.js')).toString(),
+      styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'transcript.css')).toString(),
+    });
+    this.subscriptions.push(
+      view.webview.onDidReceiveMessage((message: FromWebview) => this.receive(message)),
+      view.onDidChangeVisibility(() => {
+        if (!view.visible) {
+          void this.host.setContext(INPUT_FOCUS_CONTEXT, false);
+        }
+      }),
+      view.onDidDispose(() => {
+        this.view = undefined;
+        void this.host.setContext(INPUT_FOCUS_CONTEXT, false);
+      }),
+    );
+  }
+
+  // --- Composer -------------------------------------------------------------------------------
+
+  /** Ask the webview for the text in the input right now (the last reported draft if it does not answer). */
+  draft(): Promise<string> {
+    const view = this.view;
+    if (!view) {
+      return Promise.resolve('');
+    }
+    this.requestCounter += 1;
+    const requestId = this.requestCounter;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pendingDrafts.delete(requestId);
+        resolve(this.lastDraft);
+      }, DRAFT_TIMEOUT_MS);
+      this.pendingDrafts.set(requestId, (text) => {
+        clearTimeout(timer);
+        resolve(text);
+      });
+      void view.webview.postMessage({ type: 'getDraft', requestId });
+    });
+  }
+
+  clearDraft(): void {
+    this.lastDraft = '';
+    void this.view?.webview.postMessage({ type: 'clearDraft' });
+  }
+
+  /** Reveal the view and put the cursor in the agent input. */
+  async focusInput(): Promise<void> {
+    await vscode.commands.executeCommand(`${TRANSCRIPT_VIEW_ID}.focus`);
+    void this.view?.webview.postMessage({ type: 'focusInput' });
+  }
+
+  // --- rendering ------------------------------------------------------------------------------
+
+  private scheduleRender(): void {
+    if (this.timer) {
+      return;
+    }
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.render();
+    }, RENDER_DELAY_MS);
+  }
+
+  private render(): void {
+    if (!this.view) {
+      return;
+    }
+    const state = this.client.snapshot;
+    const status = statusView(statusFacts(this.serverState(), state, this.client.waitingCount));
+    void this.view.webview.postMessage({
+      type: 'render',
+      html: renderEntries(this.client.transcript.entries),
+      // codicon syntax ($(name)) means nothing in a webview: keep the words
+      status: status.text.replace(/\$\([^)]*\)\s*/g, ''),
+      running: state.running,
+      session: state.sessionID ?? '',
+    });
+  }
+
+  private receive(message: FromWebview): void {
+    switch (message.type) {
+      case 'ready':
+        this.render();
+        return;
+      case 'draft':
+        this.lastDraft = message.text;
+        return;
+      case 'draftReply': {
+        this.lastDraft = message.text;
+        const resolve = this.pendingDrafts.get(message.requestId);
+        this.pendingDrafts.delete(message.requestId);
+        resolve?.(message.text);
+        return;
+      }
+      case 'submit':
+        void this.onSubmit(message.text).then((ok) => {
+          if (ok) {
+            this.clearDraft();
+          }
+        });
+        return;
+      case 'focus':
+        void this.host.setContext(INPUT_FOCUS_CONTEXT, message.focused);
+        return;
+      case 'command':
+        if (WEBVIEW_COMMANDS.has(message.id)) {
+          void vscode.commands.executeCommand(message.id);
+        }
+        return;
+    }
+  }
+
+  dispose(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+    }
+    for (const subscription of this.subscriptions) {
+      subscription.dispose();
+    }
+  }
+}

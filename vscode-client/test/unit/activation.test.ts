@@ -1,0 +1,128 @@
+// Loads the real esbuild bundle with a stand-in `vscode` module and runs activate(): every
+// command, view and keybinding the manifest contributes must be wired in the code (and the
+// other way round), and a missing interpreter must end in a clear message, not a crash.
+
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import * as esbuild from 'esbuild';
+
+import { INPUT_FOCUS_CONTEXT } from '../../src/commands.js';
+import { createVscodeStub } from '../helpers/vscodeStub.js';
+import type { StubRecord } from '../helpers/vscodeStub.js';
+
+const ROOT = path.join(__dirname, '..', '..', '..');
+
+interface Manifest {
+  main: string;
+  activationEvents: string[];
+  contributes: {
+    commands: { command: string; title: string; category: string }[];
+    keybindings: { command: string; key: string; mac: string; when: string }[];
+    menus: Record<string, { command: string; when?: string }[]>;
+    views: Record<string, { id: string; type?: string }[]>;
+  };
+}
+
+const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Manifest;
+
+interface Extension {
+  activate(context: unknown): Promise<void>;
+  deactivate(): Promise<void>;
+}
+
+async function waitFor(probe: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!probe()) {
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('the bundled extension, activated against a stand-in vscode', () => {
+  let record: StubRecord;
+  let extension: Extension;
+  const dir = mkdtempSync(path.join(tmpdir(), 'lsp-agent-bundle-'));
+
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  before(async () => {
+    const bundle = await esbuild.build({
+      entryPoints: [path.join(ROOT, 'src', 'extension.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      external: ['vscode'],
+      write: false,
+      logLevel: 'silent',
+    });
+    writeFileSync(path.join(dir, 'extension.js'), bundle.outputFiles[0]!.text);
+    // `require('vscode')` inside the bundle resolves to this module.
+    mkdirSync(path.join(dir, 'node_modules', 'vscode'), { recursive: true });
+    writeFileSync(path.join(dir, 'node_modules', 'vscode', 'index.js'), 'module.exports = globalThis.__lspAgentVscodeStub;\n');
+    const stub = createVscodeStub({ python: path.join(dir, 'no-such-python') }, dir);
+    record = stub.record;
+    (globalThis as Record<string, unknown>).__lspAgentVscodeStub = stub.vscode;
+    extension = createRequire(__filename)(path.join(dir, 'extension.js')) as Extension;
+    const state = new Map<string, unknown>();
+    await extension.activate({
+      subscriptions: [],
+      extensionUri: { fsPath: ROOT },
+      workspaceState: { get: (key: string) => state.get(key), update: (key: string, value: unknown) => Promise.resolve(state.set(key, value)) },
+    });
+  });
+
+  it('registers exactly the commands the manifest contributes', () => {
+    const contributed = manifest.contributes.commands.map((c) => c.command).sort();
+    assert.deepEqual([...record.commands.keys()].sort(), contributed);
+    for (const command of manifest.contributes.commands) {
+      assert.equal(command.category, 'LSP Agent', `${command.command} is under "LSP Agent:"`);
+    }
+  });
+
+  it('menus and keybindings only name contributed commands', () => {
+    const contributed = new Set(manifest.contributes.commands.map((c) => c.command));
+    const named = [...Object.values(manifest.contributes.menus).flat(), ...manifest.contributes.keybindings].map((m) => m.command);
+    for (const command of named) {
+      assert.ok(contributed.has(command), `${command} is contributed`);
+    }
+  });
+
+  it('binds Steer Now to ctrl+s / cmd+s only while the agent input or its views have focus', () => {
+    const binding = manifest.contributes.keybindings.find((k) => k.command === 'lspAgent.steerNow');
+    assert.ok(binding);
+    assert.deepEqual([binding.key, binding.mac], ['ctrl+s', 'cmd+s']);
+    assert.ok(binding.when.includes(INPUT_FOCUS_CONTEXT));
+    assert.equal(record.contexts.get(INPUT_FOCUS_CONTEXT), false, 'the context key starts false');
+  });
+
+  it('provides every contributed view', () => {
+    const views = Object.values(manifest.contributes.views).flat();
+    assert.deepEqual(record.webviewViews, views.filter((v) => v.type === 'webview').map((v) => v.id));
+    assert.deepEqual(record.treeViews, views.filter((v) => v.type !== 'webview').map((v) => v.id));
+    assert.equal(record.statusItems.length, 1);
+  });
+
+  it('explains a missing interpreter with the fix, and the status bar says the server failed', async () => {
+    await waitFor(() => record.messages.some((m) => m.level === 'error'), 'the error message');
+    const error = record.messages.find((m) => m.level === 'error');
+    assert.match(error!.text, /^LSP Agent: The Python interpreter ".*no-such-python" was not found\. Fix: set "lspAgent.python"/);
+    assert.equal(record.statusItems[0]!.text, '$(warning) Agent: server failed');
+  });
+
+  it('a command without a server says so instead of throwing', async () => {
+    await record.commands.get('lspAgent.runTask')!();
+    assert.match(record.messages.at(-1)!.text, /server is not running/);
+  });
+
+  it('deactivates cleanly', async () => {
+    await extension.deactivate();
+  });
+});
