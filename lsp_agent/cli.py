@@ -15,6 +15,7 @@ from lsp_agent.core.events import RunFinish, StopReason
 from lsp_agent.core.ports import EventSink, Provider, ProviderError
 from lsp_agent.eval.cli import add_eval_parser, handle_eval
 from lsp_agent.sinks import JsonLinesSink, TranscriptSink
+from lsp_agent.skills.cli import add_skill_parser, handle_skill
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
 
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     demo.add_argument("--keep", action="store_true", help="keep the temp workspace")
     add_eval_parser(sub)
+    add_skill_parser(sub)
     return parser
 
 
@@ -166,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             return _schema(args)
         if args.command == "eval":
             return handle_eval(args)
+        if args.command == "skill":
+            return handle_skill(args)
     except UsageError as exc:
         print(f"lsp-agent: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -80,7 +80,7 @@ class Compaction(_Section):
         None, ge=1000, description="Tokens of context; default: the model's (registry or declaration).")
     fold_min_chars: int = Field(400, ge=0, description="Tool results shorter than this are never folded.")
     fold_min_freed: float = Field(
-        0.10, ge=0, lt=1, description="A fold batch runs only when it frees this share of the budget "
+        0.20, ge=0, lt=1, description="A fold batch runs only when it frees this share of the budget "
                                       "(fewer, larger batches keep the cached prefix longer).")
     min_freed_ratio: float = Field(
         0.20, ge=0, lt=1, description="A compaction that frees less than this share of the request's tokens is "

@@ -128,12 +128,15 @@ class TokenCounter:
             cached = self._static[key] = estimate_text(instructions) + schemas
         return cached
 
+    @staticmethod
+    def tail(request: ModelRequest) -> int:
+        return sum(estimate_text(t) + MESSAGE_OVERHEAD for t in request.tail)
+
     def estimate(self, request: ModelRequest) -> int:
         """The character estimate of everything sent: instructions, tool schemas, messages, tail."""
         total = self.static(request.instructions, request.tools)
         total += sum(self.message(m) for m in request.messages)
-        total += sum(estimate_text(t) + MESSAGE_OVERHEAD for t in request.tail)
-        return total
+        return total + self.tail(request)
 
     def tokens(self, request: ModelRequest) -> int:
         """The best count available: the estimate scaled by the provider's last report."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from lsp_agent.core.history import Message, ToolResultPart
 
-__all__ = ["FoldBatch", "fold_batch", "placeholder"]
+__all__ = ["FoldBatch", "fold_all", "fold_batch", "placeholder"]
 
 FIRST_LINE_CHARS = 160
 
@@ -78,3 +78,13 @@ def fold_batch(view: Sequence[Message], folded: dict[str, str], keep_recent: int
             if first < 0:
                 first = index
     return FoldBatch(placeholders, first, freed)
+
+
+def fold_all(messages: Sequence[Message]) -> list[Message]:
+    """Every tool result as its placeholder (for a summary request that must fit the window)."""
+    out = []
+    for message in messages:
+        parts = [p.model_copy(update={"output": placeholder(p)}) if isinstance(p, ToolResultPart)
+                 and len(p.output) > len(placeholder(p)) else p for p in message.parts]
+        out.append(message.model_copy(update={"parts": parts}))
+    return out

@@ -18,9 +18,9 @@ __all__ = [
     "HANDOFF",
     "STALE",
     "compaction_of",
+    "harness_note",
     "latest_compaction",
     "model_view",
-    "harness_note",
 ]
 
 #: TextPart metadata of a compaction summary (the marker message records the range it replaced).

@@ -104,6 +104,8 @@ class Agent:
         if session.active is not None:
             raise conflict(f"session {session.id} is running generation {session.active.id}; "
                            "queue a follow-up or steer it", "busy")
+        if session.context.compacting:
+            raise conflict(f"session {session.id} is being compacted; start the run when it finishes", "busy")
         session.env = self.env
         generation = Generation(session, max_steps)
         generation.begin(prompt, claim)  # synchronous: the prompt is stored and the session busy now
@@ -134,8 +136,8 @@ class Agent:
     def _start_next(self, session: AgentSession) -> Started | None:
         """The next queued follow-up becomes the next generation (its row is marked sent in the
         same transaction as the prompt message, so it can never be sent twice)."""
-        if session.active is not None:
-            return None
+        if session.active is not None or session.context.compacting:
+            return None  # a compaction in flight starts it when done
         item = self.queue.next_queued(session.id)
         if item is None:
             return None
@@ -201,13 +203,16 @@ class Agent:
             return await ContextManager(session, self._ask).compact(self._base_request(session), "manual")
         except ProviderError as exc:
             raise AgentError("provider_error", f"the summary request failed: {exc.describe()}", 503) from None
+        finally:
+            if self._start_next(session) is not None:  # a follow-up queued while it compacted
+                self._queue_changed(session.id)
 
     async def handoff(self, session_id: str, reason: str = "requested by the user") -> Started:
         """Start a fresh session seeded with a checked handoff note (the six items), linked to this one."""
         session = self.session(session_id)
-        if session.active is not None:
-            raise conflict(f"session {session.id} is running generation {session.active.id}; cancel it or wait "
-                           "before handing off", "busy")
+        if session.active is not None or session.context.compacting:
+            what = f"running generation {session.active.id}" if session.active else "being compacted"
+            raise conflict(f"session {session.id} is {what}; cancel it or wait before handing off", "busy")
         session.env = self.env
         try:
             handoff = await prepare_handoff(session, self._base_request(session), self._ask, reason)

@@ -13,7 +13,12 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from lsp_agent.context import recover
+from lsp_agent.context.handoff import prepare_handoff, same_failure_streak
 from lsp_agent.context.instructions import BASE_INSTRUCTIONS
+from lsp_agent.context.manager import ContextManager, ContextOverflow
+from lsp_agent.context.reminders import reminders
+from lsp_agent.context.stale import stale_note
 from lsp_agent.core import controller, events, verification
 from lsp_agent.core.events import StopReason
 from lsp_agent.core.history import (
@@ -37,13 +42,14 @@ from lsp_agent.core.ports import (
     TextDelta,
 )
 from lsp_agent.core.prefix import prefix_share
-from lsp_agent.core.session import AgentSession
+from lsp_agent.core.session import AgentSession, Environment
 from lsp_agent.providers.capabilities import (
     CONTEXT_PACK,
     CapabilityResolution,
     request_hashes,
     resolve_capabilities,
 )
+from lsp_agent.skills.discovery import skills_block
 from lsp_agent.store.trace import TraceWriter
 from lsp_agent.tools.base import Access, ToolContext, ToolResult
 from lsp_agent.tools.process import cancel_signal
@@ -77,6 +83,29 @@ def consecutive_tool_failures(history: list[Message]) -> int:
     return count
 
 
+def resolve_for(env: Environment, history: list[Message]) -> CapabilityResolution:
+    facts = env.model
+    return resolve_capabilities(facts.info, facts.known, consecutive_tool_failures(history),
+                                user_effort=env.settings.reasoning_effort, settings_effort=None,
+                                protocol=facts.protocol)
+
+
+def make_request(env: Environment, resolution: CapabilityResolution, messages: list[Message],
+                 tail: list[str] | None = None) -> ModelRequest:
+    """Static content first (instructions, tools), then the model-visible history, then the tail."""
+    instructions = BASE_INSTRUCTIONS + skills_block(env.root) + (f"\n{CONTEXT_PACK}" if resolution.context_pack else "")
+    return ModelRequest(model=env.settings.model, instructions=instructions, tools=env.registry.specs(),
+                        messages=messages, tail=tail or [], reasoning_effort=resolution.reasoning_effort)
+
+
+async def ask_once(env: Environment, request: ModelRequest) -> AssistantReply:
+    """One reply, collected without streaming it anywhere (harness requests: summaries, handoff notes)."""
+    async for item in env.provider.stream(request, env.provider.encode_request(request)):
+        if isinstance(item, ReplyDone):
+            return item.reply
+    raise ProviderError(ProviderErrorKind.STREAM_CUT, "the provider ended the stream without a complete reply")
+
+
 class Generation:
     """One run of the loop, started by a user message and ended by a stop reason."""
 
@@ -99,6 +128,8 @@ class Generation:
         self.begun = False
         self.ended = False
         self.stop_reason: StopReason | None = None
+        #: set when the run ended by handing off to a fresh session (the Agent starts it)
+        self.handoff_to: str | None = None
         self.trace: TraceWriter | None = None
         if self.env.trace_dir is not None:
             self.trace = TraceWriter(self.env.trace_dir / f"{session.id}-{self.id}.jsonl")
@@ -149,10 +180,12 @@ class Generation:
         assert self.begun, "begin() the generation or pass a prompt"
         session = self.session
         token = cancel_signal.set(self.cancel_event)
+        store_token = recover.recover_store.set(self.env.store)
         try:
             return await self._loop()
         finally:
             self.ended = True
+            recover.recover_store.reset(store_token)
             cancel_signal.reset(token)
             self.env.store.set_active_generation(session.id, None)
             if self.env.steering is not None:
@@ -178,11 +211,17 @@ class Generation:
                 info = events.ErrorInfo(kind=exc.kind.value, message=exc.describe(), status=exc.status)
                 self.emit(events.ErrorEvent(**self._base(), error=info))
                 return self._finish(StopReason.ERROR, info)
+            except ContextOverflow as exc:
+                info = events.ErrorInfo(kind=exc.kind, message=exc.message)
+                self.emit(events.ErrorEvent(**self._base(), error=info))
+                return self._finish(StopReason.ERROR, info)
             if reply is None:
                 return self._finish(StopReason.CANCELLED)
             results = await self._dispatch(reply.tool_calls) if reply.tool_calls else []
             self._step_finished(reply)
             if self.guard.tripped():
+                return self._finish(StopReason.LOOP)
+            if results and await self._handed_off():
                 return self._finish(StopReason.LOOP)
             if self.cancel_event.is_set():
                 return self._finish(StopReason.CANCELLED)
@@ -194,37 +233,89 @@ class Generation:
                 return self._finish(StopReason.FINAL)
 
     def capabilities(self) -> CapabilityResolution:
-        facts = self.env.model
-        return resolve_capabilities(facts.info, facts.known, consecutive_tool_failures(self.session.history),
-                                    user_effort=self.env.settings.reasoning_effort, settings_effort=None,
-                                    protocol=facts.protocol)
+        return resolve_for(self.env, self.session.history)
 
     def build_request(self, resolution: CapabilityResolution) -> ModelRequest:
-        instructions = BASE_INSTRUCTIONS + (f"\n{CONTEXT_PACK}" if resolution.context_pack else "")
-        return ModelRequest(
-            model=self.env.settings.model,
-            instructions=instructions,
-            tools=self.env.registry.specs(),
-            messages=list(self.session.history),
-            reasoning_effort=resolution.reasoning_effort,
-        )
+        """The model-visible history (compacted, folded) and, with tail_reminders, this step's reminders."""
+        session = self.session
+        tail = (reminders(session.history, self.steps, self.max_steps, session.files.reread_required)
+                if self.env.settings.experimental.tail_reminders else [])
+        return make_request(self.env, resolution, session.context_view(), tail)
 
-    def _record_request(self, request: ModelRequest, resolution: CapabilityResolution) -> bytes:
+    def _context(self) -> ContextManager:
+        return ContextManager(self.session, self._ask_harness, self.id, self.steps)
+
+    def _record_request(self, request: ModelRequest, resolution: CapabilityResolution,
+                        purpose: str = "step") -> bytes:
         """The `llm.request` replay event: decisions and hashes, never prompt bodies or keys."""
         body = self.env.provider.encode_request(request)
         share = prefix_share(self.session.last_request, body)
         self.session.last_request = body
-        self.env.store.record_event(self.session.id, "llm.request", {
+        tokens = self.session.context.counter.tokens(request)
+        record: dict[str, Any] = {
             "generation": self.id, "step": self.steps, "model": self.env.model.name,
             "capabilityResolution": resolution.wire(), "hashes": request_hashes(body),
             "bytes": len(body), "prefixShare": round(share, 6), "messages": len(request.messages),
-        })
+            "tokens": tokens,
+        }
+        if purpose != "step":
+            record["purpose"] = purpose
+        self.env.store.record_event(self.session.id, "llm.request", record)
         return body
+
+    async def _ask_harness(self, request: ModelRequest, purpose: str) -> AssistantReply:
+        """A harness request (compaction summary, handoff note): recorded, cancellable, not streamed
+        to the user, and no tool it asks for runs."""
+        body = self._record_request(request, self.capabilities(), purpose)
+
+        async def consume() -> AssistantReply:
+            async for item in self.env.provider.stream(request, body):
+                if isinstance(item, ReplyDone):
+                    return item.reply
+            raise ProviderError(ProviderErrorKind.STREAM_CUT, "the provider ended the stream without a complete reply")
+
+        self._stream_task = asyncio.ensure_future(consume())
+        try:
+            reply = await self._stream_task
+        finally:
+            self._stream_task = None
+        self.usage = self.usage + (reply.usage or Usage())
+        return reply
+
+    async def _handed_off(self) -> bool:
+        """The same check failed the same way N times in a row: restart in a fresh session."""
+        needed = self.env.settings.compaction.handoff_after_same_failures
+        if needed <= 0 or self.cancel_event.is_set():
+            return False
+        latest = self.session.history[-1] if self.session.history else None
+        fresh = latest is not None and any(isinstance(p.metadata.get("envelope"), dict) for p in latest.tool_results())
+        if not fresh or same_failure_streak(self.session.history) != needed:
+            return False
+        request = make_request(self.env, self.capabilities(), self.session.context_view())
+        try:
+            handoff = await prepare_handoff(self.session, request, self._ask_harness,
+                                            f"the same check failed the same way {needed} times", self.id, self.steps)
+        except ProviderError:
+            log.warning("handoff of session %s failed; the run continues", self.session.id, exc_info=True)
+            return False
+        except asyncio.CancelledError:
+            if not self.cancel_event.is_set():
+                raise
+            return False
+        self.handoff_to = handoff.session_id
+        return True
 
     async def _ask_model(self) -> AssistantReply | None:
         """Stream one reply, forwarding deltas; None when cancelled mid-stream."""
         resolution = self.capabilities()
-        request = self.build_request(resolution)
+        try:
+            request = await self._context().fit(lambda: self.build_request(resolution))
+        except asyncio.CancelledError:
+            if not self.cancel_event.is_set():
+                raise
+            return None
+        counter = self.session.context.counter
+        estimated = counter.estimate(request)
         body = self._record_request(request, resolution)
         text_id, reasoning_id = _new_part_id(), _new_part_id()
         streamed: list[str] = []
@@ -253,6 +344,7 @@ class Generation:
         finally:
             self._stream_task = None
         self.usage = self.usage + (reply.usage or Usage())
+        counter.observe(estimated, reply.usage.input if reply.usage else None)
         parts: list[Any] = []
         parts.extend(reply.reasoning)
         if reply.text:
@@ -287,6 +379,9 @@ class Generation:
         self.session.append(Message(role=Role.TOOL, parts=list(results), generation=self.id, step=self.steps))
         for call, result in zip(calls, results, strict=True):
             self._record_call(call, result)
+        note = stale_note(self.session.history)
+        if note is not None:  # appended at the next step boundary, never edited into the earlier read
+            self.session.pending_notes.append(note)
         return results
 
     async def _run_call(self, call: ToolCallPart, verdict: controller.Accepted | controller.Rejection,

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsp_agent.config import ModelInfo, Settings
+from lsp_agent.context.manager import ContextState
+from lsp_agent.context.view import model_view
 from lsp_agent.core import ids
 from lsp_agent.core.edits import EditApplier
 from lsp_agent.core.gate import Gate
@@ -74,11 +76,18 @@ class AgentSession:
             self.id = ids.session_id()
             env.store.create_session(self.id, str(env.root), env.settings.model, title)
             self.history: list[Message] = []
+            self.context = ContextState()
         else:
             if env.store.session(session_id) is None:
                 raise KeyError(session_id)
             self.id = session_id
             self.history = env.store.messages(session_id)
+            self.context = ContextState.load(env.store, session_id, self.history)
+
+    def context_view(self) -> list[Message]:
+        """The history the model sees: after the latest compaction, with folded results shortened.
+        `history` itself stays complete (and so does the store)."""
+        return model_view(self.history, self.context.folded)
 
     def note_external_change(self, paths: list[str]) -> None:
         """Files changed outside the agent: earlier reads are stale and a check made before is
@@ -88,8 +97,10 @@ class AgentSession:
             return
         self.files.reread_required.update(p for p in paths if p in self.files.read_steps)
         listed = ", ".join(sorted(paths))
-        note = TextPart(text=f"[note from lsp-agent] Changed outside the agent: {listed}. Earlier reads of these "
-                             "files are stale; re-read before editing, and verify again.",
+        when = f" at step {self.active.steps}" if self.active is not None else ""
+        note = TextPart(text=f"[note from lsp-agent] Changed outside the agent: {listed}. [stale: changed outside "
+                             f"the agent{when}; re-read before editing] Earlier reads of these files are stale; "
+                             "re-read before editing, and verify again.",
                         synthetic=True, metadata={EXTERNAL_CHANGE: sorted(paths)})
         self.pending_notes.append(note)
         if self.active is None:

@@ -44,12 +44,14 @@ TOO_LARGE = ErrorCode(-32602, "InvalidParams", 413, ("too_large",),
                       "A field is over its documented limit (e.g. a prompt over 200,000 characters).")
 NOT_FOUND = ErrorCode(-32004, "NotFound", 404, ("unknown_session", "unknown_message", "not_found"),
                       "The session, message or queued item (`not_found`) does not exist in this workspace.")
-CONFLICT = ErrorCode(-32009, "Conflict", 409, ("busy", "conflict", "steer_conflict"),
+CONFLICT = ErrorCode(-32009, "Conflict", 409, ("busy", "conflict", "steer_conflict", "compaction_in_progress"),
                      "`busy`: the session is already running a generation (wait, cancel, steer or queue). "
                      "`conflict`: a queued row changed under the request (refresh with agent/queue/list and "
-                     "retry). `steer_conflict`: the clientID was used for a different correction.")
-UNAVAILABLE = ErrorCode(-32010, "Unavailable", 503, ("config",),
-                        "The settings name no usable model/provider; fix them (the server said why).")
+                     "retry). `steer_conflict`: the clientID was used for a different correction. "
+                     "`compaction_in_progress`: agent/compact while another compaction of the session runs.")
+UNAVAILABLE = ErrorCode(-32010, "Unavailable", 503, ("config", "provider_error"),
+                        "The settings name no usable model/provider (`config`; the server said why), or the "
+                        "model failed while writing a compaction or handoff summary (`provider_error`).")
 INTERNAL = ErrorCode(-32603, "InternalError", 500, ("internal",),
                      "A bug in the server; the request failed but the server keeps serving.")
 

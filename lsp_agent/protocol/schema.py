@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from lsp_agent.core import events
 from lsp_agent.core.queue import MAX_STEER_CHARS
-from lsp_agent.protocol import errors, methods, models, steering
+from lsp_agent.protocol import context_models, errors, methods, models, skill_models, steering
 
 PROTOCOL_VERSION = 1
 Kind = Literal["request", "notification", "command"]
@@ -109,6 +109,17 @@ METHODS: tuple[MethodDoc, ...] = (
               models.FixDiagnosticArgs, models.RunResult,
               "Offered by the code action \"Ask the agent to fix this\" on `lsp-agent` diagnostics; starts "
               "`agent/run` with the failure, file and line in the prompt. `arguments` is `[FixDiagnosticArgs]`."),
+    MethodDoc(context_models.AGENT_COMPACT, "request", "client → server", context_models.CompactParams,
+              context_models.CompactResult,
+              "Compact a session's older history now: the model summarises it (the six items of a summary, "
+              "each with source pointers), the harness checks the summary against every constraint, failed "
+              "check and failed attempt it replaces and puts back what is missing; the originals stay in the "
+              "store. A running session compacts before its next model request."),
+    MethodDoc(context_models.AGENT_HANDOFF, "request", "client → server", context_models.HandoffParams,
+              context_models.HandoffResult,
+              "Restart an idle session in a fresh context: a new session (its parent is the old one) seeded "
+              "with a checked handoff note of the same six items, and a generation running in it."),
+    *(MethodDoc(*doc) for doc in skill_models.METHOD_DOCS),
 )
 
 
@@ -212,7 +223,8 @@ def _model_section(title: str, model: type[BaseModel], mode: Literal["validation
 def _nested_models() -> list[type[BaseModel]]:
     return [models.SessionInfo, models.MessageOut, models.TextPartOut, models.ReasoningPartOut,
             models.ToolCallPartOut, models.ToolResultPartOut, models.SaveFailure, steering.ReceiptOut,
-            steering.QueueItemOut, steering.QueueSteerResult]
+            steering.QueueItemOut, steering.QueueSteerResult, context_models.RepairedItem,
+            *skill_models.NESTED_MODELS]
 
 
 def _event_models() -> list[type[BaseModel]]:
@@ -233,7 +245,8 @@ def render_markdown() -> str:
         f"Protocol version {PROTOCOL_VERSION}; the JSON Schema of everything here is printed by `lsp-agent schema`.",
         "",
         "Settings: `initializationOptions` take the keys of `.lsp-agent/config.toml` (`model`, `providers`,",
-        "`maxSteps`, `limits`, `tools`, `experimental`, `script`), merged over the workspace configuration;",
+        "`maxSteps`, `limits`, `tools`, `experimental`, `compaction`, `script`), merged over the workspace",
+        "configuration;",
         f"`workspace/didChangeConfiguration` with a `{methods.CONFIG_SECTION}` section (or the client's",
         f"`workspace/configuration` for `{methods.CONFIG_SECTION}`) changes them for runs started afterwards.",
         "Invalid values fall back to the defaults and the user is told once (`window/showMessage`).",

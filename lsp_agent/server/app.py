@@ -242,12 +242,16 @@ def _with_absolute_script(layer: Any, root: Path) -> Any:
 
 
 def create_server() -> AgentServer:
+    from lsp_agent.server.context_methods import register_context
     from lsp_agent.server.methods import register
+    from lsp_agent.server.skill_methods import register_skills
     from lsp_agent.server.steering_methods import register_steering
 
     server = AgentServer()
     register(server)
     register_steering(server)
+    register_skills(server)  # after register(): it chains onto the code-action and lifecycle handlers
+    register_context(server)  # agent/compact, agent/handoff
     return server
 
 

@@ -1,4 +1,6 @@
-"""Code actions on `lsp-agent` diagnostics: "Ask the agent to fix this" (SPEC 6).
+"""Code actions on `lsp-agent` diagnostics: "Ask the agent to fix this" (SPEC 6); and the skill
+candidate actions "Propose / Validate / Promote skill candidate NAME" (SPEC 7, built here, offered
+by server/skill_methods.py).
 
 The action carries a command (`lsp-agent.fixDiagnostic`); running it starts `agent/run` with the
 failure, file and line in the prompt — in the session whose check reported it when that session
@@ -7,7 +9,10 @@ is idle (it already knows the task), else in a new session.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 
@@ -41,3 +46,47 @@ def fix_prompt(args: FixDiagnosticArgs, rel: str) -> str:
 def command_argument(arguments: tuple[Any, ...]) -> Any:
     """The command's single argument (an object), or what was sent instead (validation names it)."""
     return arguments[0] if len(arguments) == 1 else list(arguments)
+
+
+# --- skill candidates (SPEC 7) ------------------------------------------------------------------
+# Offered in an open proposal JSON (a file with `evidence`) or a candidate view
+# (`lsp-agent-skill:NAME`); which of them is offered is decided by server/skill_methods.py.
+
+PROPOSE_TITLE = "Propose skill candidate {name}"
+VALIDATE_TITLE = "Validate skill candidate {name}"
+PROMOTE_TITLE = "Promote skill candidate {name}"
+_PROPOSAL_FIELDS = ("description", "applicability", "procedure")
+
+
+@dataclass(frozen=True)
+class SkillDocument:
+    """What an open document says about a skill candidate."""
+
+    name: str | None  # the candidate it is about
+    session_id: str | None = None  # the session its evidence cites (a proposal or validation file)
+    full: bool = False  # a whole proposal (description, applicability, procedure), not only evidence
+
+
+def skill_document(uri: str, text: str | None, view_scheme: str) -> SkillDocument | None:
+    if uri.startswith(f"{view_scheme}:"):
+        tail = unquote(uri.split(":", 1)[1]).strip("/").rsplit("/", 1)[-1]
+        return SkillDocument(name=tail.removesuffix(".md") or None)
+    if not uri.lower().endswith(".json") or not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    evidence = data.get("evidence") if isinstance(data, dict) else None
+    if not isinstance(evidence, dict):
+        return None
+    name = data.get("name")
+    session = evidence.get("sessionID")
+    return SkillDocument(name=name if isinstance(name, str) and name else None,
+                         session_id=session if isinstance(session, str) else None,
+                         full=all(isinstance(data.get(k), str) for k in _PROPOSAL_FIELDS))
+
+
+def skill_action(title: str, command: str, argument: dict[str, object]) -> types.CodeAction:
+    return types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix,
+                            command=types.Command(title=title, command=command, arguments=[argument]))

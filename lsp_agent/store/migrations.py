@@ -35,6 +35,16 @@ MIGRATIONS: list[str] = [
         cancelled_at INTEGER, error TEXT);
     CREATE INDEX queue_session ON queue(session_id, status, position);
     """,
+    # 3: skill candidates (the record is JSON; `state` is a column for guarded writes) and the
+    # per-name lock rows that keep two processes off one candidate
+    """
+    CREATE TABLE skill_candidates (
+        workspace TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL, record TEXT NOT NULL,
+        created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (workspace, name));
+    CREATE TABLE skill_locks (
+        workspace TEXT NOT NULL, name TEXT NOT NULL, owner TEXT NOT NULL, acquired_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL, PRIMARY KEY (workspace, name));
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

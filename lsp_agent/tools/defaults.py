@@ -7,8 +7,10 @@ from typing import Any
 from lsp_agent.config import Settings
 from lsp_agent.tools.apply_patch import ApplyPatch
 from lsp_agent.tools.base import Tool
+from lsp_agent.tools.context_recover import ContextRecover
 from lsp_agent.tools.list_dir import ListDir
 from lsp_agent.tools.read_file import ReadFile
+from lsp_agent.tools.read_skill import ReadSkill
 from lsp_agent.tools.registry import ToolRegistry
 from lsp_agent.tools.run_command import RunCommand
 from lsp_agent.tools.search_code import SearchCode
@@ -23,6 +25,11 @@ def default_tools(settings: Settings) -> list[Tool[Any]]:
                               VerifyProject()]
     if settings.tool_profile == "minimal":
         tools = [t for t in tools if t.name in MINIMAL]
+    else:
+        tools.append(ReadSkill())  # after the defaults: the older tools' order (cached prefix) is unchanged
+    # Experimental tools come after the defaults, in a fixed order (the tool list is cached prefix).
+    if settings.experimental.context_recovery:
+        tools.append(ContextRecover())
     return tools
 
 

@@ -204,4 +204,4 @@ async def test_the_servers_own_disk_writes_are_not_taken_for_outside_changes(wor
     assert first["state"]["status"] == "completed"
     assert again["state"]["status"] == "completed", again["state"]["output"]  # no "read it again" demanded
     page = await editor.request("agent/session", {"sessionID": started["sessionID"]})
-    assert not any(p.get("synthetic") for m in page["messages"] for p in m["parts"])
+    assert not any((p.get("metadata") or {}).get("external_change") for m in page["messages"] for p in m["parts"])

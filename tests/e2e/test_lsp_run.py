@@ -133,7 +133,8 @@ async def test_status_sessions_and_paged_session_after_a_run(workspace: Path, st
         if after is None:
             break
     messages = [m for p in pages for m in p.messages]
-    assert len(pages) == 4 and len(messages) == 10  # user + 5 assistant + 4 tool messages
+    # user + 5 assistant + 4 tool messages + the stale note after the agent edited a file it had read
+    assert len(pages) == 4 and len(messages) == 11
     assert messages[0].role == "user" and messages[0].parts[0].type == "text"
     kinds = {p.type for m in messages for p in m.parts}
     assert {"text", "tool_call", "tool_result"} <= kinds

@@ -249,3 +249,57 @@ export interface SaveDocumentsResult {
   saved: string[];
   failed: { uri: string; reason: string }[];
 }
+
+// --- skill candidates (docs/skills.md; lsp_agent/protocol/skill_models.py) ----------------------
+
+export const SkillMethods = {
+  propose: 'agent/skill/propose',
+  show: 'agent/skill/show',
+  validate: 'agent/skill/validate',
+  promote: 'agent/skill/promote',
+  retire: 'agent/skill/retire',
+  list: 'agent/skill/list',
+} as const;
+
+/** Server commands, run with `workspace/executeCommand` and `arguments: [params]`. */
+export const SkillServerCommands = {
+  draft: 'lsp-agent.skill.draft',
+  propose: 'lsp-agent.skill.propose',
+  validate: 'lsp-agent.skill.validate',
+  promote: 'lsp-agent.skill.promote',
+} as const;
+
+export const EXECUTE_COMMAND = 'workspace/executeCommand';
+
+export type SkillState = 'pending' | 'active' | 'retiring' | 'retired';
+
+export interface SkillCandidate {
+  name: string;
+  state: SkillState;
+  validated: boolean;
+  description: string;
+  applicability?: string;
+  skillPath?: string | null;
+}
+
+export interface SkillInfo {
+  name: string;
+  description: string;
+  path: string;
+}
+
+/** A refused operation is `ok: false` with the `rule` that failed, not a JSON-RPC error. */
+export interface SkillResult {
+  ok: boolean;
+  rule?: string | null;
+  message: string;
+  changed: boolean;
+  candidate?: SkillCandidate | null;
+  path?: string | null;
+  uri?: string | null;
+}
+
+export interface SkillListResult {
+  candidates: SkillCandidate[];
+  skills: SkillInfo[];
+}

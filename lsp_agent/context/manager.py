@@ -1,0 +1,277 @@
+"""Keeping each request within the budget: fold, then compact, else stop with a clear error.
+
+`ContextState` lives on the session (folded parts, the one-compaction-in-flight guard, the
+provider's token calibration). `ContextManager` is made per request by the loop (and by the
+Agent for an on-demand compaction of an idle session): it derives the model-visible view,
+counts it, folds in batches past `fold_at`, compacts past `compact_at` (or when asked), and
+records every fold, compaction and repair as a NoticeEvent and a replay event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from lsp_agent.context.budget import Budget, TokenCounter
+from lsp_agent.context.compaction import (
+    Item,
+    check_summary,
+    compaction_prompt,
+    harness_summary,
+    plan_cut,
+    replaced_turns,
+    required_items,
+    touched_files,
+)
+from lsp_agent.context.folding import fold_all, fold_batch, placeholder
+from lsp_agent.context.view import COMPACTION, compaction_of
+from lsp_agent.core.events import NoticeEvent
+from lsp_agent.core.history import Message, Role, TextPart, Usage
+from lsp_agent.core.ports import AssistantReply, ModelRequest
+from lsp_agent.providers.scripted import REPLACED_TURNS
+
+if TYPE_CHECKING:
+    from lsp_agent.core.session import AgentSession
+    from lsp_agent.store.db import Store
+
+__all__ = ["Ask", "CompactionOutcome", "ContextManager", "ContextOverflow", "ContextState"]
+
+#: Asks the model once (no tools run) for a harness purpose ("compaction", "handoff").
+Ask = Callable[[ModelRequest, str], Awaitable[AssistantReply]]
+#: The kept tail may use at most this share of the compaction threshold; older messages go first.
+TAIL_SHARE = 0.5
+COMPACTION_MARKER = "[lsp-agent compaction"
+
+
+class ContextOverflow(Exception):
+    """The request cannot be brought within the budget: the run stops with `error`, never truncates."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass
+class ContextState:
+    """Per-session context facts that are not in the history itself."""
+
+    #: folded tool-result part ID → its placeholder (view only; the stored part is unchanged)
+    folded: dict[str, str] = field(default_factory=dict)
+    counter: TokenCounter = field(default_factory=TokenCounter)
+    #: one compaction in flight per session
+    compacting: bool = False
+    #: agent/compact on a running session: compact at the next step boundary
+    compact_requested: bool = False
+
+    @classmethod
+    def load(cls, store: Store, session_id: str, history: Sequence[Message]) -> ContextState:
+        """A resumed session folds what it folded before (so its prefix stays what it was)."""
+        state = cls()
+        ids: set[str] = set()
+        for event in store.events(session_id, "context.fold"):
+            ids.update(str(p) for p in event.get("parts") or [])
+        if ids:
+            for message in history:
+                for part in message.tool_results():
+                    if part.id in ids:
+                        state.folded[part.id] = placeholder(part)
+        return state
+
+
+@dataclass
+class CompactionOutcome:
+    status: Literal["compacted", "nothing_to_compact", "freed_too_little", "in_progress"]
+    message: str
+    seq: int = 0
+    summary_message_id: str | None = None
+    replaced_messages: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    repaired: list[Item] = field(default_factory=list)
+    source: Literal["model", "harness"] | None = None
+    usage: Usage | None = None
+
+    def wire(self) -> dict[str, Any]:
+        return {"status": self.status, "message": self.message, "seq": self.seq,
+                "summaryMessageID": self.summary_message_id, "replacedMessages": self.replaced_messages,
+                "tokensBefore": self.tokens_before, "tokensAfter": self.tokens_after,
+                "repaired": [i.wire() for i in self.repaired], "source": self.source}
+
+
+def _reads_in(messages: Sequence[Message]) -> set[str]:
+    return {str(p) for m in messages for r in m.tool_results() if r.ok for p in r.metadata.get("read") or []}
+
+
+class ContextManager:
+    def __init__(self, session: AgentSession, ask: Ask, generation: str = "", step: int = 0) -> None:
+        self.session = session
+        self.env = session.env
+        self.state = session.context
+        self.ask = ask
+        self.generation = generation
+        self.step = step
+
+    # --- facts -------------------------------------------------------------------------------
+
+    def budget(self) -> Budget:
+        return Budget.of(self.env.settings, self.env.model.info.context_window)
+
+    def view(self) -> list[Message]:
+        return self.session.context_view()
+
+    def tokens(self, request: ModelRequest) -> int:
+        return self.state.counter.tokens(request)
+
+    def _notice(self, kind: str, message: str, data: dict[str, Any]) -> None:
+        self.env.sink.emit(NoticeEvent(session_id=self.session.id, generation=self.generation, kind=kind,
+                                       message=message, data=data))
+
+    def _record(self, kind: str, data: dict[str, Any]) -> None:
+        self.env.store.record_event(self.session.id, kind, {"generation": self.generation or None,
+                                                            "step": self.step, **data})
+
+    # --- keeping a request within the budget -----------------------------------------------------
+
+    async def fit(self, build: Callable[[], ModelRequest]) -> ModelRequest:
+        """The request to send: folded and compacted as needed. Raises ContextOverflow when it
+        cannot be brought within the budget (compaction off, or freeing too little)."""
+        config = self.env.settings.compaction
+        budget = self.budget()
+        request = build()
+        tokens = self.tokens(request)
+        if config.fold and tokens > budget.fold_limit and self.fold(tokens, budget):
+            request = build()
+            tokens = self.tokens(request)
+        manual = self.state.compact_requested
+        if manual or (config.auto and tokens > budget.compact_limit):
+            self.state.compact_requested = False
+            outcome = await self.compact(request, "manual" if manual else "auto", tokens)
+            if outcome.status == "compacted":
+                request = build()
+                tokens = self.tokens(request)
+            elif outcome.status == "freed_too_little" and not manual:
+                raise ContextOverflow("compaction_ineffective", f"{outcome.message} The run stops instead of "
+                                      "compacting again and again; start a new session (agent/handoff) or "
+                                      "raise the context window.")
+        if tokens > budget.tokens:
+            why = ("automatic compaction is off (compaction.auto = false)" if not config.auto
+                   else "nothing older is left to compact")
+            message = (f"context overflow: the next request needs about {tokens} tokens, over the budget of "
+                       f"{budget.tokens} ({budget.window}-token context window minus {budget.reserve} reserved for "
+                       f"the reply), and {why}. Nothing was truncated. Compact with agent/compact, start a new "
+                       "session (agent/handoff), or set compaction.auto = true.")
+            self._record("context.overflow", {"tokens": tokens, "budget": budget.wire(), "auto": config.auto})
+            raise ContextOverflow("context_overflow", message)
+        return request
+
+    def fold(self, tokens: int, budget: Budget) -> bool:
+        """Fold one batch: every eligible old tool result at once, when that frees enough."""
+        config = self.env.settings.compaction
+        view = self.view()
+        batch = fold_batch(view, self.state.folded, config.keep_recent_messages, config.fold_min_chars)
+        freed = self.state.counter.calibration.scale(batch.freed_chars // 4)
+        # A small batch is not worth a changed prefix: wait until it is large, or compact instead.
+        if not batch.placeholders or freed < config.fold_min_freed * budget.tokens:
+            return False
+        self.state.folded.update(batch.placeholders)
+        after = tokens - freed
+        names = sorted({p.name for m in view for p in m.tool_results() if p.id in batch.placeholders})
+        message = (f"folded {len(batch.placeholders)} old tool results ({', '.join(names)}) into one-line "
+                   f"placeholders: about {tokens} → {after} tokens of the {budget.tokens}-token budget; the "
+                   "results stay in the session store (re-read or re-run to see them again)")
+        data = {"parts": sorted(batch.placeholders), "count": len(batch.placeholders), "tokensBefore": tokens,
+                "tokensAfter": after, "budget": budget.wire(), "firstChangedMessage": batch.first_message,
+                "messages": len(view)}
+        self._record("context.fold", data)
+        self._notice("context_fold", message, data)
+        return True
+
+    async def compact(self, request: ModelRequest, trigger: str, tokens: int | None = None) -> CompactionOutcome:
+        """Replace the older history by a checked summary (guarded: one per session at a time)."""
+        if self.state.compacting:
+            return CompactionOutcome("in_progress", "a compaction of this session is already running")
+        self.state.compacting = True
+        try:
+            return await self._compact(request, trigger, self.tokens(request) if tokens is None else tokens)
+        finally:
+            self.state.compacting = False
+
+    async def _compact(self, request: ModelRequest, trigger: str, before: int) -> CompactionOutcome:
+        config = self.env.settings.compaction
+        budget = self.budget()
+        counter = self.state.counter
+        view = self.view()
+        sizes = [counter.message(m) for m in view]
+        cut = plan_cut(view, config.keep_recent_messages, sizes, int(budget.compact_limit * TAIL_SHARE))
+        if cut is None:
+            outcome = CompactionOutcome("nothing_to_compact", "nothing older than the recent messages to compact",
+                                        tokens_before=before, tokens_after=before)
+            if trigger == "manual":  # the user asked: say why nothing happened (auto retries stay quiet)
+                self._record("context.compaction", {"trigger": trigger, "applied": False,
+                                                    "status": outcome.status, "tokensBefore": before})
+                self._notice("context_compaction_stopped", outcome.message, {"trigger": trigger})
+            return outcome
+        history = self.session.history
+        keep_from = view[cut]
+        stored = next(i for i, m in enumerate(history) if m.id == keep_from.id)
+        originals = [m for m in history[:stored] if compaction_of(m) is None]
+        items = required_items(originals, self.env.root)
+        seq = 1 + sum(1 for m in history if compaction_of(m) is not None)
+        prompt = compaction_prompt(f"{COMPACTION_MARKER} #{seq}]", cut, items,
+                                   "Summarize this conversation so far.")
+        ask = request.model_copy(update={"tail": [prompt]})
+        if counter.tokens(ask) > budget.tokens:
+            # The summary request itself must fit: raw output of the replaced part is dropped anyway.
+            ask = ask.model_copy(update={"messages": [*fold_all(view[:cut]), *view[cut:]]})
+        reply = AssistantReply()
+        if counter.tokens(ask) <= budget.tokens:
+            reply = await self.ask(ask, "compaction")
+        text = reply.text.strip()
+        source: Literal["model", "harness"] = "model" if text else "harness"
+        if not text:
+            text = harness_summary(items, touched_files(originals))
+        checked, missing = check_summary(text, items)
+        recover = self.env.settings.experimental.context_recovery
+        header = (f"[compaction summary #{seq} by lsp-agent: it replaces the {cut} earlier messages of this "
+                  "conversation, whose originals stay in the session store"
+                  + ("; context_recover reads them by the [message/part] pointers below" if recover else "")
+                  + ".]")
+        body = (f"{header}\n{checked}\n\n[after this compaction, read a file again before editing it]")
+        first = next((m.id for m in view[:cut] if compaction_of(m) is None), view[0].id)
+        info = {"seq": seq, "trigger": trigger, "first": first, "last": view[cut - 1].id, "keepFrom": keep_from.id,
+                "replacedMessages": cut, "source": source, "items": [i.wire() for i in items],
+                "repaired": [i.pointer for i in missing]}
+        marker = Message(role=Role.USER, generation=self.generation or None, step=self.step or None, parts=[
+            TextPart(text=body, synthetic=True,
+                     metadata={COMPACTION: info, REPLACED_TURNS: replaced_turns(view[:cut])})])
+        after = counter.calibration.scale(counter.static(request.instructions, request.tools)
+                                          + counter.message(marker) + sum(sizes[cut:]) + counter.tail(request))
+        outcome = CompactionOutcome("compacted", "", seq, marker.id, cut, before, after, missing, source, reply.usage)
+        data = {"seq": seq, "trigger": trigger, "replaced": {"first": first, "last": info["last"], "count": cut},
+                "keepFrom": keep_from.id, "tokensBefore": before, "tokensAfter": after, "budget": budget.wire(),
+                "source": source, "items": len(items), "repaired": [i.wire() for i in missing]}
+        if before - after < config.min_freed_ratio * before or after > budget.compact_limit:
+            outcome.status = "freed_too_little"
+            outcome.message = (f"compaction #{seq} would free too little: about {before} → {after} tokens "
+                               f"(at least {config.min_freed_ratio:.0%} must be freed, and the result must stay "
+                               f"under {budget.compact_limit}); it was not applied.")
+            self._record("context.compaction", {**data, "applied": False, "status": outcome.status})
+            self._notice("context_compaction_stopped", outcome.message, data)
+            return outcome
+        self.session.append(marker)
+        tail_reads = _reads_in(view[cut:])
+        self.session.files.reread_required.update(p for p in touched_files(originals) if p not in tail_reads)
+        self.session.files.reread_required.update(p for p in self.session.files.read_steps if p not in tail_reads)
+        outcome.message = (f"compaction #{seq} ({trigger}): {cut} older messages replaced by a checked summary, "
+                           f"about {before} → {after} tokens; originals kept in the store")
+        self._record("context.compaction", {**data, "applied": True, "summaryMessageID": marker.id})
+        self._notice("context_compaction", outcome.message, data)
+        if missing:
+            repaired = ", ".join(f"{i.kind.replace('_', ' ')} [{i.pointer}]" for i in missing)
+            self._record("context.repair", {"seq": seq, "items": [i.wire() for i in missing]})
+            self._notice("compaction_repair", f"the summary of compaction #{seq} missed {len(missing)} required "
+                                              f"item(s); restored with their pointers: {repaired}",
+                         {"seq": seq, "items": [i.wire() for i in missing]})
+        return outcome

@@ -1,0 +1,47 @@
+"""`agent/compact` and `agent/handoff`: thin handlers over `Agent.compact` / `Agent.handoff`.
+
+Both may ask the model (a summary, a handoff note), so they are async; refusals (a busy session,
+a compaction already running, the provider failing) leave through `answers` as JSON-RPC errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsp_agent.protocol.context_models import (
+    AGENT_COMPACT,
+    AGENT_HANDOFF,
+    CompactParams,
+    CompactResult,
+    HandoffParams,
+    HandoffResult,
+)
+from lsp_agent.protocol.errors import NOT_FOUND, ProtocolError
+from lsp_agent.server.app import AgentServer
+from lsp_agent.server.convert import parse
+from lsp_agent.server.methods import answers
+
+
+def _known(ls: AgentServer, session_id: str) -> None:
+    agent = ls.runtime().agent
+    if session_id not in agent.sessions and agent.env.store.session(session_id) is None:
+        raise ProtocolError(NOT_FOUND, f"no session {session_id!r} in this workspace", kind="unknown_session")
+
+
+def register_context(server: AgentServer) -> None:
+    @server.feature(AGENT_COMPACT)
+    @answers(AGENT_COMPACT)
+    async def agent_compact(ls: AgentServer, raw: Any) -> dict[str, object]:
+        params = parse(CompactParams, raw, AGENT_COMPACT)
+        _known(ls, params.session_id)
+        outcome = await ls.runtime().agent.compact(params.session_id)
+        return CompactResult.model_validate(outcome.wire()).wire()
+
+    @server.feature(AGENT_HANDOFF)
+    @answers(AGENT_HANDOFF)
+    async def agent_handoff(ls: AgentServer, raw: Any) -> dict[str, object]:
+        params = parse(HandoffParams, raw, AGENT_HANDOFF)
+        _known(ls, params.session_id)
+        started = await ls.runtime().agent.handoff(params.session_id)
+        return HandoffResult(session_id=started.session_id, generation=started.generation,
+                             parent_id=params.session_id).wire()

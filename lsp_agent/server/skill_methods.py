@@ -1,0 +1,321 @@
+"""Skill candidate handlers (SPEC 7): agent/skill/* requests, their workspace/executeCommand
+commands, the "Propose / Validate / Promote skill candidate NAME" code actions, and live refresh of
+the skills list (watchfiles) reported as `agent/skill/changed`.
+
+Handlers stay thin: parse the protocol model, call the SkillService, return the protocol model.
+Code actions and lifecycle hooks are chained onto the handlers server/methods.py registered (one
+handler per LSP method in pygls): the skill actions need awaiting — promotion is offered only when
+the evidence checks pass right now — and the watcher starts once the workspace is known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from lsp_agent.protocol.errors import INVALID_PARAMS, ProtocolError
+from lsp_agent.protocol.skill_models import (
+    AGENT_SKILL_CHANGED,
+    AGENT_SKILL_LIST,
+    AGENT_SKILL_PROMOTE,
+    AGENT_SKILL_PROPOSE,
+    AGENT_SKILL_RETIRE,
+    AGENT_SKILL_SHOW,
+    AGENT_SKILL_VALIDATE,
+    CANDIDATE_VIEW_SCHEME,
+    COMMAND_SKILL_DRAFT,
+    COMMAND_SKILL_PROMOTE,
+    COMMAND_SKILL_PROPOSE,
+    COMMAND_SKILL_VALIDATE,
+    DraftParams,
+    DraftResult,
+    ListParams,
+    NameParams,
+    ProposeParams,
+    SkillChangedParams,
+    SkillListResult,
+    SkillResult,
+    ValidateParams,
+    candidate_out,
+    skill_out,
+    skill_result,
+)
+from lsp_agent.server.app import AgentServer
+from lsp_agent.server.code_actions import (
+    PROMOTE_TITLE,
+    PROPOSE_TITLE,
+    VALIDATE_TITLE,
+    SkillDocument,
+    command_argument,
+    skill_action,
+    skill_document,
+)
+from lsp_agent.server.convert import parse
+from lsp_agent.server.methods import answers
+from lsp_agent.skills.discovery import SkillInfo, index_for
+from lsp_agent.skills.records import MAX_PROPOSAL_BYTES, Citation, State
+from lsp_agent.skills.rules import RuleFailed, check_name
+from lsp_agent.skills.service import Outcome, SkillService
+from lsp_agent.skills.watch import SkillWatcher
+from lsp_agent.store.paths import workspace_dir
+
+log = logging.getLogger(__name__)
+
+#: Where "Propose skill from this verification" puts its drafts: the state directory, outside the
+#: worktree, so a draft never makes the tree dirty.
+DRAFTS_DIR = "skill-drafts"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _service(ls: AgentServer) -> SkillService:
+    rt = ls.runtime()
+    return SkillService(rt.agent.env.store, rt.root)
+
+
+def _read_file(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(MAX_PROPOSAL_BYTES + 1)
+
+
+async def _proposal_text(ls: AgentServer, params: ProposeParams, method: str) -> str | bytes:
+    """The proposal: inline, the open document's text, or the file (bounded read)."""
+    if params.text is not None:
+        return params.text
+    assert params.uri is not None
+    doc = ls.workspace.text_documents.get(unquote(params.uri))
+    if doc is not None:
+        return str(doc.source)
+    fs = to_fs_path(params.uri)
+    if fs is None:
+        raise ProtocolError(INVALID_PARAMS, f"{method}: `uri` is not a file URI", field="uri")
+    try:
+        return await asyncio.to_thread(_read_file, Path(fs))
+    except OSError as exc:
+        raise ProtocolError(INVALID_PARAMS, f"{method}: cannot read {fs}: {exc.strerror or exc}",
+                            field="uri") from None
+
+
+def _result(ls: AgentServer, outcome: Outcome, *, view: bool = False) -> SkillResult:
+    return skill_result(outcome, ls.runtime().root, view=view)
+
+
+def _tell(ls: AgentServer, outcome: Outcome) -> None:
+    """A command run from a code action has no other way to show a refusal."""
+    if not outcome.ok:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                       message=f"lsp-agent: {outcome.line()}"))
+
+
+def _can_show_documents(ls: AgentServer) -> bool:
+    window = ls.client_capabilities.window
+    return bool(window and window.show_document and window.show_document.support)
+
+
+async def _show(ls: AgentServer, uri: str) -> None:
+    if not _can_show_documents(ls):
+        return
+    try:
+        await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
+    except Exception as exc:  # the file exists either way; the client just did not open it
+        log.info("window/showDocument %s failed: %s", uri, exc)
+
+
+# --- code actions -------------------------------------------------------------------------------
+
+
+async def skill_actions(ls: AgentServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    doc = ls.workspace.text_documents.get(unquote(uri))
+    found = skill_document(uri, str(doc.source) if doc is not None else None, CANDIDATE_VIEW_SCHEME)
+    if found is None or found.name is None:
+        return []
+    try:
+        name = check_name(found.name)
+    except RuleFailed:
+        return []
+    return await _offer(_service(ls), found, name, uri)
+
+
+async def _offer(service: SkillService, doc: SkillDocument, name: str, uri: str) -> list[types.CodeAction]:
+    candidate = service.records.get(name)
+    view = uri.startswith(f"{CANDIDATE_VIEW_SCHEME}:")
+    if candidate is None or candidate.state is State.RETIRED:
+        if doc.full and not view:
+            return [skill_action(PROPOSE_TITLE.format(name=name), COMMAND_SKILL_PROPOSE, {"uri": uri})]
+        return []
+    if candidate.state is not State.PENDING:
+        return []
+    if candidate.validation is None:
+        independent = doc.session_id is not None and doc.session_id != candidate.source.session_id
+        if independent and not view:
+            return [skill_action(VALIDATE_TITLE.format(name=name), COMMAND_SKILL_VALIDATE,
+                                 {"name": name, "uri": uri})]
+        return []
+    # Offered only while promotion would succeed: the same checks, without the write.
+    if (await service.check_promotable(name)).ok:
+        return [skill_action(PROMOTE_TITLE.format(name=name), COMMAND_SKILL_PROMOTE, {"name": name})]
+    return []
+
+
+def _chain(server: AgentServer, method: str, after: Callable[[Any, Any], Any]) -> None:
+    """Run `after(params, previous_result)` after the handler already registered for `method`,
+    staying synchronous when both are (pygls runs a plain function in the same loop turn)."""
+    features = server.protocol.fm.features
+    previous = features.get(method)
+    if not asyncio.iscoroutinefunction(previous) and not asyncio.iscoroutinefunction(after):
+        def chained_sync(params: Any) -> Any:
+            return after(params, previous(params) if previous is not None else None)
+
+        features[method] = chained_sync
+        return
+
+    async def chained(params: Any) -> Any:
+        result = previous(params) if previous is not None else None
+        if inspect.isawaitable(result):
+            result = await result
+        result = after(params, result)
+        return await result if inspect.isawaitable(result) else result
+
+    features[method] = chained
+
+
+# --- registration -------------------------------------------------------------------------------
+
+
+def register_skills(server: AgentServer) -> None:
+    watchers: list[SkillWatcher] = []
+
+    def changed(skills: list[SkillInfo]) -> None:
+        server.protocol.notify(AGENT_SKILL_CHANGED, SkillChangedParams(skills=[skill_out(s) for s in skills]).wire())
+
+    def after_initialized(params: Any, result: Any) -> Any:
+        if server.rt is not None and not watchers:
+            watcher = SkillWatcher(index_for(server.rt.root), changed)
+            watcher.start()
+            watchers.append(watcher)
+        return result
+
+    def after_shutdown(params: Any, result: Any) -> Any:
+        while watchers:
+            watchers.pop().stop_soon()
+        return result
+
+    async def after_code_action(params: types.CodeActionParams, result: Any) -> Any:
+        try:
+            extra = await skill_actions(server, params)
+        except Exception:  # the diagnostics' actions must still be answered
+            log.exception("skill code actions failed")
+            extra = []
+        return [*(result or []), *extra]
+
+    _chain(server, types.INITIALIZED, after_initialized)
+    _chain(server, types.SHUTDOWN, after_shutdown)
+    _chain(server, types.TEXT_DOCUMENT_CODE_ACTION, after_code_action)
+
+    @server.feature(AGENT_SKILL_PROPOSE)
+    @answers(AGENT_SKILL_PROPOSE)
+    async def skill_propose(ls: AgentServer, raw: Any) -> dict[str, object]:
+        params = parse(ProposeParams, raw, AGENT_SKILL_PROPOSE)
+        text = await _proposal_text(ls, params, AGENT_SKILL_PROPOSE)
+        return _result(ls, await _service(ls).propose(text)).wire()
+
+    @server.feature(AGENT_SKILL_SHOW)
+    @answers(AGENT_SKILL_SHOW)
+    def skill_show(ls: AgentServer, raw: Any) -> dict[str, object]:
+        params = parse(NameParams, raw, AGENT_SKILL_SHOW)
+        return _result(ls, _service(ls).show(params.name), view=True).wire()
+
+    @server.feature(AGENT_SKILL_VALIDATE)
+    @answers(AGENT_SKILL_VALIDATE)
+    async def skill_validate(ls: AgentServer, raw: Any) -> dict[str, object]:
+        params = parse(ValidateParams, raw, AGENT_SKILL_VALIDATE)
+        text = await _proposal_text(ls, params, AGENT_SKILL_VALIDATE)
+        return _result(ls, await _service(ls).validate(params.name, text)).wire()
+
+    @server.feature(AGENT_SKILL_PROMOTE)
+    @answers(AGENT_SKILL_PROMOTE)
+    async def skill_promote(ls: AgentServer, raw: Any) -> dict[str, object]:
+        params = parse(NameParams, raw, AGENT_SKILL_PROMOTE)
+        return _result(ls, await _service(ls).promote(params.name)).wire()
+
+    @server.feature(AGENT_SKILL_RETIRE)
+    @answers(AGENT_SKILL_RETIRE)
+    async def skill_retire(ls: AgentServer, raw: Any) -> dict[str, object]:
+        params = parse(NameParams, raw, AGENT_SKILL_RETIRE)
+        return _result(ls, await _service(ls).retire(params.name)).wire()
+
+    @server.feature(AGENT_SKILL_LIST)
+    @answers(AGENT_SKILL_LIST)
+    async def skill_list(ls: AgentServer, raw: Any) -> dict[str, object]:
+        parse(ListParams, raw, AGENT_SKILL_LIST)
+        index = index_for(ls.runtime().root)
+        await asyncio.to_thread(index.refresh)
+        return SkillListResult(candidates=[candidate_out(c) for c in _service(ls).list()],
+                               skills=[skill_out(s) for s in index.skills()]).wire()
+
+    # --- commands (code actions and the client's palette) ---------------------------------------
+
+    @server.command(COMMAND_SKILL_PROPOSE)
+    @answers(COMMAND_SKILL_PROPOSE)
+    async def command_propose(ls: AgentServer, *arguments: Any) -> dict[str, object]:
+        params = parse(ProposeParams, command_argument(arguments), COMMAND_SKILL_PROPOSE)
+        outcome = await _service(ls).propose(await _proposal_text(ls, params, COMMAND_SKILL_PROPOSE))
+        _tell(ls, outcome)
+        return _result(ls, outcome).wire()
+
+    @server.command(COMMAND_SKILL_VALIDATE)
+    @answers(COMMAND_SKILL_VALIDATE)
+    async def command_validate(ls: AgentServer, *arguments: Any) -> dict[str, object]:
+        params = parse(ValidateParams, command_argument(arguments), COMMAND_SKILL_VALIDATE)
+        text = await _proposal_text(ls, params, COMMAND_SKILL_VALIDATE)
+        outcome = await _service(ls).validate(params.name, text)
+        _tell(ls, outcome)
+        return _result(ls, outcome).wire()
+
+    @server.command(COMMAND_SKILL_PROMOTE)
+    @answers(COMMAND_SKILL_PROMOTE)
+    async def command_promote(ls: AgentServer, *arguments: Any) -> dict[str, object]:
+        params = parse(NameParams, command_argument(arguments), COMMAND_SKILL_PROMOTE)
+        result = _result(ls, await _service(ls).promote(params.name))
+        if result.ok and result.uri is not None:
+            await _show(ls, result.uri)
+        elif not result.ok:
+            ls.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Warning, message=f"lsp-agent: ERROR: {result.rule}: {result.message}"))
+        return result.wire()
+
+    @server.command(COMMAND_SKILL_DRAFT)
+    @answers(COMMAND_SKILL_DRAFT)
+    async def command_draft(ls: AgentServer, *arguments: Any) -> dict[str, object]:
+        params = parse(DraftParams, command_argument(arguments), COMMAND_SKILL_DRAFT)
+        citation = Citation(session_id=params.session_id, message_id=params.message_id, part_id=params.part_id)
+        outcome = await _service(ls).draft(citation, params.name)
+        if not outcome.ok:
+            _tell(ls, outcome)
+            return DraftResult(ok=False, rule=outcome.rule, message=outcome.message).wire()
+        stem = _UNSAFE.sub("_", params.part_id)
+        if params.name is not None:
+            stem = f"{params.name}-validation-{stem}"
+        path = workspace_dir(ls.runtime().root) / DRAFTS_DIR / f"{stem}.json"
+        await asyncio.to_thread(_write_draft, path, outcome.message)
+        await _show(ls, path.as_uri())
+        return DraftResult(ok=True, message=f"draft written to {path}", path=str(path), uri=path.as_uri()).wire()
+
+
+def _write_draft(path: Path, text: str) -> None:
+    """A new draft; an existing one (perhaps half filled in) is kept as it is."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with path.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        pass
