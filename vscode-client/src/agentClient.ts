@@ -17,6 +17,7 @@ import type {
   ReceiptParams,
   RunFinishEvent,
   RunResult,
+  SkillInfo,
   StatusResult,
   StopReason,
   Verification,
@@ -141,6 +142,7 @@ export class AgentClient {
   private freshlySent: QueueItem[] = [];
   private correctionTexts = new Map<string, string>();
   private finished = new Map<string, RunFinishEvent>();
+  private knownSkills: SkillInfo[] | undefined;
   private finishWaiters = new Map<string, ((event: RunFinishEvent) => void)[]>();
 
   constructor(options: AgentClientOptions = {}) {
@@ -159,6 +161,7 @@ export class AgentClient {
       rpc.onNotification(Notifications.event, (params) => this.onEvent(params)),
       rpc.onNotification(Notifications.queueChanged, (params) => this.onQueueChanged(params)),
       rpc.onNotification(Notifications.receipt, (params) => this.onReceipt(params)),
+      rpc.onNotification(Notifications.skillChanged, (params) => this.onSkillsChanged(params)),
     ];
   }
 
@@ -198,6 +201,24 @@ export class AgentClient {
       } catch (error) {
         this.log.error(`listener failed: ${String(error)}`);
       }
+    }
+  }
+
+  /** The skills the agent sees, as the last `agent/skill/changed` said (undefined: not told yet). */
+  get skills(): readonly SkillInfo[] | undefined {
+    return this.knownSkills;
+  }
+
+  /** A request the client has no state for (the skill methods): forwarded as is. */
+  send<T>(method: string, params?: unknown): Promise<T> {
+    return this.request<T>(method, params);
+  }
+
+  private onSkillsChanged(raw: unknown): void {
+    const skills = (raw as { skills?: unknown } | undefined)?.skills;
+    if (Array.isArray(skills)) {
+      this.knownSkills = skills as SkillInfo[];
+      this.log.info(`skills changed: ${this.knownSkills.map((s) => s.name).join(', ') || '(none)'}`);
     }
   }
 

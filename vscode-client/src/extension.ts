@@ -10,6 +10,7 @@ import { createLog } from './log.js';
 import { isMethodNotFound } from './rpc.js';
 import { ServerManager } from './server.js';
 import { classifyChange } from './settings.js';
+import { SkillCommandIds, SkillCommands } from './skills.js';
 import { VscodeHost } from './vscodeHost.js';
 import { QUEUE_VIEW_ID, QueueView } from './views/queueView.js';
 import { StatusBar } from './views/statusBar.js';
@@ -84,6 +85,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(CommandIds.showQueue, () => vscode.commands.executeCommand(`${QUEUE_VIEW_ID}.focus`));
   register(CommandIds.showLog, () => log.channel.show());
   register(CommandIds.restartServer, () => server.restart('restart requested'));
+  const skills = new SkillCommands(host, agent, log.logger);
+  register(SkillCommandIds.propose, () => skills.propose());
+  register(SkillCommandIds.validate, () => skills.validate());
+  register(SkillCommandIds.promote, () => skills.promote());
+  register(SkillCommandIds.retire, () => skills.retire());
+  register(SkillCommandIds.list, () => skills.list());
 
   // Settings: a new interpreter needs a new process; the rest goes to the running server.
   let restartTimer: NodeJS.Timeout | undefined;

@@ -29,6 +29,15 @@ export interface Host {
   /** the active editor's selection (the current line when nothing is selected) */
   activeSelection(): SelectionFacts | undefined;
   executeCommand(command: string, ...args: unknown[]): Promise<unknown>;
+  /** the active editor's document: its URI (as a string) and workspace-relative path */
+  activeDocument(): DocumentFacts | undefined;
+  /** an open-file dialog for one file; its URI as a string, or undefined when cancelled */
+  pickFile(options: { title: string; openLabel: string }): Promise<string | undefined>;
+}
+
+export interface DocumentFacts {
+  uri: string;
+  path: string;
 }
 
 /** The agent input (composer) of the transcript view. */

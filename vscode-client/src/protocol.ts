@@ -24,6 +24,7 @@ export const Notifications = {
   event: 'agent/event',
   queueChanged: 'agent/queueChanged',
   receipt: 'agent/receipt',
+  skillChanged: 'agent/skill/changed',
 } as const;
 
 /** Requests the server sends to the client. */

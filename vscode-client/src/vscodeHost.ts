@@ -4,7 +4,7 @@
 import * as vscode from 'vscode';
 
 import type { SelectionFacts } from './corrections.js';
-import type { Host, InputOptions, PickItem } from './host.js';
+import type { DocumentFacts, Host, InputOptions, PickItem } from './host.js';
 
 const FLASH_MS = 5000;
 
@@ -74,5 +74,25 @@ export class VscodeHost implements Host {
 
   async executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
     return vscode.commands.executeCommand(command, ...args);
+  }
+
+  activeDocument(): DocumentFacts | undefined {
+    const document = vscode.window.activeTextEditor?.document;
+    if (!document) {
+      return undefined;
+    }
+    return { uri: document.uri.toString(), path: vscode.workspace.asRelativePath(document.uri, false) };
+  }
+
+  async pickFile(options: { title: string; openLabel: string }): Promise<string | undefined> {
+    const picked = await vscode.window.showOpenDialog({
+      title: options.title,
+      openLabel: options.openLabel,
+      canSelectFiles: true,
+      canSelectFolders: false,
+      canSelectMany: false,
+      filters: { JSON: ['json'], 'All files': ['*'] },
+    });
+    return picked?.[0]?.toString();
   }
 }

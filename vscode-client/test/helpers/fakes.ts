@@ -2,7 +2,7 @@
 // peer. The protocol test uses the real server instead of FakeRpc.
 
 import type { SelectionFacts } from '../../src/corrections.js';
-import type { Composer, Host, InputOptions, PickItem } from '../../src/host.js';
+import type { Composer, DocumentFacts, Host, InputOptions, PickItem } from '../../src/host.js';
 import type { Disposable, Rpc } from '../../src/rpc.js';
 
 /** A value to answer with, or a function of the params (an Error becomes an error answer). */
@@ -68,7 +68,14 @@ export class FakeHost implements Host {
   inputAnswers: (string | undefined)[] = [];
   choice: string | undefined;
   selection: SelectionFacts | undefined;
+  document: DocumentFacts | undefined;
+  /** the index picked in each quick pick, in order (then `pickIndex`); -1 cancels */
+  pickIndexes: number[] = [];
   pickIndex = 0;
+  /** the items offered by each quick pick, in order */
+  readonly picks: PickItem[][] = [];
+  fileAnswer: string | undefined;
+  readonly fileDialogs: { title: string; openLabel: string }[] = [];
 
   showInfo(message: string): Promise<string | undefined> {
     this.messages.push({ level: 'info', text: message });
@@ -95,7 +102,18 @@ export class FakeHost implements Host {
   }
 
   quickPick<T extends PickItem>(items: T[]): Promise<T | undefined> {
-    return Promise.resolve(items[this.pickIndex]);
+    this.picks.push(items);
+    const index = this.pickIndexes.shift() ?? this.pickIndex;
+    return Promise.resolve(index < 0 ? undefined : items[index]);
+  }
+
+  activeDocument(): DocumentFacts | undefined {
+    return this.document;
+  }
+
+  pickFile(options: { title: string; openLabel: string }): Promise<string | undefined> {
+    this.fileDialogs.push(options);
+    return Promise.resolve(this.fileAnswer);
   }
 
   setContext(key: string, value: unknown): Promise<void> {

@@ -6,12 +6,15 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, it } from 'node:test';
 
-import { Methods } from '../../src/protocol.js';
+import { Methods, SkillMethods } from '../../src/protocol.js';
 import type { QueueItem } from '../../src/protocol.js';
 import { errorFacts, isConflict } from '../../src/rpc.js';
+import { SkillCommands } from '../../src/skills.js';
 import type { SteerEntry } from '../../src/transcript.js';
+import { FakeHost } from '../helpers/fakes.js';
 import { Editor, PYTHON, fixture, serverMethods, workspace } from './harness.js';
 
 const methods = serverMethods();
@@ -252,6 +255,26 @@ describe('protocol: the real server over vscode-jsonrpc', () => {
       await editor.client.waitForFinish(run.generation);
       const result = await editor.client.compact();
       assert.equal(typeof result, 'object');
+    });
+  });
+
+  it('skill commands: the list, and a proposal refused with its rule over workspace/executeCommand', { ...TEST, skip: needs(SkillMethods.list, SkillMethods.propose) }, async () => {
+    const proposal = JSON.stringify({
+      name: 'demo-skill',
+      description: 'a demo',
+      applicability: 'never',
+      procedure: 'nothing',
+      evidence: { sessionID: 'ses_missing', messageID: 'msg_missing', partID: 'prt_missing' },
+    });
+    await withEditor(workspace({ 'proposal.json': proposal }), { model: 'scripted/demo' }, async (editor) => {
+      const host = new FakeHost();
+      const skills = new SkillCommands(host, editor.client, { info: () => undefined, warn: () => undefined, error: () => undefined });
+      await skills.list();
+      assert.match(host.last('info')!, /No skills or skill candidates/);
+      host.document = { uri: pathToFileURL(path.join(editor.root, 'proposal.json')).href, path: 'proposal.json' };
+      await skills.propose();
+      assert.equal(host.last('error'), undefined, host.last('error'));
+      assert.match(host.last('warning')!, /^Propose Skill Candidate refused \([a-z_]+\): /);
     });
   });
 });
