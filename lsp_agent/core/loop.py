@@ -254,7 +254,8 @@ class Generation:
         tokens = self.session.context.counter.tokens(request)
         record: dict[str, Any] = {
             "generation": self.id, "step": self.steps, "model": self.env.model.name,
-            "capabilityResolution": resolution.wire(), "hashes": request_hashes(body),
+            "capabilityResolution": resolution.wire(),
+            "hashes": request_hashes(body, request.instructions, self.env.registry.digest),
             "bytes": len(body), "prefixShare": round(share, 6), "messages": len(request.messages),
             "tokens": tokens,
         }

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 
 def common_prefix_len(a: bytes, b: bytes) -> int:
-    """Length of the common prefix, by bisection over slice comparisons (memcmp speed)."""
+    """Length of the common prefix, by bisection. `startswith` over a memoryview slice compares
+    with memcmp and copies nothing (slicing bytes would copy a megabyte per probe)."""
     lo, hi = 0, min(len(a), len(b))
+    view = memoryview(a)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if b.startswith(view[:mid]):
             lo = mid
         else:
             hi = mid - 1

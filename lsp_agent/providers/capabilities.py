@@ -128,12 +128,17 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def request_hashes(body: bytes) -> dict[str, str]:
+def request_hashes(body: bytes, instructions: str | None = None, tools_sha256: str | None = None) -> dict[str, str]:
     """sha256 of the whole body, of the instructions and of the tool list (replay records).
 
-    Works for both wires: instructions are the `instructions` field (Responses) or the
-    leading system message (Chat Completions). Never returns any content itself.
+    Callers that know the instructions and the tool list's digest pass them (the loop does:
+    re-parsing a long body costs milliseconds a step). Otherwise they are read from the body,
+    for both wires: the `instructions` field (Responses) or the leading system message (Chat
+    Completions). Never returns any content itself.
     """
+    if instructions is not None and tools_sha256 is not None:
+        return {"bodySha256": _sha256(body), "instructionsSha256": _sha256(instructions.encode("utf-8")),
+                "toolsSha256": tools_sha256}
     try:
         parsed: Any = json.loads(body)
     except ValueError:

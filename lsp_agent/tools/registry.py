@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from lsp_agent.core.ports import ToolSpec
@@ -30,6 +32,9 @@ class ToolRegistry:
             raise ValueError(f"duplicate tool names: {names}")
         self._tools = {t.name: t for t in tools}
         self._specs = [ToolSpec(name=t.name, description=t.description, parameters=schema_of(t)) for t in tools]
+        listed = json.dumps([s.model_dump() for s in self._specs], separators=(",", ":"), ensure_ascii=False)
+        #: sha256 of the tool list; it changes only when the registry does (replay records)
+        self.digest = hashlib.sha256(listed.encode("utf-8")).hexdigest()
 
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
