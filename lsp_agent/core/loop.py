@@ -20,6 +20,7 @@ from lsp_agent.context.manager import ContextManager, ContextOverflow
 from lsp_agent.context.reminders import reminders
 from lsp_agent.context.stale import stale_note
 from lsp_agent.core import controller, events, verification
+from lsp_agent.core.deltas import DeltaCoalescer
 from lsp_agent.core.events import StopReason
 from lsp_agent.core.history import (
     ErrorKind,
@@ -321,15 +322,26 @@ class Generation:
         text_id, reasoning_id = _new_part_id(), _new_part_id()
         streamed: list[str] = []
 
+        def emit_delta(kind: str, text: str) -> None:
+            if kind == "text":
+                self.emit(events.TextDelta(**self._base(), part_id=text_id, delta=text))
+            else:
+                self.emit(events.ReasoningDelta(**self._base(), part_id=reasoning_id, delta=text))
+
+        deltas = DeltaCoalescer(emit_delta)
+
         async def consume() -> AssistantReply:
-            async for item in self.env.provider.stream(request, body):
-                if isinstance(item, TextDelta):
-                    streamed.append(item.text)
-                    self.emit(events.TextDelta(**self._base(), part_id=text_id, delta=item.text))
-                elif isinstance(item, ReasoningDelta):
-                    self.emit(events.ReasoningDelta(**self._base(), part_id=reasoning_id, delta=item.text))
-                elif isinstance(item, ReplyDone):
-                    return item.reply
+            try:
+                async for item in self.env.provider.stream(request, body):
+                    if isinstance(item, TextDelta):
+                        streamed.append(item.text)
+                        deltas.add("text", item.text)
+                    elif isinstance(item, ReasoningDelta):
+                        deltas.add("reasoning", item.text)
+                    elif isinstance(item, ReplyDone):
+                        return item.reply
+            finally:
+                deltas.flush()  # what arrived is shown, whatever happens next
             raise ProviderError(ProviderErrorKind.STREAM_CUT, "the provider ended the stream without a complete reply")
 
         self._stream_task = asyncio.ensure_future(consume())
