@@ -8,7 +8,6 @@ import asyncio
 import json
 import logging
 import sqlite3
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -21,9 +20,9 @@ from lsp_agent.context.reminders import reminders
 from lsp_agent.context.stale import stale_note
 from lsp_agent.core import controller, events, verification
 from lsp_agent.core.deltas import DeltaCoalescer
+from lsp_agent.core.dispatch import CallRunner
 from lsp_agent.core.events import StopReason
 from lsp_agent.core.history import (
-    ErrorKind,
     Message,
     Role,
     TextPart,
@@ -52,7 +51,7 @@ from lsp_agent.providers.capabilities import (
 )
 from lsp_agent.skills.discovery import skills_block
 from lsp_agent.store.trace import TraceWriter
-from lsp_agent.tools.base import Access, ToolContext, ToolResult
+from lsp_agent.tools.base import ToolContext
 from lsp_agent.tools.process import cancel_signal
 
 log = logging.getLogger(__name__)
@@ -123,7 +122,8 @@ class Generation:
         self.cancel_event = asyncio.Event()
         limits = self.env.settings.limits
         self.guard = LoopGuard(limits.loop_warn_repeats, limits.loop_stop_repeats)
-        self._waiting: set[asyncio.Task[Any]] = set()
+        self.calls = CallRunner(session.gate, self.cancel_event, self.emit, self._base(),
+                                self.env.settings.limits.result_chars)
         self._stream_task: asyncio.Future[AssistantReply] | None = None
         self._assistant_message_id = ""
         self.begun = False
@@ -143,8 +143,7 @@ class Generation:
         self.cancel_event.set()
         if self._stream_task is not None:
             self._stream_task.cancel()
-        for task in list(self._waiting):
-            task.cancel()
+        self.calls.cancel_waiting()
 
     def emit(self, event: Any) -> None:
         self.env.sink.emit(event)
@@ -381,7 +380,7 @@ class Generation:
                           applier=self.env.applier, files=self.session.files, step=self.steps,
                           session_id=self.session.id, message_id=self._assistant_message_id)
         verdicts = [controller.check(call, self.env.registry, ctx) for call in calls]
-        tasks = [asyncio.ensure_future(self._run_call(call, verdict, ctx))
+        tasks = [asyncio.ensure_future(self.calls.run(call, verdict, ctx, self.steps))
                  for call, verdict in zip(calls, verdicts, strict=True)]
         results = list(await asyncio.gather(*tasks))
         for call, result in zip(calls, results, strict=True):
@@ -396,53 +395,6 @@ class Generation:
         if note is not None:  # appended at the next step boundary, never edited into the earlier read
             self.session.pending_notes.append(note)
         return results
-
-    async def _run_call(self, call: ToolCallPart, verdict: controller.Accepted | controller.Rejection,
-                        ctx: ToolContext) -> ToolResultPart:
-        if isinstance(verdict, controller.Rejection):
-            return ToolResultPart(call_id=call.call_id, name=call.name, ok=False, output=verdict.output,
-                                  error_kind=verdict.kind)
-        tool = verdict.tool
-        task = asyncio.current_task()
-        assert task is not None
-        self._waiting.add(task)
-        started = time.monotonic()
-        try:
-            async with self.session.gate.hold(exclusive=tool.access is not Access.READ):
-                self._waiting.discard(task)
-                if self.cancel_event.is_set():
-                    raise asyncio.CancelledError
-                self.emit(events.ToolStart(**self._base(), step=self.steps, part=events.ToolPartInfo(
-                    id=call.id, message_id=ctx.message_id, call_id=call.call_id, tool=call.name,
-                    state=events.ToolState(status="running", input=verdict.raw_args))))
-                result = await self._execute(tool, verdict, ctx)
-        except asyncio.CancelledError:
-            self._waiting.discard(task)
-            result = ToolResult.failure(ErrorKind.CANCELLED,
-                                        "cancelled: the run was cancelled before this call ran; nothing was done.")
-        if self.cancel_event.is_set() and result.ok is False and result.error_kind is None:
-            result.error_kind = ErrorKind.CANCELLED
-        if self.cancel_event.is_set() and tool.access is Access.EXEC and result.error_kind is not ErrorKind.CANCELLED:
-            result = ToolResult(False, f"ERROR: cancelled while running; partial output kept.\n{result.output}",
-                                ErrorKind.CANCELLED, result.metadata)
-        bound = self.env.settings.limits.result_chars
-        output = result.output if len(result.output) <= bound else (
-            result.output[:bound] + f"\n[TRUNCATED] result cut at {bound} characters")
-        return ToolResultPart(call_id=call.call_id, name=call.name, ok=result.ok, output=output,
-                              error_kind=result.error_kind, metadata=result.metadata,
-                              elapsed_ms=int((time.monotonic() - started) * 1000))
-
-    async def _execute(self, tool: Any, verdict: controller.Accepted, ctx: ToolContext) -> ToolResult:
-        try:
-            result: ToolResult = await tool.run(verdict.args, ctx)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a tool bug must not take the session down
-            log.exception("tool %s failed", tool.name)
-            return ToolResult.failure(ErrorKind.TOOL_FAILURE,
-                                      f"tool_failure: {tool.name} failed unexpectedly ({type(exc).__name__}: {exc}). "
-                                      "Try a different approach or report it to the user.")
-        return result
 
     def _record_call(self, call: ToolCallPart, result: ToolResultPart) -> None:
         self.tool_calls += 1

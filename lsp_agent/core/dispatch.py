@@ -1,0 +1,85 @@
+"""Running one step's calls: through the session's gate, with cooperative cancellation.
+
+A call cancelled while it waits at the gate never runs; a running program is killed by the
+generation's cancel signal and its partial output kept; a tool bug becomes that call's own
+`tool_failure` result instead of taking the session down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from lsp_agent.core import controller, events
+from lsp_agent.core.gate import Gate
+from lsp_agent.core.history import ErrorKind, ToolCallPart, ToolResultPart
+from lsp_agent.tools.base import Access, Tool, ToolContext, ToolResult
+
+log = logging.getLogger(__name__)
+
+
+class CallRunner:
+    def __init__(self, gate: Gate, cancel_event: asyncio.Event, emit: Callable[[Any], None],
+                 base: dict[str, str], result_chars: int) -> None:
+        self.gate = gate
+        self.cancel_event = cancel_event
+        self.emit = emit
+        self.base = base
+        self.result_chars = result_chars
+        self._waiting: set[asyncio.Task[Any]] = set()
+
+    def cancel_waiting(self) -> None:
+        """Calls still waiting at the gate are cancelled; they will never run."""
+        for task in list(self._waiting):
+            task.cancel()
+
+    async def run(self, call: ToolCallPart, verdict: controller.Accepted | controller.Rejection,
+                  ctx: ToolContext, step: int) -> ToolResultPart:
+        if isinstance(verdict, controller.Rejection):
+            return ToolResultPart(call_id=call.call_id, name=call.name, ok=False, output=verdict.output,
+                                  error_kind=verdict.kind)
+        tool = verdict.tool
+        task = asyncio.current_task()
+        assert task is not None
+        self._waiting.add(task)
+        started = time.monotonic()
+        try:
+            async with self.gate.hold(exclusive=tool.access is not Access.READ):
+                self._waiting.discard(task)
+                if self.cancel_event.is_set():
+                    raise asyncio.CancelledError
+                self.emit(events.ToolStart(**self.base, step=step, part=events.ToolPartInfo(
+                    id=call.id, message_id=ctx.message_id, call_id=call.call_id, tool=call.name,
+                    state=events.ToolState(status="running", input=verdict.raw_args))))
+                result = await _execute(tool, verdict, ctx)
+        except asyncio.CancelledError:
+            self._waiting.discard(task)
+            result = ToolResult.failure(ErrorKind.CANCELLED,
+                                        "cancelled: the run was cancelled before this call ran; nothing was done.")
+        if self.cancel_event.is_set() and result.ok is False and result.error_kind is None:
+            result.error_kind = ErrorKind.CANCELLED
+        if self.cancel_event.is_set() and tool.access is Access.EXEC and result.error_kind is not ErrorKind.CANCELLED:
+            result = ToolResult(False, f"ERROR: cancelled while running; partial output kept.\n{result.output}",
+                                ErrorKind.CANCELLED, result.metadata)
+        bound = self.result_chars
+        output = result.output if len(result.output) <= bound else (
+            result.output[:bound] + f"\n[TRUNCATED] result cut at {bound} characters")
+        return ToolResultPart(call_id=call.call_id, name=call.name, ok=result.ok, output=output,
+                              error_kind=result.error_kind, metadata=result.metadata,
+                              elapsed_ms=int((time.monotonic() - started) * 1000))
+
+
+async def _execute(tool: Tool[Any], verdict: controller.Accepted, ctx: ToolContext) -> ToolResult:
+    try:
+        result: ToolResult = await tool.run(verdict.args, ctx)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a tool bug must not take the session down
+        log.exception("tool %s failed", tool.name)
+        return ToolResult.failure(ErrorKind.TOOL_FAILURE,
+                                  f"tool_failure: {tool.name} failed unexpectedly ({type(exc).__name__}: {exc}). "
+                                  "Try a different approach or report it to the user.")
+    return result
