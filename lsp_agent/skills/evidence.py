@@ -10,7 +10,6 @@ the model's words or from the part's top-level flags: only the stored envelope c
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,8 +22,7 @@ from lsp_agent.core.history import Part, Role, ToolCallPart, ToolResultPart
 from lsp_agent.skills.records import Citation, Evidence
 from lsp_agent.skills.rules import Rule, RuleFailed
 from lsp_agent.store.db import Store
-from lsp_agent.tools.fingerprint import FingerprintError, _digest, source_fingerprint
-from lsp_agent.tools.process import run_process
+from lsp_agent.tools.fingerprint import FingerprintError, source_fingerprint
 from lsp_agent.tools.verify_envelope import VerifyEnvelope, envelope_status
 
 VERIFY_TOOL = "verify_project"
@@ -132,37 +130,7 @@ def passing_envelope(part: ToolResultPart) -> VerifyEnvelope:
 async def workspace_state(root: Path, exclude: Iterable[str] = ()) -> tuple[str | None, bool | None, str]:
     """(revision, clean, digest) now, as verify_project computes them. `exclude`: workspace paths left
     out of both (a skill file this candidate's own interrupted promotion already wrote)."""
-    skip = frozenset(exclude)
-    if not skip:
-        return await source_fingerprint(root, GIT_TIMEOUT_S)
-    root = await asyncio.to_thread(root.resolve)
-    head = await run_process(["git", "rev-parse", "--verify", "--quiet", "HEAD"], root, GIT_TIMEOUT_S)
-    revision = head.output.strip() if head.exit_code == 0 and head.output.strip() else None
-    status = await run_process(["git", "status", "--porcelain", "-z", "--untracked-files=all"], root,
-                               GIT_TIMEOUT_S)
-    files = await run_process(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], root,
-                              GIT_TIMEOUT_S)
-    for outcome in (status, files):
-        if outcome.exit_code != 0 or outcome.output_truncated:
-            raise FingerprintError(f"git failed (exit={outcome.exit_code})")
-    clean = all(entry[:2] == "??" and entry[3:] in skip for entry in _status_entries(status.output))
-    paths = [p for p in files.output.split("\0") if p and p not in skip]
-    return revision, clean, await asyncio.to_thread(_digest, root, revision, paths)
-
-
-def _status_entries(out: str) -> list[str]:
-    tokens = out.split("\0")
-    entries: list[str] = []
-    index = 0
-    while index < len(tokens):
-        token = tokens[index]
-        index += 1
-        if not token:
-            continue
-        entries.append(token)
-        if token[:1] in ("R", "C"):
-            index += 1  # a rename or copy is followed by its original path
-    return entries
+    return await source_fingerprint(root, GIT_TIMEOUT_S, exclude)
 
 
 async def check_current(root: Path, envelope: VerifyEnvelope, exclude: Iterable[str] = ()) -> None:

@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from lsp_agent.tools.process import run_process
@@ -80,9 +81,12 @@ async def _git(root: Path, timeout_s: float, *args: str) -> tuple[int | None, st
     return outcome.exit_code, outcome.output, outcome.output_truncated
 
 
-async def source_fingerprint(root: Path, timeout_s: float = 60.0) -> tuple[str | None, bool | None, str]:
+async def source_fingerprint(root: Path, timeout_s: float = 60.0,
+                             exclude: Iterable[str] = ()) -> tuple[str | None, bool | None, str]:
     """(revision, clean, digest) of the workspace as it is now. Raises FingerprintError when the
-    sources cannot be listed completely (a partial digest would be worse than none)."""
+    sources cannot be listed completely (a partial digest would be worse than none). `exclude`:
+    untracked workspace paths left out of both the clean check and the digest."""
+    skip = frozenset(exclude)
     root = await asyncio.to_thread(root.resolve)
     try:
         code, out, _ = await _git(root, timeout_s, "rev-parse", "--is-inside-work-tree")
@@ -92,14 +96,30 @@ async def source_fingerprint(root: Path, timeout_s: float = 60.0) -> tuple[str |
         return None, None, await asyncio.to_thread(lambda: _digest(root, None, _walk_files(root)))
     code, out, _ = await _git(root, timeout_s, "rev-parse", "--verify", "--quiet", "HEAD")
     revision = out.strip() if code == 0 and out.strip() else None  # None before the first commit
-    code, out, cut = await _git(root, timeout_s, "status", "--porcelain")
+    code, out, cut = await _git(root, timeout_s, "status", "--porcelain", "-z", "--untracked-files=all")
     if code != 0 or cut:
         raise FingerprintError(f"git status failed (exit={code})")
-    clean = not out.strip()
+    clean = all(entry[:2] == "??" and entry[3:] in skip for entry in _status_entries(out))
     code, out, cut = await _git(root, timeout_s, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     if code != 0:
         raise FingerprintError(f"git ls-files failed (exit={code})")
     if cut:
         raise FingerprintError("the list of files is larger than the output capture limit")
-    paths = [p for p in out.split("\0") if p]
+    paths = [p for p in out.split("\0") if p and p not in skip]
     return revision, clean, await asyncio.to_thread(_digest, root, revision, paths)
+
+
+def _status_entries(out: str) -> list[str]:
+    """Entries of `git status --porcelain -z` (a rename or copy is followed by its original path)."""
+    tokens = out.split("\0")
+    entries: list[str] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if not token:
+            continue
+        entries.append(token)
+        if token[:1] in ("R", "C"):
+            index += 1
+    return entries
