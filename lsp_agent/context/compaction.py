@@ -23,7 +23,6 @@ from typing import Any
 
 from lsp_agent.context.view import HANDOFF, compaction_of
 from lsp_agent.core.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
-from lsp_agent.providers.scripted import REPLACED_TURNS
 
 __all__ = [
     "INSTRUCTION_FILES",
@@ -34,7 +33,6 @@ __all__ = [
     "missing_items",
     "plan_cut",
     "repair_section",
-    "replaced_turns",
     "required_items",
     "touched_files",
 ]
@@ -291,20 +289,6 @@ def compaction_prompt(marker: str, replaced: int, items: Sequence[Item], purpose
         f"{listed}\n"
         "Reply with the summary text only; do not call tools."
     )
-
-
-def replaced_turns(messages: Iterable[Message]) -> int:
-    """Assistant turns `messages` stand for (their own, plus what earlier summaries replaced)."""
-    turns = 0
-    for message in messages:
-        if message.role is Role.ASSISTANT:
-            turns += 1
-            continue
-        for part in message.parts:
-            if isinstance(part, TextPart) and part.synthetic:
-                value = part.metadata.get(REPLACED_TURNS)
-                turns += value if isinstance(value, int) else 0
-    return turns
 
 
 def plan_cut(view: Sequence[Message], keep_recent: int, sizes: Sequence[int], tail_limit: int) -> int | None:

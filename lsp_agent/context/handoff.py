@@ -20,7 +20,6 @@ from lsp_agent.context.compaction import (
     compaction_prompt,
     failure_signature,
     harness_summary,
-    replaced_turns,
     required_items,
     touched_files,
 )
@@ -29,9 +28,8 @@ from lsp_agent.context.manager import Ask
 from lsp_agent.context.view import HANDOFF, compaction_of, model_view
 from lsp_agent.core import ids
 from lsp_agent.core.events import NoticeEvent
-from lsp_agent.core.history import Message, Role, TextPart
+from lsp_agent.core.history import REPLACED_TURNS, Message, Role, TextPart, assistant_turns
 from lsp_agent.core.ports import ModelRequest
-from lsp_agent.providers.scripted import REPLACED_TURNS
 
 if TYPE_CHECKING:
     from lsp_agent.core.session import AgentSession
@@ -100,7 +98,7 @@ async def prepare_handoff(session: AgentSession, request: ModelRequest, ask: Ask
     info = {"from": session.id, "reason": reason, "items": [i.wire() for i in items],
             "repaired": [i.pointer for i in missing], "source": "model" if reply.text.strip() else "harness"}
     note = Message(role=Role.USER, parts=[TextPart(text=body, synthetic=True,
-                                                   metadata={HANDOFF: info, REPLACED_TURNS: replaced_turns(view)})])
+                                                   metadata={HANDOFF: info, REPLACED_TURNS: assistant_turns(view)})])
     env.store.append_message(new_id, note)
     data = {"from": session.id, "to": new_id, "reason": reason, "items": len(items),
             "repaired": [i.wire() for i in missing]}

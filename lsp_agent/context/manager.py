@@ -20,16 +20,14 @@ from lsp_agent.context.compaction import (
     compaction_prompt,
     harness_summary,
     plan_cut,
-    replaced_turns,
     required_items,
     touched_files,
 )
 from lsp_agent.context.folding import fold_all, fold_batch, placeholder
 from lsp_agent.context.view import COMPACTION, compaction_of
 from lsp_agent.core.events import NoticeEvent
-from lsp_agent.core.history import Message, Role, TextPart, Usage
+from lsp_agent.core.history import REPLACED_TURNS, Message, Role, TextPart, Usage, assistant_turns
 from lsp_agent.core.ports import AssistantReply, ModelRequest
-from lsp_agent.providers.scripted import REPLACED_TURNS
 
 if TYPE_CHECKING:
     from lsp_agent.core.session import AgentSession
@@ -245,7 +243,7 @@ class ContextManager:
                 "repaired": [i.pointer for i in missing]}
         marker = Message(role=Role.USER, generation=self.generation or None, step=self.step or None, parts=[
             TextPart(text=body, synthetic=True,
-                     metadata={COMPACTION: info, REPLACED_TURNS: replaced_turns(view[:cut])})])
+                     metadata={COMPACTION: info, REPLACED_TURNS: assistant_turns(view[:cut])})])
         after = counter.calibration.scale(counter.static(request.instructions, request.tools)
                                           + counter.message(marker) + sum(sizes[cut:]) + counter.tail(request))
         outcome = CompactionOutcome("compacted", "", seq, marker.id, cut, before, after, missing, source, reply.usage)

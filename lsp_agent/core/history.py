@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -106,3 +107,21 @@ class Message(BaseModel):
 
     def tool_results(self) -> list[ToolResultPart]:
         return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+
+#: TextPart metadata of a compaction summary or handoff note: the assistant turns it stands for.
+REPLACED_TURNS = "replaced_assistant_turns"
+
+
+def assistant_turns(messages: Iterable[Message]) -> int:
+    """Assistant turns `messages` stand for: their own, plus what earlier summaries replaced."""
+    turns = 0
+    for message in messages:
+        if message.role is Role.ASSISTANT:
+            turns += 1
+            continue
+        for part in message.parts:
+            if isinstance(part, TextPart) and part.synthetic:
+                value = part.metadata.get(REPLACED_TURNS)
+                turns += value if isinstance(value, int) else 0
+    return turns

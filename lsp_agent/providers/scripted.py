@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lsp_agent.config import Settings
 from lsp_agent.core import ids
-from lsp_agent.core.history import ReasoningPart, Role, TextPart, ToolCallPart, Usage
+from lsp_agent.core.history import ReasoningPart, ToolCallPart, Usage, assistant_turns
 from lsp_agent.core.ports import (
     AssistantReply,
     ModelRequest,
@@ -104,7 +104,7 @@ class ScriptedProvider:
             for candidate in self.script.replies:
                 if candidate.when is not None and candidate.when in tail:
                     return candidate
-        index = _assistant_turns(request)
+        index = assistant_turns(request.messages)
         replies = [r for r in self.script.replies if r.when is None]
         if index < len(replies):
             return replies[index]
@@ -129,7 +129,7 @@ class ScriptedProvider:
             yield TextDelta(text=piece)
             if n % 32 == 31:
                 await asyncio.sleep(0)
-        turn = _assistant_turns(request)
+        turn = assistant_turns(request.messages)
         calls = [
             ToolCallPart(call_id=f"call_{turn}_{n}", name=c.name,
                          arguments=c.arguments_raw if c.arguments_raw is not None
@@ -139,23 +139,6 @@ class ScriptedProvider:
         usage = reply.usage or _estimate_usage(request, reply)
         reasoning = [ReasoningPart(id=ids.part_id(), text=reply.reasoning)] if reply.reasoning else []
         yield ReplyDone(reply=AssistantReply(text=reply.text, reasoning=reasoning, tool_calls=calls, usage=usage))
-
-
-#: TextPart metadata of a compaction summary or handoff note: the assistant turns it stands for.
-REPLACED_TURNS = "replaced_assistant_turns"
-
-
-def _assistant_turns(request: ModelRequest) -> int:
-    turns = 0
-    for message in request.messages:
-        if message.role is Role.ASSISTANT:
-            turns += 1
-            continue
-        for part in message.parts:
-            if isinstance(part, TextPart) and part.synthetic:
-                replaced = part.metadata.get(REPLACED_TURNS)
-                turns += replaced if isinstance(replaced, int) else 0
-    return turns
 
 
 def _estimate_usage(request: ModelRequest, reply: ScriptedReply) -> Usage:
