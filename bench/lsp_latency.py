@@ -20,26 +20,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import attrs
-import cattrs
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
-from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
 from lsp_agent.providers.scripted import Script, ScriptedCall, ScriptedReply
+from lsp_agent.server.convert import make_converter
 
 TARGET_P99_MS = 20.0
-
-
-def raw_converter() -> cattrs.Converter:
-    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
-
-    def keep(obj: dict[str, Any], cls: type[Any]) -> Any:
-        return cls(**{f.name: obj.get(f.name) for f in attrs.fields(cls)})
-
-    for message in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
-        converter.register_structure_hook(message, keep)
-    return converter
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -82,7 +69,7 @@ async def bench(steps: int, text_kb: int, idle: int) -> dict[str, Any]:
         make_script(script, steps, text_kb)
         env = {**os.environ, "LSP_AGENT_STATE_DIR": str(Path(tmp) / "state"),
                "XDG_CONFIG_HOME": str(Path(tmp) / "config")}
-        client = LanguageClient("bench", "1", converter_factory=raw_converter)
+        client = LanguageClient("bench", "1", converter_factory=make_converter)
         finished = asyncio.Event()
         counts: dict[str, Any] = {"events": 0, "deltas": 0, "stop": None}
 

@@ -19,11 +19,11 @@ import pytest
 import pytest_asyncio
 from lsprotocol import converters, types
 from pygls.exceptions import JsonRpcMethodNotFound
-from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 from pytest_lsp import LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from lsp_agent.providers.scripted import Script, ScriptedReply
+from lsp_agent.server.convert import make_converter
 
 PY = sys.executable
 SERVER = [PY, "-m", "lsp_agent", "serve"]
@@ -31,14 +31,8 @@ TIMEOUT = 30.0
 
 
 def raw_converter() -> cattrs.Converter:
-    """pygls' converter, but unknown methods keep their JSON (no namedtuples) — like the server's."""
-    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
-
-    def keep(obj: dict[str, Any], cls: type[Any]) -> Any:
-        return cls(**{f.name: obj.get(f.name) for f in attrs.fields(cls)})
-
-    for message in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
-        converter.register_structure_hook(message, keep)
+    """The server's converter (unknown methods keep their JSON), plus one client-side fix."""
+    converter = make_converter()
 
     # lsprotocol takes any code action with a `command` for a bare Command; a Command's
     # `command` is a string, a CodeAction's is an object.
