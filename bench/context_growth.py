@@ -32,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +42,7 @@ if str(REPO) not in sys.path:
 from lsp_agent.config import ProviderConfig, load_settings  # noqa: E402
 from lsp_agent.context.budget import Budget  # noqa: E402
 from lsp_agent.core.loop import Generation  # noqa: E402
-from lsp_agent.core.ports import ModelRequest, ProviderEvent  # noqa: E402
+from lsp_agent.core.ports import ModelRequest  # noqa: E402
 from lsp_agent.core.prefix import common_prefix_len  # noqa: E402
 from lsp_agent.core.session import AgentSession  # noqa: E402
 from lsp_agent.headless import open_environment  # noqa: E402
@@ -54,17 +53,6 @@ UNMANAGED = 100_000_000
 FILES = 20
 LINES = 200
 CHAT = ChatCompletionsProvider(ProviderConfig.model_validate({"base_url": "http://127.0.0.1:9/v1"}), model="bench")
-
-
-class Capturing(ScriptedProvider):
-    def __init__(self, script: Script) -> None:
-        super().__init__(script)
-        self.requests: list[ModelRequest] = []
-
-    async def stream(self, request: ModelRequest, body: bytes | None = None) -> AsyncIterator[ProviderEvent]:
-        self.requests.append(request)
-        async for event in super().stream(request, body):
-            yield event
 
 
 def workspace(root: Path) -> None:
@@ -143,7 +131,7 @@ async def measure(label: str, window: int, steps: int, tuning: dict[str, object]
         # The same verify failure recurs on purpose; an automatic handoff would end the session early.
         settings = load_settings(root, {"maxSteps": steps + 5, "compaction": {
             "context_window": window, "handoff_after_same_failures": 0, **(tuning or {})}})
-        provider = Capturing(Script(label="bench", replies=script(steps)))
+        provider = ScriptedProvider(Script(label="bench", replies=script(steps)), record_requests=True)
 
         class Quiet:
             def emit(self, event: object) -> None:

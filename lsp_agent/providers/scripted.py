@@ -80,9 +80,12 @@ def _chunks(text: str, size: int = 16) -> list[str]:
 class ScriptedProvider:
     scripted = True
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, record_requests: bool = False) -> None:
         self.script = script
         self.label = f"scripted ({script.label})" if script.label != "scripted" else "scripted"
+        #: every request as the loop handed it over, when `record_requests` (tests and benchmarks)
+        self.requests: list[ModelRequest] = []
+        self._record = record_requests
 
     @classmethod
     def from_file(cls, path: Path) -> ScriptedProvider:
@@ -116,6 +119,8 @@ class ScriptedProvider:
         return request.model_dump_json(exclude={"model"}).encode()
 
     async def stream(self, request: ModelRequest, body: bytes | None = None) -> AsyncIterator[ProviderEvent]:
+        if self._record:
+            self.requests.append(request)
         reply = self.reply_for(request)
         if reply.delay_ms:
             await asyncio.sleep(reply.delay_ms / 1000)

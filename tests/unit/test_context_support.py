@@ -5,13 +5,12 @@ type check. (Its one test checks the recorder itself.)"""
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from lsp_agent.config import load_settings
 from lsp_agent.core.history import TextPart, ToolCallPart, ToolResultPart
-from lsp_agent.core.ports import ModelRequest, ProviderEvent
+from lsp_agent.core.ports import ModelRequest
 from lsp_agent.core.session import Environment
 from lsp_agent.headless import open_environment
 from lsp_agent.providers.scripted import Script, ScriptedProvider, ScriptedReply
@@ -26,13 +25,7 @@ class RecordingProvider(ScriptedProvider):
     """The scripted model, keeping each request exactly as the loop handed it over."""
 
     def __init__(self, script: Script) -> None:
-        super().__init__(script)
-        self.requests: list[ModelRequest] = []
-
-    async def stream(self, request: ModelRequest, body: bytes | None = None) -> AsyncIterator[ProviderEvent]:
-        self.requests.append(request)
-        async for event in super().stream(request, body):
-            yield event
+        super().__init__(script, record_requests=True)
 
     def step_requests(self) -> list[ModelRequest]:
         """Requests for a step of the loop (not the harness's summary/handoff requests)."""

@@ -7,14 +7,12 @@ import json
 import sqlite3
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from lsp_agent.config import load_settings
 from lsp_agent.core.history import TextPart, ToolResultPart
 from lsp_agent.core.loop import Generation
-from lsp_agent.core.ports import ModelRequest, ProviderEvent
 from lsp_agent.core.session import AgentSession
 from lsp_agent.headless import open_environment
 from lsp_agent.providers.scripted import Script, ScriptedProvider, ScriptedReply
@@ -132,21 +130,8 @@ def edit_part(root: Path, part_id: str, change: Any) -> None:
         db.close()
 
 
-class RecordingProvider(ScriptedProvider):
-    """The scripted model, keeping every request it was sent (to see the instructions)."""
-
-    def __init__(self, replies: list[ScriptedReply]) -> None:
-        super().__init__(Script(label="test", replies=replies))
-        self.requests: list[ModelRequest] = []
-
-    async def stream(self, request: ModelRequest, body: bytes | None = None) -> AsyncIterator[ProviderEvent]:
-        self.requests.append(request)
-        async for event in super().stream(request, body):
-            yield event
-
-
-async def run_recorded(root: Path, replies: list[ScriptedReply]) -> tuple[RecordingProvider, AgentSession]:
-    provider = RecordingProvider(replies)
+async def run_recorded(root: Path, replies: list[ScriptedReply]) -> tuple[ScriptedProvider, AgentSession]:
+    provider = ScriptedProvider(Script(label="test", replies=replies), record_requests=True)
     env = open_environment(root, load_settings(root, {"tools": QUICK}), provider, RecordingSink())
     session = AgentSession(env)
     await Generation(session).run("do the task")
