@@ -65,7 +65,6 @@ class Agent:
         self.env = replace(env, steering=self.steering)
         self.sessions: dict[str, AgentSession] = {}
         self.tasks: dict[str, asyncio.Task[RunFinish]] = {}
-        self.results: dict[str, RunFinish] = {}
         for item_id in self.queue.recover():
             log.info("requeued %s: the process that steered it died before it applied", item_id)
 
@@ -115,9 +114,7 @@ class Agent:
     async def _run(self, generation: Generation) -> RunFinish:
         session = generation.session
         try:
-            result = await generation.run()
-            self.results[session.id] = result
-            return result
+            return await generation.run()
         except Exception:
             log.exception("generation %s crashed", generation.id)
             raise

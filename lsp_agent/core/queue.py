@@ -164,10 +164,6 @@ class Queue:
         return self.db.execute(f"UPDATE queue SET status='paused', {_TOUCH} WHERE session_id=? AND status='queued'",
                                (now_ms(), session_id)).rowcount
 
-    def resume(self, session_id: str) -> int:
-        return self.db.execute(f"UPDATE queue SET status='queued', {_TOUCH} WHERE session_id=? AND status='paused'",
-                               (now_ms(), session_id)).rowcount
-
     # --- steering and sending (called by the core, inside its transactions) ---------------------
 
     def check_steerable(self, item: QueueItem) -> None:
