@@ -34,10 +34,10 @@ def model_facts(settings: Settings, wire: str | None = None) -> ModelFacts:
 
 
 def open_environment(root: Path, settings: Settings, provider: Provider, sink: EventSink,
-                     state: Path | None = None, wire: str | None = None) -> Environment:
+                     state: Path | None = None, wire: str | None = None, store: Store | None = None) -> Environment:
     base = state or workspace_dir(root)
     return Environment(
-        root=root.resolve(), settings=settings, store=Store(base / "store.db"),
+        root=root.resolve(), settings=settings, store=store or Store(base / "store.db"),
         registry=default_registry(settings), provider=provider, documents=DiskDocuments(root),
         applier=DiskApplier(root.resolve()), sink=sink, trace_dir=base / "traces",
         model=model_facts(settings, wire),

@@ -90,7 +90,7 @@ async def prepare_handoff(session: AgentSession, request: ModelRequest, ask: Ask
     files = sorted(touched_files(originals))
     new_id = ids.session_id()
     row = env.store.session(session.id)
-    title = f"handoff: {row['title']}" if row is not None and row["title"] else "handoff"
+    title = f"handoff: {row.title}" if row is not None and row.title else "handoff"
     env.store.create_session(new_id, str(env.root), env.settings.model, title[:120], parent_id=session.id)
     body = (f"[handoff note from lsp-agent: this session continues session {session.id} ({reason}). The pointers "
             f"in [brackets] are message/part IDs of that session.]\n{checked}\n\n"

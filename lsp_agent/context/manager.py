@@ -31,7 +31,7 @@ from lsp_agent.core.ports import AssistantReply, ModelRequest
 
 if TYPE_CHECKING:
     from lsp_agent.core.session import AgentSession
-    from lsp_agent.store.db import Store
+    from lsp_agent.core.storage import SessionStore
 
 __all__ = ["Ask", "CompactionOutcome", "ContextManager", "ContextOverflow", "ContextState"]
 
@@ -64,7 +64,7 @@ class ContextState:
     compact_requested: bool = False
 
     @classmethod
-    def load(cls, store: Store, session_id: str, history: Sequence[Message]) -> ContextState:
+    def load(cls, store: SessionStore, session_id: str, history: Sequence[Message]) -> ContextState:
         """A resumed session folds what it folded before (so its prefix stays what it was)."""
         state = cls()
         ids: set[str] = set()

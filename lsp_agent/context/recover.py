@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_agent.core.history import Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from lsp_agent.store.db import Store
 
 __all__ = [
     "PAGE_PARTS",
@@ -27,7 +25,6 @@ __all__ = [
     "REVERTED",
     "RecoverPage",
     "recover",
-    "recover_store",
     "redact",
 ]
 
@@ -38,9 +35,6 @@ MESSAGE_EXCERPT_CHARS = 4_000
 #: Part metadata `reverted: true`, or a synthetic marker part `reverted: {"messages": [...], "parts": [...]}`.
 REVERTED = "reverted"
 IGNORED = "ignored"
-
-#: The session store the running generation reads from (set by the loop; tools get no store handle).
-recover_store: ContextVar[Store | None] = ContextVar("recover_store", default=None)
 
 # Bounded and anchored at a name's start: an unbounded `[\w.-]*` prefix backtracks quadratically
 # over long runs of word characters (a 16,000-character part took seconds).

@@ -6,24 +6,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from lsp_agent.context.compaction import touched_files
 from lsp_agent.context.handoff import CONTINUE_PROMPT, prepare_handoff
 from lsp_agent.context.manager import CompactionOutcome, ContextManager
-from lsp_agent.core.errors import AgentError, conflict, invalid
+from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid, not_found
 from lsp_agent.core.events import QueueChangedEvent, ReceiptEvent, RunFinish, StopReason, VerificationStatus
+from lsp_agent.core.history import Message
 from lsp_agent.core.loop import Generation, ask_once, make_request, resolve_for
 from lsp_agent.core.ports import AssistantReply, ModelRequest, ProviderError
 from lsp_agent.core.queue import Queue, QueueItem, QueueStatus
-from lsp_agent.core.session import AgentSession, Environment
+from lsp_agent.core.session import AgentSession, Environment, ModelChoice
 from lsp_agent.core.steering import AdmissionHook, Receipt, ReceiptStatus, Steering, SteeringView
+from lsp_agent.core.storage import RowChanged, SessionRecord
 from lsp_agent.core.verification import derive
 
-__all__ = ["Agent", "AgentError", "QueueSteerResult", "Started", "Status"]
+__all__ = ["Agent", "AgentError", "ModelChoice", "QueueSteerResult", "SessionPage", "SessionSummary", "Started",
+           "Status"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,21 @@ class Status:
 
 
 @dataclass(frozen=True)
+class SessionSummary:
+    record: SessionRecord
+    state: Literal["idle", "running"]
+    generation: str | None
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    record: SessionRecord
+    messages: list[Message]
+    #: the last message's ID when more follow (pass it as `after`)
+    next: str | None
+
+
+@dataclass(frozen=True)
 class QueueSteerResult:
     item: QueueItem
     receipt: Receipt | None
@@ -61,10 +77,13 @@ class QueueSteerResult:
 class Agent:
     def __init__(self, env: Environment, admission_hook: AdmissionHook | None = None) -> None:
         self.queue = Queue(env.store)
-        self.steering = Steering(self.queue, admission_hook, self._receipt_changed)
+        self.steering = Steering(self.queue, env.store, admission_hook, self._receipt_changed)
         self.env = replace(env, steering=self.steering)
         self.sessions: dict[str, AgentSession] = {}
         self.tasks: dict[str, asyncio.Task[RunFinish]] = {}
+        for correction in self.steering.recover():
+            log.info("correction %s of session %s was accepted but never applied (the process died): queued",
+                     correction.client_id, correction.session_id)
         for item_id in self.queue.recover():
             log.info("requeued %s: the process that steered it died before it applied", item_id)
 
@@ -86,28 +105,69 @@ class Agent:
             try:
                 session = AgentSession(self.env, session_id)
             except KeyError:
-                raise AgentError("unknown_session", f"no session {session_id!r} in this workspace", 404) from None
+                raise not_found(f"no session {session_id!r} in this workspace",
+                                AgentErrorKind.UNKNOWN_SESSION) from None
         self.sessions[session.id] = session
         return session
 
-    def start(self, prompt: str, session_id: str | None = None, max_steps: int | None = None) -> Started:
+    # --- reading sessions (live or stored) -------------------------------------------------------
+
+    def knows_session(self, session_id: str) -> bool:
+        return session_id in self.sessions or self.env.store.session(session_id) is not None
+
+    def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
+        """Stored sessions, most recently updated first, with whether each runs now."""
+        out = []
+        for record in self.env.store.sessions(limit):
+            live = self.sessions.get(record.id)
+            active = live.active if live is not None else None
+            out.append(SessionSummary(record, "running" if active else "idle", active.id if active else None))
+        return out
+
+    def session_page(self, session_id: str, after: str | None = None, limit: int = 100) -> SessionPage:
+        """Up to `limit` stored messages after message `after` (from the start when None)."""
+        record = self.env.store.session(session_id)
+        if record is None:
+            raise not_found(f"no session {session_id!r} in this workspace", AgentErrorKind.UNKNOWN_SESSION)
+        seq = 0
+        if after is not None:
+            found = self.env.store.message_seq(after)
+            if found is None:
+                raise not_found(f"no message {after!r}", AgentErrorKind.UNKNOWN_MESSAGE)
+            seq = found
+        page = self.env.store.messages(session_id, after_seq=seq, limit=limit + 1)
+        more = len(page) > limit
+        page = page[:limit]
+        return SessionPage(record, page, page[-1].id if more and page else None)
+
+    # --- generations ------------------------------------------------------------------------------
+
+    def start(self, prompt: str, session_id: str | None = None, max_steps: int | None = None,
+              model: ModelChoice | None = None) -> Started:
+        """Start a generation. `model` overrides the model (settings, provider, facts) for this run only;
+        the Agent's own environment is unchanged."""
         if not prompt.strip():
             raise invalid("the prompt is empty")
         if len(prompt) > MAX_PROMPT_CHARS:
             raise invalid(f"the prompt is {len(prompt)} characters; at most {MAX_PROMPT_CHARS}")
         session = self.session(session_id, title=prompt[:80])
-        return self._launch(session, prompt, max_steps)
+        return self._launch(session, prompt, max_steps, model=model)
 
     def _launch(self, session: AgentSession, prompt: str, max_steps: int | None,
-                claim: Callable[[sqlite3.Connection, str], None] | None = None) -> Started:
+                claim_item: str | None = None, model: ModelChoice | None = None) -> Started:
         if session.active is not None:
             raise conflict(f"session {session.id} is running generation {session.active.id}; "
-                           "queue a follow-up or steer it", "busy")
+                           "queue a follow-up or steer it", AgentErrorKind.BUSY)
         if session.context.compacting:
-            raise conflict(f"session {session.id} is being compacted; start the run when it finishes", "busy")
-        session.env = self.env
+            raise conflict(f"session {session.id} is being compacted; start the run when it finishes",
+                           AgentErrorKind.BUSY)
+        session.env = self.env if model is None else replace(self.env, settings=model.settings,
+                                                             provider=model.provider, model=model.facts)
         generation = Generation(session, max_steps)
-        generation.begin(prompt, claim)  # synchronous: the prompt is stored and the session busy now
+        try:  # synchronous: the prompt is stored and the session busy now
+            generation.begin(prompt, claim_item)
+        except RowChanged as exc:
+            raise conflict(str(exc)) from None
         self.tasks[generation.id] = asyncio.ensure_future(self._run(generation))
         return Started(session.id, generation.id)
 
@@ -138,11 +198,7 @@ class Agent:
         item = self.queue.next_queued(session.id)
         if item is None:
             return None
-
-        def claim(db: sqlite3.Connection, message_id: str, item_id: str = item.id) -> None:
-            self.queue.claim_for_send(db, item_id, message_id)
-
-        started = self._launch(session, item.text, None, claim)  # a row changed under us raises 409
+        started = self._launch(session, item.text, None, item.id)  # a row changed under us raises 409
         self._queue_changed(session.id)
         return started
 
@@ -191,7 +247,8 @@ class Agent:
         per session at a time: a second request while one runs is a 409."""
         session = self.session(session_id)
         if session.context.compacting:
-            raise conflict(f"a compaction of session {session.id} is already running", "compaction_in_progress")
+            raise conflict(f"a compaction of session {session.id} is already running",
+                           AgentErrorKind.COMPACTION_IN_PROGRESS)
         if session.active is not None:
             session.context.compact_requested = True
             return CompactionOutcome("in_progress", "the running generation compacts before its next model request")
@@ -199,7 +256,7 @@ class Agent:
         try:
             return await ContextManager(session, self._ask).compact(self._base_request(session), "manual")
         except ProviderError as exc:
-            raise AgentError("provider_error", f"the summary request failed: {exc.describe()}", 503) from None
+            raise AgentError(AgentErrorKind.PROVIDER_ERROR, f"the summary request failed: {exc.describe()}") from None
         finally:
             if self._start_next(session) is not None:  # a follow-up queued while it compacted
                 self._queue_changed(session.id)
@@ -209,12 +266,13 @@ class Agent:
         session = self.session(session_id)
         if session.active is not None or session.context.compacting:
             what = f"running generation {session.active.id}" if session.active else "being compacted"
-            raise conflict(f"session {session.id} is {what}; cancel it or wait before handing off", "busy")
+            raise conflict(f"session {session.id} is {what}; cancel it or wait before handing off", AgentErrorKind.BUSY)
         session.env = self.env
         try:
             handoff = await prepare_handoff(session, self._base_request(session), self._ask, reason)
         except ProviderError as exc:
-            raise AgentError("provider_error", f"the handoff note request failed: {exc.describe()}", 503) from None
+            raise AgentError(AgentErrorKind.PROVIDER_ERROR,
+                             f"the handoff note request failed: {exc.describe()}") from None
         return self._start_handoff(handoff.session_id, handoff.files)
 
     def _start_handoff(self, session_id: str, files: list[str]) -> Started:

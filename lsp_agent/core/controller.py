@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from lsp_agent.core.history import ErrorKind, ToolCallPart
-from lsp_agent.tools.base import StrictArgs, Tool, ToolContext
-from lsp_agent.tools.paths import PathDenied, resolve_in_root
-from lsp_agent.tools.registry import ToolRegistry
+from lsp_agent.core.paths import PathDenied, resolve_in_root
+from lsp_agent.core.tool_registry import ToolRegistry
+from lsp_agent.core.tools import StrictArgs, Tool, ToolContext
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from lsp_agent.core.edits import (
     UpdateFile,
     apply_text_edits,
 )
-from lsp_agent.tools.paths import PathDenied, resolve_in_root
+from lsp_agent.core.paths import PathDenied, resolve_in_root
 
 # Undecodable bytes survive a decode/encode round trip; the same convention as DiskDocuments.
 _ERRORS = "surrogateescape"

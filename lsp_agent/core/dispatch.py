@@ -16,7 +16,7 @@ from typing import Any
 from lsp_agent.core import controller, events
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.history import ErrorKind, ToolCallPart, ToolResultPart
-from lsp_agent.tools.base import Access, Tool, ToolContext, ToolResult
+from lsp_agent.core.tools import Access, Tool, ToolContext, ToolResult
 
 log = logging.getLogger(__name__)
 

@@ -1,23 +1,45 @@
-"""Refusals the core reports to any front end, with an HTTP-like status (400, 404, 409)."""
+"""Refusals the core reports to any front end, each of a typed kind. How a kind is spelled on a
+wire (a JSON-RPC code, an HTTP-like status) is the front end's business: `lsp_agent/protocol/errors.py`."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+
+
+class AgentErrorKind(StrEnum):
+    # the request itself is wrong
+    INVALID_PARAMS = "invalid_params"
+    NOT_STEERABLE = "not_steerable"
+    # what it names does not exist
+    NOT_FOUND = "not_found"
+    UNKNOWN_SESSION = "unknown_session"
+    UNKNOWN_MESSAGE = "unknown_message"
+    # the state it needs has changed or is taken
+    BUSY = "busy"
+    CONFLICT = "conflict"
+    STEER_CONFLICT = "steer_conflict"
+    COMPACTION_IN_PROGRESS = "compaction_in_progress"
+    # the model could not be used
+    PROVIDER_ERROR = "provider_error"
+
 
 class AgentError(Exception):
-    def __init__(self, kind: str, message: str, status: int = 400) -> None:
+    def __init__(self, kind: AgentErrorKind, message: str) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
-        self.status = status
 
 
-def invalid(message: str, kind: str = "invalid_params") -> AgentError:
-    return AgentError(kind, message, 400)
+K = AgentErrorKind
 
 
-def conflict(message: str, kind: str = "conflict") -> AgentError:
-    return AgentError(kind, message, 409)
+def invalid(message: str, kind: AgentErrorKind = K.INVALID_PARAMS) -> AgentError:
+    return AgentError(kind, message)
 
 
-def not_found(message: str, kind: str = "not_found") -> AgentError:
-    return AgentError(kind, message, 404)
+def conflict(message: str, kind: AgentErrorKind = K.CONFLICT) -> AgentError:
+    return AgentError(kind, message)
+
+
+def not_found(message: str, kind: AgentErrorKind = K.NOT_FOUND) -> AgentError:
+    return AgentError(kind, message)

@@ -7,18 +7,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 import uuid
-from collections.abc import Callable
 from typing import Any
 
-from lsp_agent.context import recover
 from lsp_agent.context.handoff import prepare_handoff, same_failure_streak
 from lsp_agent.context.instructions import BASE_INSTRUCTIONS
 from lsp_agent.context.manager import ContextManager, ContextOverflow
 from lsp_agent.context.reminders import reminders
 from lsp_agent.context.stale import stale_note
 from lsp_agent.core import controller, events, verification
+from lsp_agent.core.cancel import cancel_signal
 from lsp_agent.core.deltas import DeltaCoalescer
 from lsp_agent.core.dispatch import CallRunner
 from lsp_agent.core.events import StopReason
@@ -43,6 +41,7 @@ from lsp_agent.core.ports import (
 )
 from lsp_agent.core.prefix import prefix_share
 from lsp_agent.core.session import AgentSession, Environment
+from lsp_agent.core.tools import ToolContext
 from lsp_agent.providers.capabilities import (
     CONTEXT_PACK,
     CapabilityResolution,
@@ -51,8 +50,6 @@ from lsp_agent.providers.capabilities import (
 )
 from lsp_agent.skills.discovery import skills_block
 from lsp_agent.store.trace import TraceWriter
-from lsp_agent.tools.base import ToolContext
-from lsp_agent.tools.process import cancel_signal
 
 log = logging.getLogger(__name__)
 
@@ -153,41 +150,32 @@ class Generation:
 
     # --- the loop -----------------------------------------------------------------------------
 
-    def begin(self, prompt: str, claim: Callable[[sqlite3.Connection, str], None] | None = None) -> None:
-        """Write the prompt and mark the session busy, synchronously. `claim(db, message_id)` runs
-        inside that transaction (a queued row is marked sent there) and may raise to refuse."""
+    def begin(self, prompt: str, claim_item: str | None = None) -> None:
+        """Write the prompt and mark the session busy, synchronously, in one store transaction that
+        also marks the queued row `claim_item` sent (RowChanged, and nothing written, if it changed)."""
         session = self.session
         prompt_message = Message(role=Role.USER, parts=[TextPart(text=prompt)], generation=self.id)
-
-        def start(db: sqlite3.Connection) -> None:
-            if claim is not None:
-                claim(db, prompt_message.id)
-            db.execute("UPDATE sessions SET active_generation=? WHERE id=?", (self.id, session.id))
-
         session.active = self
         try:
-            session.append(prompt_message, start)
+            session.record_prompt(self.id, prompt_message, claim_item)
         except BaseException:
             session.active = None
             raise
         self.begun = True
 
-    async def run(self, prompt: str | None = None,
-                  claim: Callable[[sqlite3.Connection, str], None] | None = None) -> events.RunFinish:
+    async def run(self, prompt: str | None = None) -> events.RunFinish:
         """Run to a stop reason (after `begin`, or beginning with `prompt` now)."""
         if prompt is not None:
-            self.begin(prompt, claim)
+            self.begin(prompt)
         assert self.begun, "begin() the generation or pass a prompt"
         session = self.session
         token = cancel_signal.set(self.cancel_event)
-        store_token = recover.recover_store.set(self.env.store)
         try:
             return await self._loop()
         finally:
             self.ended = True
-            recover.recover_store.reset(store_token)
             cancel_signal.reset(token)
-            self.env.store.set_active_generation(session.id, None)
+            self.env.store.end_generation(session.id, self.id)
             if self.env.steering is not None:
                 interrupted = self.stop_reason in (StopReason.CANCELLED, StopReason.ERROR, None)
                 self.env.steering.end_generation(session, self.id, interrupted)
@@ -378,7 +366,8 @@ class Generation:
     async def _dispatch(self, calls: list[ToolCallPart]) -> list[ToolResultPart]:
         ctx = ToolContext(root=self.env.root, settings=self.env.settings, documents=self.env.documents,
                           applier=self.env.applier, files=self.session.files, step=self.steps,
-                          session_id=self.session.id, message_id=self._assistant_message_id)
+                          session_id=self.session.id, message_id=self._assistant_message_id,
+                          history=self.env.store, cancel=self.cancel_event)
         verdicts = [controller.check(call, self.env.registry, ctx) for call in calls]
         tasks = [asyncio.ensure_future(self.calls.run(call, verdict, ctx, self.steps))
                  for call, verdict in zip(calls, verdicts, strict=True)]

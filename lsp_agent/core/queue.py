@@ -10,66 +10,29 @@ the message it became. A steered row whose correction is rejected goes back to t
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
-from enum import StrEnum
+import time
 from typing import Any
 
-from pydantic import Field
-
 from lsp_agent.core import ids
-from lsp_agent.core.errors import conflict, invalid, not_found
-from lsp_agent.core.wire import WireModel
-from lsp_agent.store.db import Store, now_ms
+from lsp_agent.core.errors import AgentErrorKind, conflict, invalid, not_found
+from lsp_agent.core.queue_model import WAITING, QueueItem, QueueStatus
+from lsp_agent.core.storage import QueueStore
+
+__all__ = ["MAX_STEER_CHARS", "WAITING", "Queue", "QueueItem", "QueueStatus", "owner_alive", "process_owner"]
 
 MAX_STEER_CHARS = 16_000
-#: Every write moves `updated_at` forward, even two in the same millisecond (optimistic edits rely on it).
-_TOUCH = "updated_at=MAX(?, updated_at + 1)"
 
 
-class QueueStatus(StrEnum):
-    QUEUED = "queued"
-    PAUSED = "paused"
-    SENT = "sent"
-    CANCELLED = "cancelled"
-    FAILED = "failed"
-
-
-WAITING = (QueueStatus.QUEUED, QueueStatus.PAUSED)
-
-
-class QueueItem(WireModel):
-    id: str
-    session_id: str
-    kind: str
-    text: str
-    attachments: list[Any] = Field(default_factory=list)
-    status: QueueStatus
-    position: int
-    created_at: int
-    updated_at: int
-    sent_at: int | None = None
-    message_id: str | None = None
-    steered_into: str | None = None
-    steered_at: int | None = None
-    steered_applied_at: int | None = None
-    cancelled_at: int | None = None
-    error: str | None = None
-
-
-def _item(row: sqlite3.Row) -> QueueItem:
-    data = dict(row)
-    data.pop("steer_owner", None)
-    data["attachments"] = json.loads(data["attachments"])
-    return QueueItem.model_validate(data)
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def process_owner() -> str:
     return f"pid:{os.getpid()}"
 
 
-def _owner_alive(owner: str | None) -> bool:
+def owner_alive(owner: str | None) -> bool:
     if not owner or not owner.startswith("pid:"):
         return False
     try:
@@ -82,34 +45,24 @@ def _owner_alive(owner: str | None) -> bool:
 
 
 class Queue:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: QueueStore) -> None:
         self.store = store
-        self.db = store.db
 
     # --- reads ----------------------------------------------------------------------------------
 
     def get(self, item_id: str) -> QueueItem:
-        row = self.db.execute("SELECT * FROM queue WHERE id=?", (item_id,)).fetchone()
-        if row is None:
+        item = self.store.queue_get(item_id)
+        if item is None:
             raise not_found(f"no queued item {item_id!r}")
-        return _item(row)
+        return item
 
     def items(self, session_id: str, include_settled: bool = True) -> list[QueueItem]:
         """Waiting rows in FIFO order first, then the history (settled rows, newest first)."""
-        waiting = [_item(r) for r in self.db.execute(
-            "SELECT * FROM queue WHERE session_id=? AND status IN ('queued','paused') ORDER BY position, created_at",
-            (session_id,))]
-        if not include_settled:
-            return waiting
-        settled = [_item(r) for r in self.db.execute(
-            "SELECT * FROM queue WHERE session_id=? AND status NOT IN ('queued','paused') "
-            "ORDER BY updated_at DESC, id DESC", (session_id,))]
-        return waiting + settled
+        waiting = self.store.queue_waiting(session_id)
+        return waiting + self.store.queue_settled(session_id) if include_settled else waiting
 
     def next_queued(self, session_id: str) -> QueueItem | None:
-        row = self.db.execute("SELECT * FROM queue WHERE session_id=? AND status='queued' "
-                              "ORDER BY position, created_at LIMIT 1", (session_id,)).fetchone()
-        return _item(row) if row is not None else None
+        return self.store.queue_next(session_id)
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -118,68 +71,52 @@ class Queue:
         if not text.strip() and not attachments:
             raise invalid("a queued message needs text or attachments")
         ts = now_ms()
-        item_id = ids.new_id("que")
-        with self.store.transaction() as db:
-            position = db.execute("SELECT COALESCE(MAX(position), 0) + 1 FROM queue WHERE session_id=?",
-                                  (session_id,)).fetchone()[0]
-            db.execute("INSERT INTO queue(id, session_id, kind, text, attachments, status, position, created_at,"
-                       " updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                       (item_id, session_id, kind, text, json.dumps(attachments or []),
-                        (QueueStatus.PAUSED if paused else QueueStatus.QUEUED).value, position, ts, ts))
-        return self.get(item_id)
+        return self.store.queue_add(QueueItem(
+            id=ids.new_id("que"), session_id=session_id, kind=kind, text=text, attachments=attachments or [],
+            status=QueueStatus.PAUSED if paused else QueueStatus.QUEUED, position=0, created_at=ts, updated_at=ts))
 
-    def _guarded(self, item_id: str, sets: str, params: tuple[Any, ...], allowed: tuple[QueueStatus, ...],
-                 expected_updated_at: int | None = None, db: sqlite3.Connection | None = None) -> QueueItem:
+    def _guarded(self, item_id: str, changes: dict[str, Any], allowed: tuple[QueueStatus, ...],
+                 expected_updated_at: int | None = None, to_front: bool = False) -> QueueItem:
         """One guarded write; a row in another status (or changed since read) is a conflict."""
-        marks = ",".join("?" * len(allowed))
-        sql = f"UPDATE queue SET {sets}, {_TOUCH} WHERE id=? AND status IN ({marks})"
-        values: list[Any] = [*params, now_ms(), item_id, *[s.value for s in allowed]]
-        if expected_updated_at is not None:
-            sql += " AND updated_at=?"
-            values.append(expected_updated_at)
-        cursor = (db or self.db).execute(sql, values)
-        if cursor.rowcount != 1:
+        if not self.store.queue_update(item_id, changes, allowed, expected_updated_at, to_front):
             current = self.get(item_id)  # raises 404 when missing
             raise conflict(f"queued item {item_id} changed: it is {current.status.value} now "
                            f"(updated {current.updated_at}); refresh and retry")
         return self.get(item_id)
 
     def cancel(self, item_id: str) -> QueueItem:
-        return self._guarded(item_id, "status='cancelled', cancelled_at=?", (now_ms(),), WAITING)
+        return self._guarded(item_id, {"status": QueueStatus.CANCELLED, "cancelled_at": now_ms()}, WAITING)
 
     def edit(self, item_id: str, text: str, expected_updated_at: int) -> QueueItem:
         if not text.strip():
             raise invalid("the new text is empty")
-        return self._guarded(item_id, "text=?", (text,), WAITING, expected_updated_at)
+        return self._guarded(item_id, {"text": text}, WAITING, expected_updated_at)
 
     def send_now(self, item_id: str) -> QueueItem:
         """Move to the front (and un-pause); it still waits for the running generation to end."""
-        item = self.get(item_id)
-        front = self.db.execute("SELECT COALESCE(MIN(position), 1) - 1 FROM queue WHERE session_id=?",
-                                (item.session_id,)).fetchone()[0]
-        return self._guarded(item_id, "status='queued', position=?", (front,), WAITING)
+        self.get(item_id)
+        return self._guarded(item_id, {"status": QueueStatus.QUEUED}, WAITING, to_front=True)
 
     def pause_waiting(self, session_id: str) -> int:
         """After an interrupt, nothing starts by itself."""
-        return self.db.execute(f"UPDATE queue SET status='paused', {_TOUCH} WHERE session_id=? AND status='queued'",
-                               (now_ms(), session_id)).rowcount
+        return self.store.queue_pause_waiting(session_id)
 
-    # --- steering and sending (called by the core, inside its transactions) ---------------------
+    # --- steering -------------------------------------------------------------------------------
 
     def check_steerable(self, item: QueueItem) -> None:
         if item.steered_into is not None:  # another client steered it first
             raise conflict(f"queued item {item.id} was already steered into generation {item.steered_into}")
         if item.status not in WAITING:
-            raise invalid(f"queued item {item.id} is {item.status.value}; only waiting rows can be steered",
-                          "not_steerable")
-        if item.kind != "follow_up":
-            raise invalid(f"only text follow-ups can be steered, not {item.kind!r}", "not_steerable")
-        if item.attachments:
-            raise invalid("a follow-up with attachments cannot be steered; send it as a new message",
-                          "not_steerable")
-        if len(item.text.strip()) > MAX_STEER_CHARS:
-            raise invalid(f"the text is {len(item.text.strip())} characters; at most {MAX_STEER_CHARS} can be steered",
-                          "not_steerable")
+            problem = f"queued item {item.id} is {item.status.value}; only waiting rows can be steered"
+        elif item.kind != "follow_up":
+            problem = f"only text follow-ups can be steered, not {item.kind!r}"
+        elif item.attachments:
+            problem = "a follow-up with attachments cannot be steered; send it as a new message"
+        elif len(item.text.strip()) > MAX_STEER_CHARS:
+            problem = f"the text is {len(item.text.strip())} characters; at most {MAX_STEER_CHARS} can be steered"
+        else:
+            return
+        raise invalid(problem, AgentErrorKind.NOT_STEERABLE)
 
     def is_steerable(self, item: QueueItem) -> bool:
         try:
@@ -189,37 +126,18 @@ class Queue:
         return True
 
     def mark_steered(self, item: QueueItem, generation: str) -> QueueItem:
-        return self._guarded(item.id, "status='cancelled', steered_into=?, steered_at=?, steer_owner=?, "
-                             "cancelled_at=?", (generation, now_ms(), process_owner(), now_ms()), WAITING,
-                             item.updated_at)
-
-    def stamp_applied(self, db: sqlite3.Connection, item_id: str, message_id: str) -> None:
-        cursor = db.execute(f"UPDATE queue SET steered_applied_at=?, message_id=?, {_TOUCH} "
-                            "WHERE id=? AND status='cancelled' AND steered_applied_at IS NULL",
-                            (now_ms(), message_id, now_ms(), item_id))
-        if cursor.rowcount != 1:
-            raise conflict(f"queued item {item_id} is no longer waiting for this correction")
+        ts = now_ms()
+        return self._guarded(item.id, {"status": QueueStatus.CANCELLED, "steered_into": generation,
+                                       "steered_at": ts, "steer_owner": process_owner(), "cancelled_at": ts},
+                             WAITING, item.updated_at)
 
     def requeue_steered(self, item_id: str, paused: bool) -> None:
         """A steered correction that did not land goes back to the queue, at its old place."""
-        status = QueueStatus.PAUSED if paused else QueueStatus.QUEUED
-        self.db.execute("UPDATE queue SET status=?, steered_into=NULL, steered_at=NULL, steer_owner=NULL, "
-                        f"cancelled_at=NULL, {_TOUCH} WHERE id=? AND status='cancelled' "
-                        "AND steered_into IS NOT NULL AND steered_applied_at IS NULL",
-                        (status.value, now_ms(), item_id))
-
-    def claim_for_send(self, db: sqlite3.Connection, item_id: str, message_id: str) -> None:
-        """Inside the transaction that writes the prompt message: queued → sent, or conflict."""
-        cursor = db.execute(f"UPDATE queue SET status='sent', sent_at=?, message_id=?, {_TOUCH} "
-                            "WHERE id=? AND status='queued'", (now_ms(), message_id, now_ms(), item_id))
-        if cursor.rowcount != 1:
-            raise conflict(f"queued item {item_id} was changed before it could be sent")
+        self.store.queue_requeue_steered(item_id, QueueStatus.PAUSED if paused else QueueStatus.QUEUED)
 
     def recover(self) -> list[str]:
         """On start: rows steered by a process that died before the correction applied are requeued."""
-        rows = self.db.execute("SELECT id, steer_owner FROM queue WHERE status='cancelled' "
-                               "AND steered_into IS NOT NULL AND steered_applied_at IS NULL").fetchall()
-        recovered = [r["id"] for r in rows if not _owner_alive(r["steer_owner"])]
+        recovered = [item_id for item_id, owner in self.store.queue_orphaned_steers() if not owner_alive(owner)]
         for item_id in recovered:
             self.requeue_steered(item_id, paused=False)
         return recovered

@@ -6,8 +6,6 @@ the store on resume and appended to as each message is created.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,10 +18,10 @@ from lsp_agent.core.edits import EditApplier
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.history import Message, Role, TextPart
 from lsp_agent.core.ports import DocumentSource, EventSink, Provider
+from lsp_agent.core.storage import PendingCorrection, Store
+from lsp_agent.core.tool_registry import ToolRegistry
+from lsp_agent.core.tools import FileTracker
 from lsp_agent.core.verification import EXTERNAL_CHANGE
-from lsp_agent.store.db import Store
-from lsp_agent.tools.base import FileTracker
-from lsp_agent.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from lsp_agent.core.loop import Generation
@@ -43,6 +41,15 @@ class ModelFacts:
     info: ModelInfo = field(default_factory=ModelInfo)
     known: bool = False
     protocol: str = "chat"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """A model chosen for one run (`Agent.start(model=...)`): its settings, provider and facts."""
+
+    settings: Settings
+    provider: Provider
+    facts: ModelFacts
 
 
 @dataclass
@@ -111,8 +118,17 @@ class AgentSession:
             notes, self.pending_notes = self.pending_notes, []
             self.append(Message(role=Role.USER, parts=list(notes), generation=generation))
 
-    def append(self, message: Message, guard: Callable[[sqlite3.Connection], None] | None = None) -> None:
-        """Persist first, then remember: the record never lags behind what the model saw.
-        `guard` runs inside the write's transaction and may raise to abort it."""
-        self.env.store.append_message(self.id, message, guard)
+    def append(self, message: Message) -> None:
+        """Persist first, then remember: the record never lags behind what the model saw."""
+        self.env.store.append_message(self.id, message)
+        self.history.append(message)
+
+    def record_prompt(self, generation: str, prompt: Message, claim_item: str | None = None) -> None:
+        """The prompt, the claimed queue row and the busy mark, in one store transaction."""
+        self.env.store.begin_generation(self.id, generation, prompt, claim_item)
+        self.history.append(prompt)
+
+    def record_correction(self, correction: PendingCorrection, message: Message) -> None:
+        """Raises StaleGeneration / RowChanged (nothing written) when the generation moved on."""
+        self.env.store.apply_correction(correction, message)
         self.history.append(message)

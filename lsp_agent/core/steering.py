@@ -4,7 +4,9 @@ boundary, each with a receipt (`accepted` → `applied` | `rejected`).
 A correction is bound to the generation it was addressed to. The generation is checked
 when the correction is admitted, again after the admission hook, and once more inside
 the store transaction that writes the message, so a successor generation can never
-commit its predecessor's text. Receipts live in memory (bounded); they are not durable.
+commit its predecessor's text. An accepted correction is written ahead (the store's pending
+corrections) before its receipt says `accepted`; on restart one whose generation is gone is
+surfaced as a queue row (`recover`). Receipts live in memory (bounded); they are not durable.
 """
 
 from __future__ import annotations
@@ -12,16 +14,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sqlite3
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from lsp_agent.core.errors import AgentError, conflict, invalid
+from lsp_agent.core import ids
+from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid
 from lsp_agent.core.history import Message, Role, TextPart
-from lsp_agent.core.queue import MAX_STEER_CHARS, Queue
+from lsp_agent.core.queue import MAX_STEER_CHARS, Queue, QueueItem, QueueStatus, now_ms, owner_alive, process_owner
+from lsp_agent.core.storage import PendingCorrection, RowChanged, SessionStore, StaleGeneration
 from lsp_agent.core.wire import WireModel
 
 if TYPE_CHECKING:
@@ -70,21 +73,9 @@ ReceiptListener = Callable[[Receipt], None]
 
 
 @dataclass
-class _Correction:
-    client_id: str
-    text: str
-    generation: str
-    queue_item: str | None
-
-
-@dataclass
 class _SessionState:
     receipts: OrderedDict[str, tuple[str, Receipt]] = field(default_factory=OrderedDict)
-    pending: list[_Correction] = field(default_factory=list)
-
-
-class _Stale(Exception):
-    pass
+    pending: list[PendingCorrection] = field(default_factory=list)
 
 
 def request_digest(session_id: str, generation: str, client_id: str, text: str) -> str:
@@ -93,9 +84,10 @@ def request_digest(session_id: str, generation: str, client_id: str, text: str) 
 
 
 class Steering:
-    def __init__(self, queue: Queue, hook: AdmissionHook | None = None,
+    def __init__(self, queue: Queue, store: SessionStore, hook: AdmissionHook | None = None,
                  listener: ReceiptListener | None = None) -> None:
         self.queue = queue
+        self.store = store
         self.hook = hook
         self.listener = listener
         self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
@@ -140,10 +132,6 @@ class Steering:
         receipts = [r for _, r in state.receipts.values()] if state else []
         return SteeringView(generation=session.active.id if session.active else None, receipts=receipts)
 
-    def pending_count(self, session_id: str) -> int:
-        state = self._sessions.get(session_id)
-        return len(state.pending) if state else 0
-
     # --- admission ------------------------------------------------------------------------------
 
     async def steer(self, session: AgentSession, expected_generation: str, client_id: str, text: str,
@@ -159,7 +147,8 @@ class Steering:
         if known is not None:
             if known[0] == digest:
                 return known[1]  # an identical retry gets the same receipt
-            raise conflict(f"clientID {client_id!r} was already used for a different correction", "steer_conflict")
+            raise conflict(f"clientID {client_id!r} was already used for a different correction",
+                           AgentErrorKind.STEER_CONFLICT)
 
         def receipt(status: ReceiptStatus, reason: RejectReason | None = None, detail: str | None = None) -> Receipt:
             return self._record(state, digest, Receipt(status=status, session_id=session.id,
@@ -177,20 +166,25 @@ class Steering:
                            f"the running generation is {active.id}")
         if len(state.pending) >= MAX_PENDING:
             return receipt(ReceiptStatus.REJECTED, RejectReason.TOO_MANY_PENDING, f"{MAX_PENDING} are pending")
+        correction = PendingCorrection(session_id=session.id, client_id=client_id, generation=expected_generation,
+                                       text=text, queue_item=queue_item, owner=process_owner(), created_at=now_ms())
+        # Written ahead: on disk before any receipt says accepted (a crash from here on loses nothing).
+        self.store.save_correction(correction)
         accepted = receipt(ReceiptStatus.ACCEPTED)  # reserves the clientID while the hook runs
         if self.hook is not None:
             veto = await self.hook(session.id, expected_generation, text)
-            if veto:
-                return self._settle(session.id, client_id, status=ReceiptStatus.REJECTED,
-                                    reason=RejectReason.ADMISSION_REJECTED, detail=veto)
+            refusal: dict[str, object] | None = None
             active = session.active
-            if active is None or active.ended or active.id != expected_generation:
-                return self._settle(session.id, client_id, status=ReceiptStatus.REJECTED,
-                                    reason=RejectReason.GENERATION_ENDED)
-            if len(state.pending) >= MAX_PENDING:
-                return self._settle(session.id, client_id, status=ReceiptStatus.REJECTED,
-                                    reason=RejectReason.TOO_MANY_PENDING)
-        state.pending.append(_Correction(client_id, text, expected_generation, queue_item))
+            if veto:
+                refusal = {"reason": RejectReason.ADMISSION_REJECTED, "detail": veto}
+            elif active is None or active.ended or active.id != expected_generation:
+                refusal = {"reason": RejectReason.GENERATION_ENDED}
+            elif len(state.pending) >= MAX_PENDING:
+                refusal = {"reason": RejectReason.TOO_MANY_PENDING}
+            if refusal is not None:
+                self.store.drop_correction(session.id, client_id)
+                return self._settle(session.id, client_id, status=ReceiptStatus.REJECTED, **refusal)
+        state.pending.append(correction)
         return accepted
 
     # --- at the step boundary and at the end ----------------------------------------------------
@@ -204,20 +198,13 @@ class Steering:
         corrections, state.pending = state.pending, []
         applied = False
         for correction in corrections:
-            message = Message(role=Role.USER, generation=generation, parts=[TextPart(
-                text=correction.text, metadata={"steer": {"clientID": correction.client_id,
-                                                          "queueItem": correction.queue_item}})])
-
-            def guard(db: sqlite3.Connection, c: _Correction = correction, m: Message = message) -> None:
-                row = db.execute("SELECT active_generation FROM sessions WHERE id=?", (session.id,)).fetchone()
-                if row is None or row[0] != c.generation or c.generation != generation:
-                    raise _Stale
-                if c.queue_item is not None:
-                    self.queue.stamp_applied(db, c.queue_item, m.id)
-
+            message = correction_message(correction, generation)
             try:
-                session.append(message, guard)
-            except (_Stale, AgentError) as exc:
+                if correction.generation != generation:
+                    raise StaleGeneration(f"the correction was for generation {correction.generation}")
+                session.record_correction(correction, message)
+            except (StaleGeneration, RowChanged, AgentError) as exc:
+                self.store.drop_correction(session.id, correction.client_id)
                 if correction.queue_item is not None:  # the row first, so listeners see it back
                     self.queue.requeue_steered(correction.queue_item, paused=False)
                 self._settle(session.id, correction.client_id, status=ReceiptStatus.REJECTED,
@@ -237,7 +224,31 @@ class Steering:
         ended = [c for c in state.pending if c.generation == generation]
         state.pending = keep
         for correction in ended:
+            self.store.drop_correction(session.id, correction.client_id)
             if correction.queue_item is not None:
                 self.queue.requeue_steered(correction.queue_item, paused=interrupted)
             self._settle(session.id, correction.client_id, status=ReceiptStatus.REJECTED,
                          reason=RejectReason.GENERATION_ENDED)
+
+    def recover(self) -> list[PendingCorrection]:
+        """On start: corrections written ahead by a process that died before applying them. Their
+        generation is gone, so each becomes a queued row (or its own row goes back to the queue) in the
+        same transaction that forgets it — never lost, never applied twice."""
+        surfaced = []
+        for correction in self.store.pending_corrections():
+            if owner_alive(correction.owner):
+                continue  # another live process still holds it
+            ts = now_ms()
+            item = QueueItem(id=correction.queue_item or ids.new_id("que"), session_id=correction.session_id,
+                             kind="follow_up", text=correction.text, status=QueueStatus.QUEUED, position=0,
+                             created_at=ts, updated_at=ts)
+            self.store.surface_correction(correction, item)
+            surfaced.append(correction)
+        return surfaced
+
+
+def correction_message(correction: PendingCorrection, generation: str) -> Message:
+    """The user message a correction becomes (its metadata names the clientID and the queue row)."""
+    return Message(role=Role.USER, generation=generation, parts=[TextPart(
+        text=correction.text, metadata={"steer": {"clientID": correction.client_id,
+                                                  "queueItem": correction.queue_item}})])

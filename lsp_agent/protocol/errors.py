@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from lsp_agent.core.errors import AgentError, AgentErrorKind
 from lsp_agent.core.queue import MAX_STEER_CHARS
 from lsp_agent.protocol.models import ErrorData
 
@@ -56,7 +57,9 @@ INTERNAL = ErrorCode(-32603, "InternalError", 500, ("internal",),
                      "A bug in the server; the request failed but the server keeps serving.")
 
 CODES = (INVALID_PARAMS, TOO_LARGE, NOT_FOUND, CONFLICT, UNAVAILABLE, INTERNAL)
-_BY_STATUS = {404: NOT_FOUND, 409: CONFLICT, 413: TOO_LARGE, 503: UNAVAILABLE, 500: INTERNAL}
+#: each kind of core refusal and its documented code (the table above); every kind has one
+CORE_CODES: dict[AgentErrorKind, ErrorCode] = {
+    kind: next(c for c in CODES if kind.value in c.kinds) for kind in AgentErrorKind}
 
 
 class ProtocolError(Exception):
@@ -92,9 +95,14 @@ def invalid_params(exc: ValidationError, method: str) -> ProtocolError:
     return ProtocolError(INVALID_PARAMS, f"{method}: {where}{first['msg']}", field=field)
 
 
-def from_core(kind: str, message: str, status: int) -> ProtocolError:
-    """Map a core refusal (AgentError) onto the documented codes by its status."""
-    return ProtocolError(_BY_STATUS.get(status, INVALID_PARAMS), message, kind=kind)
+def from_core(error: AgentError) -> ProtocolError:
+    """A core refusal as the documented JSON-RPC error of its kind."""
+    return ProtocolError(CORE_CODES[error.kind], error.message, kind=error.kind.value)
+
+
+def status_of(error: AgentError) -> int:
+    """The HTTP-like status of a core refusal (`data.status` on the wire)."""
+    return CORE_CODES[error.kind].status
 
 
 def describe_codes() -> list[dict[str, Any]]:

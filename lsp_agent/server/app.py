@@ -26,6 +26,7 @@ from lsp_agent.config import Settings
 from lsp_agent.core.agent import Agent, Started
 from lsp_agent.core.events import VerificationStatus
 from lsp_agent.core.ports import Provider, ProviderError, ProviderErrorKind
+from lsp_agent.core.session import ModelChoice
 from lsp_agent.core.verification import derive
 from lsp_agent.headless import make_provider, model_facts, open_environment
 from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError
@@ -39,6 +40,7 @@ from lsp_agent.server.documents import BufferDocuments
 from lsp_agent.server.edits import EditorCaps, LspApplier
 from lsp_agent.server.notify import LspEventSink
 from lsp_agent.server.watch import OwnWrites, Watcher
+from lsp_agent.store.db import Store
 from lsp_agent.store.paths import workspace_dir
 from lsp_agent.tools.defaults import default_registry
 
@@ -77,6 +79,8 @@ class Runtime:
     sink: LspEventSink
     diagnostics: DiagnosticsPublisher
     watcher: Watcher
+    #: the sqlite store behind the agent's storage port (the skills service runs its own SQL on it)
+    store: Store
     provider_problem: str | None = None
 
 
@@ -111,11 +115,12 @@ class AgentServer(LanguageServer):
         applier = LspApplier(self, root, documents, own, caps)
         diagnostics = DiagnosticsPublisher(self, root, documents)
         sink = LspEventSink(self, diagnostics.update, server_progress=bool(window and window.work_done_progress))
-        env = open_environment(root, settings, provider, sink)
+        store = Store(workspace_dir(root) / "store.db")
+        env = open_environment(root, settings, provider, sink, store=store)
         env = dataclasses.replace(env, documents=documents, applier=applier)
         agent = Agent(env)
         watcher = Watcher(root, own, self.note_external_change, ignore_paths=[workspace_dir(root)])
-        self.rt = Runtime(root.resolve(), agent, documents, applier, sink, diagnostics, watcher, problem)
+        self.rt = Runtime(root.resolve(), agent, documents, applier, sink, diagnostics, watcher, store, problem)
         self.tell([*problems, *([problem] if problem else [])])
         log.info("workspace %s, model %s, applyEdit %s", root, settings.model, caps.apply_edit)
 
@@ -195,16 +200,8 @@ class AgentServer(LanguageServer):
                                     kind="config") from None
         elif rt.provider_problem:
             raise ProtocolError(UNAVAILABLE, rt.provider_problem, kind="config")
-        if provider is base.provider:
-            started = rt.agent.start(params.prompt, params.session_id, params.max_steps)
-        else:
-            # A per-run model: the generation captures the environment when it is created, so the
-            # override is swapped in around start() only (see the report: Agent.start(model=...)).
-            rt.agent.reconfigure(settings=settings, provider=provider, model=model_facts(settings))
-            try:
-                started = rt.agent.start(params.prompt, params.session_id, params.max_steps)
-            finally:
-                rt.agent.reconfigure(settings=base.settings, provider=base.provider, model=base.model)
+        choice = None if provider is base.provider else ModelChoice(settings, provider, model_facts(settings))
+        started = rt.agent.start(params.prompt, params.session_id, params.max_steps, model=choice)
         if params.work_done_token is not None:
             rt.sink.use_token(started.generation, params.work_done_token)
         return started

@@ -24,7 +24,7 @@ from lsp_agent.server.methods import answers
 
 def _known(ls: AgentServer, session_id: str) -> None:
     agent = ls.runtime().agent
-    if session_id not in agent.sessions and agent.env.store.session(session_id) is None:
+    if not agent.knows_session(session_id):
         raise ProtocolError(NOT_FOUND, f"no session {session_id!r} in this workspace", kind="unknown_session")
 
 

@@ -31,6 +31,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
+from lsp_agent.core.cancel import cancel_signal
 from lsp_agent.core.disk_applier import DiskApplier
 from lsp_agent.core.disk_documents import DiskDocuments
 from lsp_agent.core.edits import (
@@ -53,7 +54,6 @@ from lsp_agent.protocol.models import SaveDocumentsResult
 from lsp_agent.server.convert import to_plain
 from lsp_agent.server.documents import BufferDocuments, relative_path
 from lsp_agent.server.watch import OwnWrites, file_digest
-from lsp_agent.tools.process import cancel_signal
 
 log = logging.getLogger(__name__)
 

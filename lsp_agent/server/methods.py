@@ -54,7 +54,7 @@ def answers(method: str) -> Callable[[F], F]:
         if isinstance(exc, ProtocolError):
             return JsonRpcException(exc.message, exc.code, exc.wire_data())
         if isinstance(exc, AgentError):
-            error = from_core(exc.kind, exc.message, exc.status)
+            error = from_core(exc)
             return JsonRpcException(error.message, error.code, error.wire_data())
         log.error("%s failed", method, exc_info=exc)
         error = ProtocolError(INTERNAL, f"{method}: internal error ({type(exc).__name__}: {exc})")
@@ -92,7 +92,7 @@ def _message_out(message: Message) -> MessageOut:
 
 def _known_session(ls: AgentServer, session_id: str) -> None:
     rt = ls.runtime()
-    if session_id not in rt.agent.sessions and rt.agent.env.store.session(session_id) is None:
+    if not rt.agent.knows_session(session_id):
         raise ProtocolError(NOT_FOUND, f"no session {session_id!r} in this workspace", kind="unknown_session")
 
 
@@ -119,38 +119,19 @@ def register(server: AgentServer) -> None:
     @answers(m.AGENT_SESSIONS)
     def agent_sessions(ls: AgentServer, raw: Any) -> dict[str, object]:
         params = parse(SessionsParams, raw, m.AGENT_SESSIONS)
-        agent = ls.runtime().agent
-        infos = []
-        for row in agent.env.store.sessions(params.limit):
-            live = agent.sessions.get(row["id"])
-            active = live.active if live is not None else None
-            infos.append(SessionInfo(session_id=row["id"], title=row["title"], model=row["model"],
-                                     created_at=row["created_at"], updated_at=row["updated_at"],
-                                     state="running" if active else "idle",
-                                     generation=active.id if active else None))
+        infos = [SessionInfo(session_id=s.record.id, title=s.record.title, model=s.record.model,
+                             created_at=s.record.created_at, updated_at=s.record.updated_at, state=s.state,
+                             generation=s.generation)
+                 for s in ls.runtime().agent.list_sessions(params.limit)]
         return SessionsResult(sessions=infos).wire()
 
     @server.feature(m.AGENT_SESSION)
     @answers(m.AGENT_SESSION)
     def agent_session(ls: AgentServer, raw: Any) -> dict[str, object]:
         params = parse(SessionParams, raw, m.AGENT_SESSION)
-        store = ls.runtime().agent.env.store
-        row = store.session(params.session_id)
-        if row is None:
-            raise ProtocolError(NOT_FOUND, f"no session {params.session_id!r} in this workspace",
-                                kind="unknown_session")
-        after = 0
-        if params.after is not None:
-            seq = store.message_seq(params.after)
-            if seq is None:
-                raise ProtocolError(NOT_FOUND, f"no message {params.after!r}", kind="unknown_message")
-            after = seq
-        page = store.messages(params.session_id, after_seq=after, limit=params.limit + 1)
-        more = len(page) > params.limit
-        page = page[:params.limit]
-        return SessionResult(session_id=params.session_id, title=row["title"],
-                             messages=[_message_out(msg) for msg in page],
-                             next=page[-1].id if more and page else None).wire()
+        page = ls.runtime().agent.session_page(params.session_id, params.after, params.limit)
+        return SessionResult(session_id=params.session_id, title=page.record.title,
+                             messages=[_message_out(msg) for msg in page.messages], next=page.next).wire()
 
     @server.feature(m.AGENT_STATUS)
     @answers(m.AGENT_STATUS)
@@ -172,7 +153,7 @@ def register(server: AgentServer) -> None:
         session_id = args.session_id
         live = rt.agent.sessions.get(session_id) if session_id else None
         busy = live is not None and live.active is not None
-        unknown = live is None and session_id is not None and rt.agent.env.store.session(session_id) is None
+        unknown = live is None and session_id is not None and not rt.agent.knows_session(session_id)
         if busy or unknown:
             session_id = None  # busy or unknown: a fresh session
         started = ls.start_run(RunParams(prompt=fix_prompt(args, rel), session_id=session_id))

@@ -78,7 +78,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 def _service(ls: AgentServer) -> SkillService:
     rt = ls.runtime()
-    return SkillService(rt.agent.env.store, rt.root)
+    return SkillService(rt.store, rt.root)
 
 
 def _read_file(path: Path) -> bytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,10 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from lsp_agent.core.history import Message, Part, Role
+from lsp_agent.core.queue_model import QueueItem
+from lsp_agent.core.storage import PendingCorrection, SessionRecord, StaleGeneration
 from lsp_agent.store.migrations import migrate
+from lsp_agent.store.queue import QueueTables, claim_for_send, requeue_steered, stamp_applied
 
 _PART = TypeAdapter[Part](Part)
 
@@ -27,7 +30,21 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Store:
+def _session(row: sqlite3.Row) -> SessionRecord:
+    return SessionRecord(id=row["id"], workspace=row["workspace"], model=row["model"], title=row["title"],
+                         parent_id=row["parent_id"], created_at=row["created_at"], updated_at=row["updated_at"],
+                         active_generation=row["active_generation"])
+
+
+def _correction(row: sqlite3.Row) -> PendingCorrection:
+    return PendingCorrection(session_id=row["session_id"], client_id=row["client_id"], generation=row["generation"],
+                             text=row["text"], queue_item=row["queue_item"], owner=row["owner"],
+                             created_at=row["created_at"])
+
+
+class Store(QueueTables):
+    """The sqlite implementation of the core's storage port (`lsp_agent.core.storage.Store`)."""
+
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
@@ -61,31 +78,70 @@ class Store:
             "INSERT INTO sessions(id, workspace, model, title, parent_id, created_at, updated_at)"
             " VALUES (?,?,?,?,?,?,?)", (session_id, workspace, model, title, parent_id, ts, ts))
 
-    def session(self, session_id: str) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = self.db.execute(
-            "SELECT * FROM sessions WHERE id=?", (session_id,)).fetchone()
-        return row
+    def session(self, session_id: str) -> SessionRecord | None:
+        row = self.db.execute("SELECT * FROM sessions WHERE id=?", (session_id,)).fetchone()
+        return _session(row) if row is not None else None
 
-    def sessions(self, limit: int = 100) -> list[sqlite3.Row]:
-        return list(self.db.execute(
-            "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?", (limit,)))
-
-    def touch_session(self, session_id: str) -> None:
-        self.db.execute("UPDATE sessions SET updated_at=? WHERE id=?", (now_ms(), session_id))
+    def sessions(self, limit: int = 100) -> list[SessionRecord]:
+        return [_session(r) for r in self.db.execute(
+            "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?", (limit,))]
 
     # --- messages and parts -----------------------------------------------------------------
 
-    def append_message(self, session_id: str, message: Message,
-                       guard: Callable[[sqlite3.Connection], None] | None = None) -> None:
-        """Write a message and its parts in one transaction; `guard` runs first inside it and may
-        raise to abort (steering re-checks the generation; a queue row is stamped with it)."""
+    def append_message(self, session_id: str, message: Message) -> None:
+        """A message and its parts, in one transaction."""
         with self.transaction() as db:
-            if guard is not None:
-                guard(db)
             self._insert_message(db, session_id, message)
 
     def set_active_generation(self, session_id: str, generation: str | None) -> None:
         self.db.execute("UPDATE sessions SET active_generation=? WHERE id=?", (generation, session_id))
+
+    # --- generations: each a single transaction ---------------------------------------------
+
+    def begin_generation(self, session_id: str, generation: str, prompt: Message,
+                         claim_item: str | None = None) -> None:
+        with self.transaction() as db:
+            if claim_item is not None:
+                claim_for_send(db, claim_item, prompt.id)
+            db.execute("UPDATE sessions SET active_generation=? WHERE id=?", (generation, session_id))
+            self._insert_message(db, session_id, prompt)
+
+    def end_generation(self, session_id: str, generation: str) -> None:
+        self.set_active_generation(session_id, None)
+
+    def apply_correction(self, correction: PendingCorrection, message: Message) -> None:
+        with self.transaction() as db:
+            row = db.execute("SELECT active_generation FROM sessions WHERE id=?", (correction.session_id,)).fetchone()
+            if row is None or row[0] != correction.generation:
+                raise StaleGeneration(f"session {correction.session_id} no longer runs {correction.generation}")
+            if correction.queue_item is not None:
+                stamp_applied(db, correction.queue_item, message.id)
+            self._insert_message(db, correction.session_id, message)
+            db.execute("DELETE FROM corrections WHERE session_id=? AND client_id=?",
+                       (correction.session_id, correction.client_id))
+
+    # --- pending corrections (write-ahead) ----------------------------------------------------
+
+    def save_correction(self, correction: PendingCorrection) -> None:
+        self.db.execute("INSERT INTO corrections(session_id, client_id, generation, text, queue_item, owner, "
+                        "created_at) VALUES (?,?,?,?,?,?,?)",
+                        (correction.session_id, correction.client_id, correction.generation, correction.text,
+                         correction.queue_item, correction.owner, correction.created_at or now_ms()))
+
+    def drop_correction(self, session_id: str, client_id: str) -> None:
+        self.db.execute("DELETE FROM corrections WHERE session_id=? AND client_id=?", (session_id, client_id))
+
+    def pending_corrections(self) -> list[PendingCorrection]:
+        return [_correction(r) for r in self.db.execute("SELECT * FROM corrections ORDER BY created_at, rowid")]
+
+    def surface_correction(self, correction: PendingCorrection, item: QueueItem) -> None:
+        with self.transaction() as db:
+            if correction.queue_item is not None:
+                requeue_steered(db, correction.queue_item, item.status)
+            else:
+                self._queue_insert(db, item)
+            db.execute("DELETE FROM corrections WHERE session_id=? AND client_id=?",
+                       (correction.session_id, correction.client_id))
 
     def _insert_message(self, db: sqlite3.Connection, session_id: str, message: Message) -> None:
         ts = now_ms()
@@ -105,12 +161,6 @@ class Store:
             "INSERT INTO parts(id, message_id, session_id, seq, type, data, created_at)"
             " VALUES (?,?,?,?,?,?,?)",
             (part.id, message_id, session_id, index, part.type, part.model_dump_json(), ts))
-
-    def append_part(self, session_id: str, message_id: str, part: Part) -> None:
-        with self.transaction() as db:
-            seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM parts WHERE message_id=?",
-                             (message_id,)).fetchone()[0]
-            self._insert_part(db, session_id, message_id, seq, part, now_ms())
 
     def messages(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
         sql = "SELECT * FROM messages WHERE session_id=? AND seq>? ORDER BY seq"

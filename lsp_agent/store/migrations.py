@@ -45,6 +45,13 @@ MIGRATIONS: list[str] = [
         workspace TEXT NOT NULL, name TEXT NOT NULL, owner TEXT NOT NULL, acquired_at INTEGER NOT NULL,
         expires_at INTEGER NOT NULL, PRIMARY KEY (workspace, name));
     """,
+    # 4: accepted steering corrections not yet applied (write-ahead: on disk before the receipt says
+    # accepted; on restart each is applied or surfaced as a queue row, never twice)
+    """
+    CREATE TABLE corrections (
+        session_id TEXT NOT NULL, client_id TEXT NOT NULL, generation TEXT NOT NULL, text TEXT NOT NULL,
+        queue_item TEXT, owner TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (session_id, client_id));
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -13,11 +13,11 @@ from pydantic import Field, model_validator
 
 from lsp_agent.core.edits import ApplyFailure, CreateFile, UpdateFile
 from lsp_agent.core.history import ErrorKind
+from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
 from lsp_agent.core.ports import Document
-from lsp_agent.tools.base import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
+from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
 from lsp_agent.tools.patch import FileChange, PlanFailure, Planned, plan_patch, plan_replacement
 from lsp_agent.tools.patch_grammar import AddOp, ParsedPatch, PatchParseError, parse_patch
-from lsp_agent.tools.paths import PathDenied, normalize, resolve_in_root
 
 _FORMS = ("give either `patch` (a '*** Begin Patch' ... '*** End Patch' text) or all three of `path`, "
           "`old_text` and `new_text`")

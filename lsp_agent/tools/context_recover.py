@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 
 from lsp_agent.context import recover as rc
 from lsp_agent.core.history import ErrorKind
-from lsp_agent.tools.base import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
 
 MAX_LIMIT = 50
 
@@ -57,7 +57,7 @@ class ContextRecover(Tool[ContextRecoverArgs]):
         return ()
 
     async def run(self, args: ContextRecoverArgs, ctx: ToolContext) -> ToolResult:
-        store = rc.recover_store.get()
+        store = ctx.history
         if store is None or not ctx.session_id:
             return ToolResult.failure(ErrorKind.TOOL_FAILURE,
                                       "context_recover has no session history here; continue without it.")

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from lsp_agent.tools.paths import normalize
+from lsp_agent.core.paths import normalize
 
 BEGIN = "*** Begin Patch"
 END = "*** End Patch"

@@ -12,17 +12,17 @@ import os
 import re
 import signal
 import time
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+
+from lsp_agent.core.cancel import cancel_signal
 
 # Environment variables that look like credentials are not passed to tools.
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
 _CAPTURE_LIMIT = 4 * 1024 * 1024  # bytes kept in memory per stream before we start dropping
 
-#: Set by the agent loop for the generation in flight: when it fires, running processes are
-#: killed (whole group) and return what they printed so far, marked `cancelled`.
-cancel_signal: ContextVar[asyncio.Event | None] = ContextVar("cancel_signal", default=None)
+#: `cancel_signal` is set by the agent loop for the generation in flight: when it fires, running
+#: processes are killed (whole group) and return what they printed so far, marked `cancelled`.
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:

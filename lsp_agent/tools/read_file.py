@@ -19,8 +19,8 @@ from pydantic import Field
 
 from lsp_agent.config import Limits
 from lsp_agent.core.history import ErrorKind
-from lsp_agent.tools.base import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult
-from lsp_agent.tools.paths import PathDenied, normalize, resolve_in_root
+from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
+from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult
 
 _DEFAULTS = Limits()
 # Used until Limits grows a `read_line_chars` field (requested from the lead).

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from lsp_agent.config import Limits, ToolSettings
 from lsp_agent.core.history import ErrorKind
-from lsp_agent.tools.base import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
 from lsp_agent.tools.process import head_tail, run_process, scrubbed_env
 
 _DEFAULTS = Limits()

@@ -19,7 +19,7 @@ from pathlib import Path
 from lsp_agent.config import Limits, VerifyCommand
 from lsp_agent.core.edits import ApplyResult
 from lsp_agent.core.history import ErrorKind
-from lsp_agent.tools.base import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
 from lsp_agent.tools.fingerprint import FingerprintError, source_fingerprint
 from lsp_agent.tools.process import head_tail, run_process, scrubbed_env
 from lsp_agent.tools.verify_detect import command_label, detect_commands

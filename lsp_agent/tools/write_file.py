@@ -10,8 +10,8 @@ from pydantic import Field
 
 from lsp_agent.core.edits import CreateFile, EditPlan
 from lsp_agent.core.history import ErrorKind
-from lsp_agent.tools.base import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
-from lsp_agent.tools.paths import PathDenied, normalize, resolve_in_root
+from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
+from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
 
 
 class WriteFileArgs(StrictArgs):

@@ -13,8 +13,8 @@ from lsp_agent.core.disk_documents import DiskDocuments
 from lsp_agent.core.edits import ApplyResult, EditPlan, UpdateFile
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.ports import Document
+from lsp_agent.core.tools import FileTracker, ToolContext, ToolResult
 from lsp_agent.tools.apply_patch import ApplyPatch, ApplyPatchArgs
-from lsp_agent.tools.base import FileTracker, ToolContext, ToolResult
 
 
 def make_ctx(root: Path, settings: Settings | None = None) -> ToolContext:

@@ -13,6 +13,7 @@ from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.session import AgentSession
+from lsp_agent.protocol.errors import status_of
 from lsp_agent.providers.scripted import ScriptedReply
 from tests.helpers import RecordingSink, call, reply, wait_for
 from tests.unit.test_context_support import (
@@ -162,7 +163,7 @@ async def test_only_one_compaction_runs_per_session_at_a_time(tmp_path: Path) ->
     await wait_for(lambda: agent.session(sid).context.compacting)
     with pytest.raises(AgentError) as refused:
         await agent.compact(sid)
-    assert (refused.value.status, refused.value.kind) == (409, "compaction_in_progress")
+    assert (status_of(refused.value), refused.value.kind) == (409, "compaction_in_progress")
     assert (await first).status == "compacted"
     assert len([m for m in agent.session(sid).history if compaction_of(m) is not None]) == 1
 
@@ -223,7 +224,7 @@ async def test_a_follow_up_queued_during_a_compaction_starts_after_it(tmp_path: 
     await wait_for(lambda: agent.session(sid).context.compacting)
     with pytest.raises(AgentError) as refused:
         agent.start("not now", sid)
-    assert refused.value.status == 409
+    assert status_of(refused.value) == 409
     item, started = agent.queue_add(sid, "and then?")
     assert started is None and item.status.value == "queued"
     assert (await compaction).status == "compacted"

@@ -10,7 +10,7 @@ from lsp_agent.config import Settings
 from lsp_agent.core.disk_documents import DiskDocuments
 from lsp_agent.core.edits import ApplyResult, EditPlan
 from lsp_agent.core.history import ErrorKind
-from lsp_agent.tools.base import FileTracker, ToolContext, ToolResult
+from lsp_agent.core.tools import FileTracker, ToolContext, ToolResult
 from lsp_agent.tools.list_dir import ListDir, ListDirArgs
 
 

@@ -10,6 +10,7 @@ import pytest
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError
 from lsp_agent.core.queue import Queue
+from lsp_agent.protocol.errors import status_of
 from tests.helpers import call, make_agent, reply, wait_for
 
 
@@ -102,7 +103,7 @@ async def test_unsteerable_rows_are_400(tmp_path: Path, case: str) -> None:
         item = agent.queue.add(sid, "x" * 16_001)
     with pytest.raises(AgentError) as caught:
         await agent.queue_steer(item.id)
-    assert caught.value.status == 400
+    assert status_of(caught.value) == 400
     agent.cancel(sid)
     await _idle(agent, sid)
 
@@ -123,7 +124,7 @@ async def test_two_clients_steering_the_same_row_one_wins_the_other_409(tmp_path
     item = agent.queue.add(sid, "only once")
     outcomes = await asyncio.gather(agent.queue_steer(item.id), agent.queue_steer(item.id), return_exceptions=True)
     errors = [o for o in outcomes if isinstance(o, AgentError)]
-    assert len(errors) == 1 and errors[0].status == 409
+    assert len(errors) == 1 and status_of(errors[0]) == 409
     await _idle(agent, sid)
     assert _texts(agent, sid).count("only once") == 1
 
@@ -159,7 +160,7 @@ async def test_edit_uses_optimistic_concurrency(tmp_path: Path) -> None:
     assert edited.text == "final text"
     with pytest.raises(AgentError) as caught:
         agent.queue_edit(item.id, "stale edit", item.updated_at - 1)
-    assert caught.value.status == 409
+    assert status_of(caught.value) == 409
     agent.cancel(sid)
     await _idle(agent, sid)
 
@@ -199,7 +200,7 @@ async def test_send_now_racing_the_executor_sends_the_row_once(tmp_path: Path) -
     try:
         agent.queue_send_now(item.id)
     except AgentError as exc:
-        assert exc.status == 409
+        assert status_of(exc) == 409
     await _idle(agent, sid)
     assert _texts(agent, sid).count("race me") == 1
 

@@ -20,6 +20,7 @@ from lsp_agent.config import load_settings
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError
 from lsp_agent.headless import open_environment
+from lsp_agent.protocol.errors import status_of
 from lsp_agent.providers.scripted import Script, ScriptedProvider
 from tests.helpers import RecordingSink, reply
 
@@ -74,7 +75,7 @@ class QueueMachine(RuleBasedStateMachine):
             try:
                 self._run(self.agent.queue_steer(rows[index % len(rows)].id))
             except AgentError as exc:
-                assert exc.status in (400, 409)
+                assert status_of(exc) in (400, 409)
 
     @rule(index=st.integers(0, 5))
     def send_now(self, index: int) -> None:
@@ -83,7 +84,7 @@ class QueueMachine(RuleBasedStateMachine):
             try:
                 self.agent.queue_send_now(rows[index % len(rows)].id)
             except AgentError as exc:
-                assert exc.status == 409
+                assert status_of(exc) == 409
 
     @rule(index=st.integers(0, 5))
     def cancel_row(self, index: int) -> None:
@@ -92,14 +93,14 @@ class QueueMachine(RuleBasedStateMachine):
             try:
                 self.agent.queue_cancel(rows[index % len(rows)].id)
             except AgentError as exc:
-                assert exc.status == 409
+                assert status_of(exc) == 409
 
     @rule()
     def steer_prefix(self) -> None:
         try:
             self._run(self.agent.steer_prefix(self._sid()))
         except AgentError as exc:
-            assert exc.status in (400, 409)
+            assert status_of(exc) in (400, 409)
 
     @rule()
     def interrupt(self) -> None:

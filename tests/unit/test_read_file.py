@@ -9,7 +9,7 @@ from lsp_agent.core.disk_documents import DiskDocuments
 from lsp_agent.core.edits import ApplyResult, EditPlan
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.ports import Document
-from lsp_agent.tools.base import FileTracker, ToolContext, ToolResult
+from lsp_agent.core.tools import FileTracker, ToolContext, ToolResult
 from lsp_agent.tools.read_file import ReadFile, ReadFileArgs, generated_source
 
 

@@ -11,9 +11,9 @@ from lsp_agent.config import load_settings
 from lsp_agent.context.instructions import BASE_INSTRUCTIONS
 from lsp_agent.core.disk_applier import DiskApplier
 from lsp_agent.core.disk_documents import DiskDocuments
+from lsp_agent.core.tools import FileTracker, ToolContext
 from lsp_agent.skills.discovery import SkillIndex, SkillInfo, front_matter, index_for, skills_block
 from lsp_agent.skills.watch import SkillWatcher
-from lsp_agent.tools.base import FileTracker, ToolContext
 from lsp_agent.tools.defaults import default_tools
 from lsp_agent.tools.read_skill import ReadSkill, ReadSkillArgs
 from tests.helpers import reply, wait_for

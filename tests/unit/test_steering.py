@@ -10,6 +10,7 @@ import pytest
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError
 from lsp_agent.core.steering import MAX_PENDING, MAX_RECEIPTS
+from lsp_agent.protocol.errors import status_of
 from tests.helpers import RecordingSink, call, make_agent, reply, wait_for
 
 
@@ -67,7 +68,7 @@ async def test_identical_retry_returns_the_stored_receipt_and_other_text_conflic
     assert again == first
     with pytest.raises(AgentError) as caught:
         await agent.steer(sid, gen, "same", "different text")
-    assert caught.value.status == 409
+    assert status_of(caught.value) == 409
     await agent.wait(gen)
     assert _user_texts(agent, sid).count("text one") == 1
 
@@ -127,7 +128,7 @@ async def test_text_and_client_id_limits(tmp_path: Path) -> None:
     for bad in ["i" * 101, "", "has space", "semi;colon"]:
         with pytest.raises(AgentError) as caught:
             await agent.steer(sid, gen, bad, "y")
-        assert caught.value.status == 400
+        assert status_of(caught.value) == 400
     with pytest.raises(AgentError):
         await agent.steer(sid, gen, "blank", "   ")
     agent.cancel(sid)

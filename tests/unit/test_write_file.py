@@ -12,7 +12,7 @@ from lsp_agent.core.disk_documents import DiskDocuments
 from lsp_agent.core.edits import ApplyResult, CreateFile, EditPlan
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.ports import Document
-from lsp_agent.tools.base import FileTracker, ToolContext, ToolResult
+from lsp_agent.core.tools import FileTracker, ToolContext, ToolResult
 from lsp_agent.tools.write_file import WriteFile, WriteFileArgs
 
 

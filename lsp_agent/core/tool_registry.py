@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from lsp_agent.core.ports import ToolSpec
-from lsp_agent.tools.base import Tool
+from lsp_agent.core.tools import Tool
 
 
 def _strip_titles(node: Any) -> Any:

@@ -1,0 +1,155 @@
+"""The storage port: what the core asks of a session store, as named operations.
+
+Each operation that must be atomic is one call here (one transaction in the sqlite store,
+`lsp_agent/store/`): beginning a generation claims its queued row, writes the prompt and
+marks the session busy together; applying a correction re-checks the generation, stamps its
+queued row and writes the message together. The core never sees a connection or SQL.
+An implementation raises `StaleGeneration` or `RowChanged` to refuse, and then changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from lsp_agent.core.history import Message, Part
+from lsp_agent.core.queue_model import QueueItem, QueueStatus
+
+__all__ = [
+    "PendingCorrection",
+    "QueueStore",
+    "RowChanged",
+    "SessionRecord",
+    "SessionStore",
+    "StaleGeneration",
+    "Store",
+]
+
+
+class StaleGeneration(Exception):
+    """The session is no longer running the generation the write was meant for."""
+
+
+class RowChanged(Exception):
+    """A guarded queue write found the row in another state (changed under us)."""
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    id: str
+    workspace: str
+    model: str
+    title: str
+    parent_id: str | None
+    created_at: int
+    updated_at: int
+    active_generation: str | None = None
+
+
+@dataclass(frozen=True)
+class PendingCorrection:
+    """An accepted steering correction, on disk until it is applied or settled (write-ahead)."""
+
+    session_id: str
+    client_id: str
+    generation: str
+    text: str
+    queue_item: str | None
+    owner: str
+    created_at: int = 0
+
+
+class SessionStore(Protocol):
+    # --- sessions ---------------------------------------------------------------------------
+    def create_session(self, session_id: str, workspace: str, model: str, title: str = "",
+                       parent_id: str | None = None) -> None: ...
+
+    def session(self, session_id: str) -> SessionRecord | None: ...
+
+    def sessions(self, limit: int = 100) -> list[SessionRecord]: ...
+
+    # --- messages ---------------------------------------------------------------------------
+    def append_message(self, session_id: str, message: Message) -> None: ...
+
+    def messages(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[Message]: ...
+
+    def message_seq(self, message_id: str) -> int | None: ...
+
+    def part(self, part_id: str) -> tuple[str, str, Part] | None: ...
+
+    # --- generations (each one transaction) --------------------------------------------------
+    def begin_generation(self, session_id: str, generation: str, prompt: Message,
+                         claim_item: str | None = None) -> None:
+        """Claim `claim_item` (queued → sent, else RowChanged), write the prompt, mark the session
+        as running `generation` — all or nothing."""
+        ...
+
+    def end_generation(self, session_id: str, generation: str) -> None:
+        """The session runs nothing now."""
+        ...
+
+    def apply_correction(self, correction: PendingCorrection, message: Message) -> None:
+        """If the session still runs the correction's generation (else StaleGeneration): stamp its queued
+        row applied (else RowChanged), write the message and forget the pending correction — together."""
+        ...
+
+    # --- pending corrections (write-ahead) ----------------------------------------------------
+    def save_correction(self, correction: PendingCorrection) -> None: ...
+
+    def drop_correction(self, session_id: str, client_id: str) -> None: ...
+
+    def pending_corrections(self) -> list[PendingCorrection]: ...
+
+    def surface_correction(self, correction: PendingCorrection, item: QueueItem) -> None:
+        """A correction whose generation is gone becomes a queue row (or, when it came from one, that
+        row goes back to the queue), and the pending record goes — together."""
+        ...
+
+    # --- replay events ----------------------------------------------------------------------
+    def record_event(self, session_id: str, kind: str, data: dict[str, Any]) -> None: ...
+
+    def events(self, session_id: str, kind: str | None = None) -> list[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class QueueStore(Protocol):
+    def queue_get(self, item_id: str) -> QueueItem | None: ...
+
+    def queue_waiting(self, session_id: str) -> list[QueueItem]:
+        """queued and paused rows, FIFO (position, then creation)."""
+        ...
+
+    def queue_settled(self, session_id: str) -> list[QueueItem]:
+        """The other rows, newest change first."""
+        ...
+
+    def queue_next(self, session_id: str) -> QueueItem | None:
+        """The first `queued` row."""
+        ...
+
+    def queue_add(self, item: QueueItem) -> QueueItem:
+        """Insert at the back (the store assigns `position`)."""
+        ...
+
+    def queue_update(self, item_id: str, changes: Mapping[str, Any], allowed: tuple[QueueStatus, ...],
+                     expected_updated_at: int | None = None, to_front: bool = False) -> bool:
+        """One guarded write: only when the row's status is in `allowed` (and, if given, its `updated_at`
+        matches). `updated_at` always moves forward; `to_front` moves the row before every other row of its
+        session. False when the guard did not match (nothing written)."""
+        ...
+
+    def queue_pause_waiting(self, session_id: str) -> int: ...
+
+    def queue_requeue_steered(self, item_id: str, status: QueueStatus) -> bool:
+        """A steered row whose correction did not apply goes back to `status` at its old place."""
+        ...
+
+    def queue_orphaned_steers(self) -> list[tuple[str, str | None]]:
+        """(id, steer owner) of rows steered into a generation whose correction never applied."""
+        ...
+
+
+class Store(SessionStore, QueueStore, Protocol):
+    """Everything the core persists."""
