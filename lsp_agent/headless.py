@@ -11,6 +11,7 @@ from lsp_agent.core.events import RunFinish
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.ports import EventSink, Provider, ProviderError
 from lsp_agent.core.session import AgentSession, Environment, ModelFacts
+from lsp_agent.skills.discovery import WorkspaceSkills
 from lsp_agent.store.db import Store
 from lsp_agent.store.paths import workspace_dir
 from lsp_agent.tools.defaults import default_registry
@@ -40,7 +41,7 @@ def open_environment(root: Path, settings: Settings, provider: Provider, sink: E
         root=root.resolve(), settings=settings, store=store or Store(base / "store.db"),
         registry=default_registry(settings), provider=provider, documents=DiskDocuments(root),
         applier=DiskApplier(root.resolve()), sink=sink, trace_dir=base / "traces",
-        model=model_facts(settings, wire),
+        model=model_facts(settings, wire), skills=WorkspaceSkills(root.resolve()),
     )
 
 

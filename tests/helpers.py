@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from lsp_agent.core.loop import Generation
 from lsp_agent.core.session import AgentSession, Environment
 from lsp_agent.headless import open_environment
 from lsp_agent.providers.scripted import Script, ScriptedCall, ScriptedProvider, ScriptedReply
+from lsp_agent.store.memory import MemoryStore
 
 
 class RecordingSink:
@@ -40,11 +42,20 @@ def reply(*calls: ScriptedCall, text: str = "", delay_ms: int = 0) -> ScriptedRe
     return ScriptedReply(text=text, tool_calls=list(calls), delay_ms=delay_ms)
 
 
+#: Which store `make_env` builds: "sqlite" (the real one) or "memory" (the in-memory port); the queue and
+#: steering suites run against both (see the `backend` fixtures there).
+BACKEND = {"store": "sqlite"}
+
+
 def make_env(root: Path, replies: list[ScriptedReply], sink: RecordingSink | None = None,
              settings: Settings | None = None, **overrides: Any) -> Environment:
     settings = settings or load_settings(root, overrides)
     provider = ScriptedProvider(Script(label="test", replies=replies))
-    return open_environment(root, settings, provider, sink or RecordingSink())
+    env = open_environment(root, settings, provider, sink or RecordingSink())
+    if BACKEND["store"] == "memory":
+        env.store.close()
+        env = replace(env, store=MemoryStore())
+    return env
 
 
 async def run_script(root: Path, replies: list[ScriptedReply], prompt: str = "do the task",

@@ -15,8 +15,14 @@ from lsp_agent.context.instructions import BASE_INSTRUCTIONS
 from lsp_agent.context.manager import ContextManager, ContextOverflow
 from lsp_agent.context.reminders import reminders
 from lsp_agent.context.stale import stale_note
-from lsp_agent.core import controller, events, verification
+from lsp_agent.core import announce, controller, events, verification
 from lsp_agent.core.cancel import cancel_signal
+from lsp_agent.core.capabilities import (
+    CONTEXT_PACK,
+    CapabilityResolution,
+    request_hashes,
+    resolve_capabilities,
+)
 from lsp_agent.core.deltas import DeltaCoalescer
 from lsp_agent.core.dispatch import CallRunner
 from lsp_agent.core.events import StopReason
@@ -42,13 +48,6 @@ from lsp_agent.core.ports import (
 from lsp_agent.core.prefix import prefix_share
 from lsp_agent.core.session import AgentSession, Environment
 from lsp_agent.core.tools import ToolContext
-from lsp_agent.providers.capabilities import (
-    CONTEXT_PACK,
-    CapabilityResolution,
-    request_hashes,
-    resolve_capabilities,
-)
-from lsp_agent.skills.discovery import skills_block
 from lsp_agent.store.trace import TraceWriter
 
 log = logging.getLogger(__name__)
@@ -90,7 +89,7 @@ def resolve_for(env: Environment, history: list[Message]) -> CapabilityResolutio
 def make_request(env: Environment, resolution: CapabilityResolution, messages: list[Message],
                  tail: list[str] | None = None) -> ModelRequest:
     """Static content first (instructions, tools), then the model-visible history, then the tail."""
-    instructions = BASE_INSTRUCTIONS + skills_block(env.root) + (f"\n{CONTEXT_PACK}" if resolution.context_pack else "")
+    instructions = BASE_INSTRUCTIONS + (f"\n{CONTEXT_PACK}" if resolution.context_pack else "")
     return ModelRequest(model=env.settings.model, instructions=instructions, tools=env.registry.specs(),
                         messages=messages, tail=tail or [], reasoning_effort=resolution.reasoning_effort)
 
@@ -190,6 +189,7 @@ class Generation:
                 return self._finish(StopReason.CANCELLED)
             if self.steps >= self.max_steps:
                 return self._finish(StopReason.STEP_LIMIT)
+            self._announce_changes()
             self.session.flush_notes(self.id)
             self.steps += 1
             self.emit(events.StepStart(**self._base(), step=self.steps, max_steps=self.max_steps))
@@ -219,6 +219,27 @@ class Generation:
             applied = steering.apply_pending(self.session, self.id) if steering is not None else False
             if not results and not applied:
                 return self._finish(StopReason.FINAL)
+
+    def _announce_changes(self) -> None:
+        """Skills or settings that changed since the model last heard: appended as notes before the
+        next request (never edited into the instructions)."""
+        session, env = self.session, self.env
+        current = {"model": env.settings.model, "reasoningEffort": env.settings.reasoning_effort,
+                   "maxSteps": env.settings.max_steps, "tools": env.registry.names()}
+        if session.announced_settings is None:
+            recorded = env.store.events(session.id, announce.SETTINGS_EVENT)
+            session.announced_settings = recorded[-1]["values"] if recorded else None
+        if session.announced_settings != current:
+            if session.announced_settings is not None:
+                note = announce.settings_note(session.announced_settings, current)
+                if note is not None:
+                    session.pending_notes.append(note)
+            env.store.record_event(session.id, announce.SETTINGS_EVENT, {"generation": self.id, "values": current})
+            session.announced_settings = current
+        skills = announce.skills_note([*session.context_view(), Message(role=Role.USER, parts=session.pending_notes)],
+                                      env.skills.block())
+        if skills is not None:
+            session.pending_notes.append(skills)
 
     def capabilities(self) -> CapabilityResolution:
         return resolve_for(self.env, self.session.history)

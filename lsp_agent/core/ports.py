@@ -24,12 +24,14 @@ __all__ = [
     "EditPlan",
     "EventSink",
     "ModelRequest",
+    "NoSkills",
     "Provider",
     "ProviderError",
     "ProviderErrorKind",
     "ProviderEvent",
     "ReasoningDelta",
     "ReplyDone",
+    "SkillsSource",
     "TextDelta",
     "ToolSpec",
 ]
@@ -145,3 +147,18 @@ class EventSink(Protocol):
     def emit(self, event: Any) -> None:
         """Deliver one core event (lsp_agent.core.events.Event); must not block."""
         ...
+
+
+# --- skills ---------------------------------------------------------------------------------
+
+
+class SkillsSource(Protocol):
+    def block(self) -> str:
+        """The current list of project skills as the model reads it ("" when there are none).
+        The loop announces a change as an appended message; the instructions never carry it."""
+        ...
+
+
+class NoSkills:
+    def block(self) -> str:
+        return ""

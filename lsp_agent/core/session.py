@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lsp_agent.config import ModelInfo, Settings
 from lsp_agent.context.manager import ContextState
@@ -17,7 +17,7 @@ from lsp_agent.core import ids
 from lsp_agent.core.edits import EditApplier
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.history import Message, Role, TextPart
-from lsp_agent.core.ports import DocumentSource, EventSink, Provider
+from lsp_agent.core.ports import DocumentSource, EventSink, NoSkills, Provider, SkillsSource
 from lsp_agent.core.storage import PendingCorrection, Store
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import FileTracker
@@ -66,6 +66,7 @@ class Environment:
     sink: EventSink = field(default_factory=NullSink)
     trace_dir: Path | None = None
     model: ModelFacts = field(default_factory=ModelFacts)
+    skills: SkillsSource = field(default_factory=NoSkills)
     #: present when a long-lived front end steers generations (the language server)
     steering: Steering | None = None
 
@@ -77,6 +78,8 @@ class AgentSession:
         self.gate = Gate()
         self.active: Generation | None = None
         self.pending_notes: list[TextPart] = []
+        #: the settings values the model last heard of (loaded from the store's replay events)
+        self.announced_settings: dict[str, Any] | None = None
         # The previous request's bytes: each request should extend it (prefix caching).
         self.last_request: bytes = b""
         if session_id is None:

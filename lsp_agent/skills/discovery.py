@@ -182,6 +182,16 @@ def skills_block(root: Path) -> str:
     return index.instructions_block()
 
 
+class WorkspaceSkills:
+    """The skills of one workspace, for the core's `SkillsSource` port."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def block(self) -> str:
+        return skills_block(self.root)
+
+
 def read_skill_text(root: Path, name: str, limit: int) -> tuple[str, bool] | None:
     """A skill's SKILL.md (cut to `limit` bytes: True when cut), or None when there is none."""
     with directory(root, (*SKILLS_PARTS, name)) as fd:

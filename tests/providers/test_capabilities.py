@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lsp_agent.config import ModelInfo, Settings
-from lsp_agent.providers.capabilities import (
+from lsp_agent.core.capabilities import (
     CONTEXT_PACK,
     CONTEXT_PACK_MAX_TOKENS,
     context_pack_decision,

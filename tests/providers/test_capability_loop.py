@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from lsp_agent.providers.capabilities import CONTEXT_PACK
+from lsp_agent.core.capabilities import CONTEXT_PACK
 from lsp_agent.store.db import Store
 from tests.providers.loopback import LoopbackServer, Reply, Wire, run_agent, turn, write_workspace
 

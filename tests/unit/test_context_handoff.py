@@ -12,6 +12,7 @@ from lsp_agent.context.view import HANDOFF
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError
 from lsp_agent.core.history import TextPart
+from lsp_agent.protocol.errors import status_of
 from lsp_agent.providers.scripted import ScriptedReply
 from tests.helpers import RecordingSink, call, reply, wait_for
 from tests.unit.test_context_support import HANDOFF as MARKER
@@ -39,7 +40,7 @@ async def test_handoff_starts_a_linked_session_seeded_with_the_checked_note(tmp_
 
     assert started.session_id != first.session_id
     row = env.store.session(started.session_id)
-    assert row is not None and row["parent_id"] == first.session_id and row["title"].startswith("handoff: ")
+    assert row is not None and row.parent_id == first.session_id and row.title.startswith("handoff: ")
     fresh = agent.session(started.session_id)
     note, prompt = fresh.history[0], fresh.history[1]
     assert prompt.text() == CONTINUE_PROMPT
@@ -69,7 +70,7 @@ async def test_handoff_of_a_busy_session_is_refused(tmp_path: Path) -> None:
     started = agent.start("task")
     with pytest.raises(AgentError) as refused:
         await agent.handoff(started.session_id)
-    assert (refused.value.status, refused.value.kind) == (409, "busy")
+    assert (status_of(refused.value), refused.value.kind) == (409, "busy")
     await agent.wait(started.generation)
 
 
@@ -94,7 +95,7 @@ async def test_the_same_check_failing_the_same_way_three_times_hands_off_by_itse
     new_id = handoff.data["to"]
     await wait_for(lambda: new_id in agent.sessions and agent.sessions[new_id].history[-1].role.value == "assistant")
     fresh = agent.sessions[new_id]
-    assert env.store.session(new_id)["parent_id"] == first.session_id  # type: ignore[index]
+    assert env.store.session(new_id).parent_id == first.session_id  # type: ignore[union-attr]
     note = fresh.history[0].text()
     assert "the same check failed the same way 3 times" in note
     assert "(the same failure 3 times)" in note and "model.py" in note

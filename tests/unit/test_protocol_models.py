@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from lsp_agent.core.errors import AgentError, AgentErrorKind
 from lsp_agent.protocol.errors import CODES, from_core, invalid_params
 from lsp_agent.protocol.models import MAX_PROMPT_CHARS, RunParams, SaveDocumentsResult, StatusParams, StatusResult
 
@@ -41,14 +42,15 @@ def test_a_prompt_over_the_limit_is_too_large() -> None:
     RunParams.model_validate({"prompt": "x" * MAX_PROMPT_CHARS})
 
 
-def test_core_refusals_map_onto_documented_codes_by_status() -> None:
-    assert from_core("busy", "running", 409).code == -32009
-    assert from_core("unknown_session", "no", 404).code == -32004
-    assert from_core("invalid_params", "empty", 400).code == -32602
-    documented = {(c.code, c.status) for c in CODES}
-    for status in (400, 404, 409, 500, 503):
-        error = from_core("k", "m", status)
-        assert (error.code, error.data.status) in documented
+def test_core_refusals_map_onto_documented_codes_by_kind() -> None:
+    assert from_core(AgentError(AgentErrorKind.BUSY, "running")).code == -32009
+    assert from_core(AgentError(AgentErrorKind.UNKNOWN_SESSION, "no")).code == -32004
+    assert from_core(AgentError(AgentErrorKind.INVALID_PARAMS, "empty")).code == -32602
+    assert from_core(AgentError(AgentErrorKind.PROVIDER_ERROR, "down")).data.status == 503
+    documented = {(c.code, c.status, kind) for c in CODES for kind in c.kinds}
+    for kind in AgentErrorKind:  # every kind the core can refuse with is in the documented table
+        error = from_core(AgentError(kind, "m"))
+        assert (error.code, error.data.status, kind.value) in documented
 
 
 def test_status_is_optional_and_results_omit_nothing_required() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,15 @@ from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError
 from lsp_agent.core.queue import Queue
 from lsp_agent.protocol.errors import status_of
-from tests.helpers import call, make_agent, reply, wait_for
+from tests.helpers import BACKEND, call, make_agent, reply, wait_for
+
+
+@pytest.fixture(params=["sqlite", "memory"], autouse=True)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs against the sqlite store and the in-memory one: the rules live in the core."""
+    monkeypatch.setitem(BACKEND, "store", request.param)
+    return str(request.param)
+
 
 
 def _texts(agent: Agent, sid: str) -> list[str]:
@@ -205,18 +214,56 @@ async def test_send_now_racing_the_executor_sends_the_row_once(tmp_path: Path) -
     assert _texts(agent, sid).count("race me") == 1
 
 
-def test_restart_requeues_rows_steered_by_a_dead_process(tmp_path: Path) -> None:
+def _store(backend: str, path: Path) -> Any:
     from lsp_agent.store.db import Store
+    from lsp_agent.store.memory import MemoryStore
 
-    store = Store(tmp_path / "s.db")
+    return Store(path) if backend == "sqlite" else MemoryStore()
+
+
+def _steered_by(store: Any, item_id: str, owner: str) -> None:
+    if hasattr(store, "db"):
+        store.db.execute("UPDATE queue SET steer_owner=? WHERE id=?", (owner, item_id))
+    else:
+        store.set_steer_owner(item_id, owner)
+
+
+def test_restart_requeues_rows_steered_by_a_dead_process(tmp_path: Path, backend: str) -> None:
+    store = _store(backend, tmp_path / "s.db")
     store.create_session("ses_x", str(tmp_path), "m")
     queue = Queue(store)
     item = queue.add("ses_x", "lost?")
     queue.mark_steered(item, "gen-1")
-    store.db.execute("UPDATE queue SET steer_owner='pid:999999999' WHERE id=?", (item.id,))
+    _steered_by(store, item.id, "pid:999999999")
     assert queue.recover() == [item.id]
     row = queue.get(item.id)
     assert row.status.value == "queued" and row.steered_into is None
+
+
+def test_a_row_steered_by_a_live_process_is_left_alone(tmp_path: Path, backend: str) -> None:
+    store = _store(backend, tmp_path / "s.db")
+    store.create_session("ses_x", str(tmp_path), "m")
+    queue = Queue(store)
+    item = queue.mark_steered(queue.add("ses_x", "mine"), "gen-1")
+    assert queue.recover() == [] and queue.get(item.id).status.value == "cancelled"
+
+
+def test_guarded_writes_refuse_a_changed_row_and_move_to_front(tmp_path: Path, backend: str) -> None:
+    store = _store(backend, tmp_path / "s.db")
+    store.create_session("ses_x", str(tmp_path), "m")
+    queue = Queue(store)
+    a, b = queue.add("ses_x", "a"), queue.add("ses_x", "b")
+    assert [i.id for i in queue.items("ses_x", include_settled=False)] == [a.id, b.id]
+    queue.send_now(b.id)
+    assert [i.id for i in queue.items("ses_x", include_settled=False)] == [b.id, a.id]
+    cancelled = queue.cancel(a.id)
+    assert cancelled.updated_at > a.updated_at
+    with pytest.raises(AgentError) as caught:
+        queue.cancel(a.id)
+    assert status_of(caught.value) == 409
+    with pytest.raises(AgentError) as missing:
+        queue.get("que_nope")
+    assert status_of(missing.value) == 404
 
 
 async def test_steering_with_tools_running(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from lsp_agent.skills.watch import SkillWatcher
 from lsp_agent.tools.defaults import default_tools
 from lsp_agent.tools.read_skill import ReadSkill, ReadSkillArgs
 from tests.helpers import reply, wait_for
-from tests.unit.test_skills_kit import run_recorded
+from tests.unit.test_skills_kit import run_recorded, visible
 
 
 def _skill(root: Path, name: str, description: str, body: str = "Do it.\n") -> Path:
@@ -106,10 +106,11 @@ def test_read_skill_comes_after_the_default_tools(tmp_path: Path) -> None:
 async def test_a_hand_written_skill_appears_in_the_next_request_without_a_restart(tmp_path: Path) -> None:
     provider, _ = await run_recorded(tmp_path, [reply(text="ok")])
     assert provider.requests[0].instructions == BASE_INSTRUCTIONS
+    assert [m.text() for m in provider.requests[0].messages] == ["do the task"]
     _skill(tmp_path, "release", "Cut a release")
     provider, _ = await run_recorded(tmp_path, [reply(text="ok")])
-    assert provider.requests[0].instructions.startswith(BASE_INSTRUCTIONS)
-    assert "- release: Cut a release\n" in provider.requests[0].instructions
+    assert provider.requests[0].instructions == BASE_INSTRUCTIONS  # skills never enter the instructions
+    assert "- release: Cut a release" in visible(provider.requests[0])
 
 
 async def test_the_watcher_reports_skills_as_the_folder_appears_and_changes(tmp_path: Path) -> None:

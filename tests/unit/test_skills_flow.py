@@ -26,6 +26,7 @@ from tests.unit.test_skills_kit import (
     store_for,
     validated,
     verify_in_new_session,
+    visible,
 )
 
 SKILL = ".lsp-agent/skills/calc-tests/SKILL.md"
@@ -65,10 +66,11 @@ async def test_verified_work_becomes_a_skill_the_agent_lists_reads_and_loses_on_
     # The agent's next request lists it (name: description) and read_skill returns it.
     read = call("read_skill", raw='{"name": "calc-tests"}')
     provider, session = await run_recorded(root, [reply(read), reply(text="ok")])
-    first = provider.requests[0].instructions
-    assert first.startswith(BASE_INSTRUCTIONS)
-    assert "- calc-tests: Run the calc tests\n" in first
-    assert provider.requests[1].instructions == first  # byte-stable between requests (prefix caching)
+    first = provider.requests[0]
+    assert first.instructions == BASE_INSTRUCTIONS
+    assert "- calc-tests: Run the calc tests" in visible(first)
+    second = provider.requests[1]  # extends the first (prefix caching)
+    assert second.instructions == first.instructions and second.messages[:len(first.messages)] == first.messages
     result = next(p for m in session.history for p in m.parts if isinstance(p, ToolResultPart))
     assert result.ok and result.output.startswith(f"OK: skill calc-tests ({SKILL})\n---\nname: calc-tests")
     assert result.metadata["read"] == [SKILL]
@@ -77,7 +79,7 @@ async def test_verified_work_becomes_a_skill_the_agent_lists_reads_and_loses_on_
     assert retired.ok and retired.changed, retired.line()
     assert not (root / SKILL).exists() and not (root / SKILL).parent.exists()
     provider, _ = await run_recorded(root, [reply(text="ok")])
-    assert "calc-tests" not in provider.requests[0].instructions
+    assert "calc-tests" not in visible(provider.requests[0])
     again = await svc.retire("calc-tests")
     assert again.ok and not again.changed and again.candidate is not None
     assert again.candidate.state is State.RETIRED

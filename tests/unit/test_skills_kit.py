@@ -130,6 +130,12 @@ def edit_part(root: Path, part_id: str, change: Any) -> None:
         db.close()
 
 
+def visible(request: Any) -> str:
+    """What the model reads of a request: the instructions and every message's text (skills are
+    announced in an appended message, never in the instructions)."""
+    return "\n".join([request.instructions, *(m.text() for m in request.messages)])
+
+
 async def run_recorded(root: Path, replies: list[ScriptedReply]) -> tuple[ScriptedProvider, AgentSession]:
     provider = ScriptedProvider(Script(label="test", replies=replies), record_requests=True)
     env = open_environment(root, load_settings(root, {"tools": QUICK}), provider, RecordingSink())

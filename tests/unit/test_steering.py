@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +13,15 @@ from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError
 from lsp_agent.core.steering import MAX_PENDING, MAX_RECEIPTS
 from lsp_agent.protocol.errors import status_of
-from tests.helpers import RecordingSink, call, make_agent, reply, wait_for
+from tests.helpers import BACKEND, RecordingSink, call, make_agent, make_env, reply, wait_for
+
+
+@pytest.fixture(params=["sqlite", "memory"], autouse=True)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs against the sqlite store and the in-memory one: the rules live in the core."""
+    monkeypatch.setitem(BACKEND, "store", request.param)
+    return str(request.param)
+
 
 
 def _user_texts(agent: Agent, session_id: str) -> list[str]:
@@ -176,3 +186,90 @@ async def test_admission_hook_can_veto_and_is_rechecked_after(tmp_path: Path) ->
     assert result.status.value == "rejected"
     await agent.wait(gen)
     assert [e.receipt["status"] for e in sink.of("receipt")][-1] == "rejected"
+
+
+# --- write-ahead corrections (crash safety) ----------------------------------------------------------
+
+
+def _die(store: Any) -> None:
+    """The process that accepted the pending corrections is gone."""
+    if hasattr(store, "db"):
+        store.db.execute("UPDATE corrections SET owner='pid:999999999'")
+    else:
+        for c in store.pending_corrections():
+            store.drop_correction(c.session_id, c.client_id)
+            store.save_correction(dataclasses.replace(c, owner="pid:999999999"))
+
+
+async def test_an_accepted_correction_is_on_disk_before_the_receipt_and_gone_once_applied(
+        tmp_path: Path, backend: str) -> None:
+    agent = make_agent(tmp_path, [reply(text="a", delay_ms=200), reply(text="b")])
+    sid, gen = await _running(agent)
+    receipt = await agent.steer(sid, gen, "c1", "use tabs")
+    assert receipt.status.value == "accepted"
+    store = agent.env.store
+    if backend == "sqlite":  # another connection sees it: it is committed, not just in memory
+        from lsp_agent.store.db import Store
+
+        other = Store(store.path)
+        assert [(c.client_id, c.text, c.generation) for c in other.pending_corrections()] == [("c1", "use tabs", gen)]
+        other.close()
+    assert [c.client_id for c in store.pending_corrections()] == ["c1"]
+    await agent.wait(gen)
+    assert store.pending_corrections() == []
+    assert _user_texts(agent, sid).count("use tabs") == 1
+
+
+async def test_a_rejected_or_ended_correction_leaves_nothing_pending(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="a", delay_ms=300)])
+    sid, gen = await _running(agent)
+    await agent.steer(sid, gen, "c1", "too late")
+    agent.cancel(sid)
+    await agent.wait(gen)
+    assert agent.env.store.pending_corrections() == []
+
+
+async def test_after_a_crash_a_pending_correction_becomes_a_queued_row_once(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="a", delay_ms=300)])
+    sid, gen = await _running(agent)
+    await agent.steer(sid, gen, "c1", "remember me")
+    store = agent.env.store
+    _die(store)
+    agent.tasks[gen].cancel()  # the old process stops dead: nothing settles the correction
+    restarted = Agent(dataclasses.replace(agent.env, steering=None))
+    rows = restarted.queue_items(sid)
+    assert [(r.text, r.status.value) for r in rows] == [("remember me", "queued")]
+    assert store.pending_corrections() == []
+    assert "remember me" not in [m.text() for m in store.messages(sid)]
+    again = Agent(dataclasses.replace(agent.env, steering=None))  # a second restart surfaces nothing new
+    assert [r.text for r in again.queue_items(sid)] == ["remember me"]
+
+
+async def test_after_a_crash_a_steered_rows_correction_puts_the_row_back(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="a", delay_ms=300)])
+    sid = agent.start("task").session_id
+    item, _ = agent.queue_add(sid, "from the queue")
+    result = await agent.queue_steer(item.id)
+    assert result.receipt is not None and result.receipt.status.value == "accepted"
+    store = agent.env.store
+    _die(store)
+    if hasattr(store, "db"):
+        store.db.execute("UPDATE queue SET steer_owner='pid:999999999'")
+    else:
+        store.set_steer_owner(item.id, "pid:999999999")
+    agent.tasks[result.receipt.generation or ""].cancel()
+    restarted = Agent(dataclasses.replace(agent.env, steering=None))
+    rows = restarted.queue_items(sid)
+    assert [(r.id, r.text, r.status.value) for r in rows] == [(item.id, "from the queue", "queued")]
+    assert store.pending_corrections() == []
+
+
+def test_a_live_processes_corrections_are_not_taken_over(tmp_path: Path) -> None:
+    from lsp_agent.core.queue import process_owner
+    from lsp_agent.core.storage import PendingCorrection
+
+    env = make_env(tmp_path, [])
+    env.store.create_session("ses_x", str(tmp_path), "m")
+    env.store.save_correction(PendingCorrection("ses_x", "c1", "gen", "mine", None, process_owner(), 1))
+    agent = Agent(env)
+    assert agent.queue_items("ses_x") == [] and len(env.store.pending_corrections()) == 1

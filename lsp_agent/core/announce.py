@@ -1,0 +1,56 @@
+"""Mid-session changes the model must know of — the project's skills, the settings that shape its
+work — announced as appended messages (SPEC 5), never edited into the instructions, so every
+request extends the previous one byte for byte and the provider's prompt cache survives.
+
+Skills: the latest announcement the model can still see (after compaction, in the model view)
+is compared with the current list by digest; a change, or an announcement compacted away, is
+announced again. Settings: the values the model's work depends on are kept as a replay event
+(`context.settings`, not model-visible); the first request of a session records them silently,
+a later change is announced with what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from lsp_agent.core.history import Message, TextPart
+
+ANNOUNCE = "announce"
+SETTINGS_EVENT = "context.settings"
+NOTE = "[note from lsp-agent]"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def announced_skills(view: Sequence[Message]) -> str | None:
+    """The digest of the latest skills announcement in `view`, or None."""
+    for message in reversed(view):
+        for part in reversed(message.parts):
+            mark = part.metadata.get(ANNOUNCE) if isinstance(part, TextPart) else None
+            if isinstance(mark, dict) and mark.get("kind") == "skills":
+                return str(mark.get("digest"))
+    return None
+
+
+def skills_note(view: Sequence[Message], block: str) -> TextPart | None:
+    """The note announcing `block` (the current skills list), or None when the model has it already."""
+    listed = block.strip()
+    digest = _digest(listed)
+    last = announced_skills(view)
+    if last == digest or (last is None and not listed):
+        return None
+    text = f"{NOTE} {listed}" if listed else f"{NOTE} Skills: none are listed any more (they were retired)."
+    return TextPart(text=text, synthetic=True, metadata={ANNOUNCE: {"kind": "skills", "digest": digest}})
+
+
+def settings_note(previous: dict[str, Any], current: dict[str, Any]) -> TextPart | None:
+    changed = [f"{name}: {previous.get(name)!r} → {value!r}" for name, value in current.items()
+               if previous.get(name) != value]
+    if not changed:
+        return None
+    return TextPart(text=f"{NOTE} Settings changed for this session: {'; '.join(changed)}.", synthetic=True,
+                    metadata={ANNOUNCE: {"kind": "settings", "values": current}})
