@@ -14,7 +14,8 @@ from lsp_agent.core.session import AgentSession, Environment, ModelFacts
 from lsp_agent.skills.discovery import WorkspaceSkills
 from lsp_agent.store.db import Store
 from lsp_agent.store.paths import workspace_dir
-from lsp_agent.tools.defaults import default_registry
+from lsp_agent.store.trace import TraceDir
+from lsp_agent.toolset import default_registry
 
 
 def make_provider(settings: Settings, base_url: str | None = None, wire: str | None = None) -> Provider:
@@ -40,7 +41,7 @@ def open_environment(root: Path, settings: Settings, provider: Provider, sink: E
     return Environment(
         root=root.resolve(), settings=settings, store=store or Store(base / "store.db"),
         registry=default_registry(settings), provider=provider, documents=DiskDocuments(root),
-        applier=DiskApplier(root.resolve()), sink=sink, trace_dir=base / "traces",
+        applier=DiskApplier(root.resolve()), sink=sink, traces=TraceDir(base / "traces"),
         model=model_facts(settings, wire), skills=WorkspaceSkills(root.resolve()),
     )
 

@@ -44,13 +44,13 @@ class StepStart(_Event):
     max_steps: int
 
 
-class TextDelta(_Event):
+class TextDeltaEvent(_Event):
     type: Literal["text_delta"] = "text_delta"
     part_id: str
     delta: str
 
 
-class ReasoningDelta(_Event):
+class ReasoningDeltaEvent(_Event):
     type: Literal["reasoning_delta"] = "reasoning_delta"
     part_id: str
     delta: str
@@ -165,10 +165,14 @@ class QueueChangedEvent(WireModel):
 
 
 Event = Annotated[
-    StepStart | TextDelta | ReasoningDelta | TextEvent | ReasoningEvent | ToolStart | ToolUse
+    StepStart | TextDeltaEvent | ReasoningDeltaEvent | TextEvent | ReasoningEvent | ToolStart | ToolUse
     | StepFinish | ErrorEvent | NoticeEvent | RunFinish,
     Field(discriminator="type"),
 ]
+
+#: Everything the core hands an EventSink: the loop's events, steering receipts and queue changes.
+SinkEvent = (StepStart | TextDeltaEvent | ReasoningDeltaEvent | TextEvent | ReasoningEvent | ToolStart | ToolUse
+             | StepFinish | ErrorEvent | NoticeEvent | RunFinish | ReceiptEvent | QueueChangedEvent)
 
 #: Events that carry partial text; a line-oriented stream (CLI --json) skips them.
 DELTA_TYPES = frozenset({"text_delta", "reasoning_delta", "tool_start"})

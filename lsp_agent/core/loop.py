@@ -44,11 +44,11 @@ from lsp_agent.core.ports import (
     ReasoningDelta,
     ReplyDone,
     TextDelta,
+    Trace,
 )
 from lsp_agent.core.prefix import prefix_share
 from lsp_agent.core.session import AgentSession, Environment
 from lsp_agent.core.tools import ToolContext
-from lsp_agent.store.trace import TraceWriter
 
 log = logging.getLogger(__name__)
 
@@ -127,9 +127,9 @@ class Generation:
         self.stop_reason: StopReason | None = None
         #: set when the run ended by handing off to a fresh session (the Agent starts it)
         self.handoff_to: str | None = None
-        self.trace: TraceWriter | None = None
-        if self.env.trace_dir is not None:
-            self.trace = TraceWriter(self.env.trace_dir / f"{session.id}-{self.id}.jsonl")
+        self.trace: Trace | None = None
+        if self.env.traces is not None:
+            self.trace = self.env.traces(session.id, self.id)
 
     # --- control ------------------------------------------------------------------------------
 
@@ -141,7 +141,7 @@ class Generation:
             self._stream_task.cancel()
         self.calls.cancel_waiting()
 
-    def emit(self, event: Any) -> None:
+    def emit(self, event: events.SinkEvent) -> None:
         self.env.sink.emit(event)
 
     def _base(self) -> dict[str, str]:
@@ -332,9 +332,9 @@ class Generation:
 
         def emit_delta(kind: str, text: str) -> None:
             if kind == "text":
-                self.emit(events.TextDelta(**self._base(), part_id=text_id, delta=text))
+                self.emit(events.TextDeltaEvent(**self._base(), part_id=text_id, delta=text))
             else:
-                self.emit(events.ReasoningDelta(**self._base(), part_id=reasoning_id, delta=text))
+                self.emit(events.ReasoningDeltaEvent(**self._base(), part_id=reasoning_id, delta=text))
 
         deltas = DeltaCoalescer(emit_delta)
 

@@ -6,13 +6,14 @@ never imports pygls, lsprotocol or httpx.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from lsp_agent.core.edits import ApplyResult, EditApplier, EditPlan
+from lsp_agent.core.events import SinkEvent
 from lsp_agent.core.history import Message, ReasoningPart, ToolCallPart, Usage
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "SkillsSource",
     "TextDelta",
     "ToolSpec",
+    "Trace",
+    "TraceOpener",
 ]
 
 
@@ -144,8 +147,8 @@ class DocumentSource(Protocol):
 
 
 class EventSink(Protocol):
-    def emit(self, event: Any) -> None:
-        """Deliver one core event (lsp_agent.core.events.Event); must not block."""
+    def emit(self, event: SinkEvent) -> None:
+        """Deliver one core event; must not block."""
         ...
 
 
@@ -162,3 +165,18 @@ class SkillsSource(Protocol):
 class NoSkills:
     def block(self) -> str:
         return ""
+
+
+# --- run traces -----------------------------------------------------------------------------
+
+
+class Trace(Protocol):
+    """One generation's trace: per step the calls, arguments, bounded results and milliseconds."""
+
+    def write(self, record: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+#: Opens the trace of (session ID, generation ID).
+TraceOpener = Callable[[str, str], Trace]

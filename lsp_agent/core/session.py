@@ -17,7 +17,7 @@ from lsp_agent.core import ids
 from lsp_agent.core.edits import EditApplier
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.history import Message, Role, TextPart
-from lsp_agent.core.ports import DocumentSource, EventSink, NoSkills, Provider, SkillsSource
+from lsp_agent.core.ports import DocumentSource, EventSink, NoSkills, Provider, SkillsSource, TraceOpener
 from lsp_agent.core.storage import PendingCorrection, Store
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import FileTracker
@@ -64,7 +64,8 @@ class Environment:
     documents: DocumentSource
     applier: EditApplier
     sink: EventSink = field(default_factory=NullSink)
-    trace_dir: Path | None = None
+    #: opens a generation's trace (headless: JSONL files in the state directory); None: no traces
+    traces: TraceOpener | None = None
     model: ModelFacts = field(default_factory=ModelFacts)
     skills: SkillsSource = field(default_factory=NoSkills)
     #: present when a long-lived front end steers generations (the language server)

@@ -42,7 +42,7 @@ from lsp_agent.server.notify import LspEventSink
 from lsp_agent.server.watch import OwnWrites, Watcher
 from lsp_agent.store.db import Store
 from lsp_agent.store.paths import workspace_dir
-from lsp_agent.tools.defaults import default_registry
+from lsp_agent.toolset import default_registry
 
 log = logging.getLogger(__name__)
 

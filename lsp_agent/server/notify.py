@@ -2,9 +2,9 @@
 steering receipts → `agent/receipt` and queue changes → `agent/queueChanged`.
 
 `emit` is called by the loop and must never block it: notifications are written at once
-(pygls' notify does not wait for the client), text/reasoning deltas are buffered per part and
-flushed every ~30 ms, and any other event first flushes the buffered deltas, so the client sees
-events in the order the loop emitted them.
+(pygls' notify does not wait for the client), in the order the loop emitted them. Text and
+reasoning deltas arrive already coalesced by the core (`core/deltas.py`), so nothing is
+buffered again here.
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ from lsp_agent.protocol.steering import QueueChangedParams, QueueItemOut, Receip
 
 log = logging.getLogger(__name__)
 
-COALESCE_S = 0.030
 PROGRESS_TITLE = "lsp-agent"
-_DELTAS = ("text_delta", "reasoning_delta")
 #: clientID prefix of the corrections the core makes from queue rows (Agent.queue_steer)
 
 #: verify_project results: (envelope, sessionID, partID)
@@ -49,13 +47,10 @@ class _Progress:
 
 class LspEventSink:
     def __init__(self, ls: LanguageServer, on_verify: VerifyObserver | None = None,
-                 server_progress: bool = False, interval: float = COALESCE_S) -> None:
+                 server_progress: bool = False) -> None:
         self.ls = ls
         self.on_verify = on_verify
         self.server_progress = server_progress  # the client accepts window/workDoneProgress/create
-        self.interval = interval
-        self._pending: dict[str, tuple[Any, list[str]]] = {}  # part ID → (first delta, texts), in order
-        self._timer: asyncio.TimerHandle | None = None
         self._client_tokens: dict[str, int | str] = {}  # generation → token supplied with agent/run
         self._progress: dict[str, _Progress] = {}
         self._token_sessions: dict[int | str, str] = {}
@@ -63,12 +58,8 @@ class LspEventSink:
 
     # --- EventSink ------------------------------------------------------------------------------
 
-    def emit(self, event: Any) -> None:
+    def emit(self, event: events.SinkEvent) -> None:
         try:
-            if event.type in _DELTAS:
-                self._buffer(event)
-                return
-            self.flush()
             self._send(event)
             self._observe(event)
         except Exception:  # the loop must never fail because the editor connection did
@@ -80,26 +71,7 @@ class LspEventSink:
     def session_of_token(self, token: int | str) -> str | None:
         return self._token_sessions.get(token)
 
-    # --- deltas ---------------------------------------------------------------------------------
-
-    def _buffer(self, event: Any) -> None:
-        pending = self._pending.get(event.part_id)
-        if pending is None:
-            self._pending[event.part_id] = (event, [event.delta])
-        else:
-            pending[1].append(event.delta)
-        if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.interval, self.flush)
-
-    def flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        pending, self._pending = self._pending, {}
-        for first, texts in pending.values():
-            self._send(first.model_copy(update={"delta": "".join(texts)}) if len(texts) > 1 else first)
-
-    def _send(self, event: Any) -> None:
+    def _send(self, event: events.SinkEvent) -> None:
         if isinstance(event, events.ReceiptEvent):
             receipt = ReceiptOut.model_validate(event.receipt)
             self.ls.protocol.notify(AGENT_RECEIPT, ReceiptParams(session_id=event.session_id, receipt=receipt).wire())
@@ -113,7 +85,7 @@ class LspEventSink:
 
     # --- side effects of events -----------------------------------------------------------------
 
-    def _observe(self, event: Any) -> None:
+    def _observe(self, event: events.SinkEvent) -> None:
         if isinstance(event, events.ToolUse) and event.part.tool == "verify_project" and self.on_verify:
             envelope = (event.part.state.metadata or {}).get("envelope")
             if isinstance(envelope, dict):

@@ -22,3 +22,13 @@ class TraceWriter:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+class TraceDir:
+    """The core's `TraceOpener`: one JSONL file per generation, `<session>-<generation>.jsonl`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def __call__(self, session_id: str, generation: str) -> TraceWriter:
+        return TraceWriter(self.directory / f"{session_id}-{generation}.jsonl")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from lsp_agent.core import events
@@ -24,7 +23,7 @@ def base() -> dict[str, str]:
     return {"session_id": "ses_1", "generation": "gen_1"}
 
 
-def delta(part: str, text: str, kind: type[Any] = events.TextDelta) -> Any:
+def delta(part: str, text: str, kind: type[Any] = events.TextDeltaEvent) -> Any:
     return kind(**base(), part_id=part, delta=text)
 
 
@@ -32,28 +31,19 @@ def sent_events(connection: RecordingConnection) -> list[dict[str, Any]]:
     return [params["event"] for method, params in connection.sent if method == "agent/event"]
 
 
-async def test_deltas_are_coalesced_per_part_and_flushed_before_the_next_event() -> None:
+async def test_every_event_goes_out_at_once_in_the_order_emitted() -> None:
+    # The core coalesces deltas (tests/unit/test_deltas.py); the sink must not buffer them again.
     connection = RecordingConnection()
     sink = LspEventSink(connection)  # type: ignore[arg-type]
-    for piece in ("thin", "king"):
-        sink.emit(delta("r1", piece, events.ReasoningDelta))
-    for piece in ("Hel", "lo ", "world"):
-        sink.emit(delta("t1", piece))
-    assert connection.sent == []  # buffered, not yet sent
+    sink.emit(delta("r1", "thinking", events.ReasoningDeltaEvent))
+    assert len(connection.sent) == 1  # sent, not held for a timer
+    sink.emit(delta("t1", "Hello "))
+    sink.emit(delta("t1", "world"))
     sink.emit(events.TextEvent(**base(), part=events.TextPartInfo(id="t1", message_id="m1", text="Hello world")))
     sent = sent_events(connection)
     assert [(e["type"], e.get("delta")) for e in sent] == [
-        ("reasoning_delta", "thinking"), ("text_delta", "Hello world"), ("text", None)]
+        ("reasoning_delta", "thinking"), ("text_delta", "Hello "), ("text_delta", "world"), ("text", None)]
     assert all(params["sessionID"] == "ses_1" and params["generation"] == "gen_1" for _, params in connection.sent)
-
-
-async def test_buffered_deltas_go_out_after_the_interval_without_another_event() -> None:
-    connection = RecordingConnection()
-    sink = LspEventSink(connection, interval=0.01)  # type: ignore[arg-type]
-    sink.emit(delta("t1", "a"))
-    sink.emit(delta("t1", "b"))
-    await asyncio.sleep(0.05)
-    assert [e["delta"] for e in sent_events(connection)] == ["ab"]
 
 
 async def test_verify_results_reach_the_observer() -> None:

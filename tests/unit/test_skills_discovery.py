@@ -13,9 +13,9 @@ from lsp_agent.core.disk_applier import DiskApplier
 from lsp_agent.core.disk_documents import DiskDocuments
 from lsp_agent.core.tools import FileTracker, ToolContext
 from lsp_agent.skills.discovery import SkillIndex, SkillInfo, front_matter, index_for, skills_block
+from lsp_agent.skills.read_skill import ReadSkill, ReadSkillArgs
 from lsp_agent.skills.watch import SkillWatcher
-from lsp_agent.tools.defaults import default_tools
-from lsp_agent.tools.read_skill import ReadSkill, ReadSkillArgs
+from lsp_agent.toolset import default_tools
 from tests.helpers import reply, wait_for
 from tests.unit.test_skills_kit import run_recorded, visible
 

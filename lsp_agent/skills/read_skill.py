@@ -1,4 +1,4 @@
-"""read_skill: the SKILL.md of a skill listed in the instructions, by name.
+"""read_skill: the SKILL.md of a listed skill, by name (the tool belongs with the skills it reads).
 
 Skills live in `.lsp-agent/skills/NAME/SKILL.md` (promoted from verified work, or written by hand).
 The file is read without following links; the result is bounded by `limits.result_chars`.
@@ -21,7 +21,7 @@ from lsp_agent.skills.rules import MAX_NAME_CHARS, NAME_PATTERN, RuleFailed
 class ReadSkillArgs(StrictArgs):
     name: str = Field(
         min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN,
-        description="The skill's name exactly as listed under Skills in your instructions: lowercase letters, "
+        description="The skill's name exactly as listed in the Skills note of this conversation: lowercase letters, "
                     f"digits and hyphens, at most {MAX_NAME_CHARS} characters, e.g. 'run-migrations'.",
     )
 
@@ -32,8 +32,8 @@ class ReadSkill(Tool[ReadSkillArgs]):
     args_model = ReadSkillArgs
     summary = (
         f"Return the full SKILL.md of one skill from {SKILLS_REL}/: when it applies and the procedure to "
-        "follow, verified in this repository. The skills are listed (name: description) under Skills in "
-        "your instructions; when none are listed there are none."
+        "follow, verified in this repository. The skills are listed (name: description) in a Skills note "
+        "from lsp-agent in this conversation; when none is there, there are none."
     )
     use_when = "the task matches a listed skill's description: read it before you start and follow its procedure."
     avoid_when = "no listed skill matches the task, or you already read it in this session (its text is above)."

@@ -7,11 +7,11 @@ from typing import Any
 from lsp_agent.config import Settings
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import Tool
+from lsp_agent.skills.read_skill import ReadSkill
 from lsp_agent.tools.apply_patch import ApplyPatch
 from lsp_agent.tools.context_recover import ContextRecover
 from lsp_agent.tools.list_dir import ListDir
 from lsp_agent.tools.read_file import ReadFile
-from lsp_agent.tools.read_skill import ReadSkill
 from lsp_agent.tools.run_command import RunCommand
 from lsp_agent.tools.search_code import SearchCode
 from lsp_agent.tools.verify_project import VerifyProject
