@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 import uuid
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from lsp_agent.context.handoff import prepare_handoff, same_failure_streak
@@ -41,7 +42,7 @@ from lsp_agent.core.ports import (
     ModelRequest,
     ProviderError,
     ProviderErrorKind,
-    ReasoningDelta,
+    ProviderEvent,
     ReplyDone,
     TextDelta,
     Trace,
@@ -94,12 +95,21 @@ def make_request(env: Environment, resolution: CapabilityResolution, messages: l
                         messages=messages, tail=tail or [], reasoning_effort=resolution.reasoning_effort)
 
 
-async def ask_once(env: Environment, request: ModelRequest) -> AssistantReply:
-    """One reply, collected without streaming it anywhere (harness requests: summaries, handoff notes)."""
-    async for item in env.provider.stream(request, env.provider.encode_request(request)):
+async def collect_reply(stream: AsyncIterator[ProviderEvent],
+                        on_delta: Callable[[str, str], None] | None = None) -> AssistantReply:
+    """Consume a provider stream up to its ReplyDone; each delta goes to `on_delta(kind, text)`
+    ("text" or "reasoning"). A stream that ends without a reply is a STREAM_CUT ProviderError."""
+    async for item in stream:
         if isinstance(item, ReplyDone):
             return item.reply
+        if on_delta is not None:
+            on_delta("text" if isinstance(item, TextDelta) else "reasoning", item.text)
     raise ProviderError(ProviderErrorKind.STREAM_CUT, "the provider ended the stream without a complete reply")
+
+
+async def ask_once(env: Environment, request: ModelRequest) -> AssistantReply:
+    """One reply, collected without streaming it anywhere (harness requests: summaries, handoff notes)."""
+    return await collect_reply(env.provider.stream(request, env.provider.encode_request(request)))
 
 
 class Generation:
@@ -277,14 +287,7 @@ class Generation:
         """A harness request (compaction summary, handoff note): recorded, cancellable, not streamed
         to the user, and no tool it asks for runs."""
         body = self._record_request(request, self.capabilities(), purpose)
-
-        async def consume() -> AssistantReply:
-            async for item in self.env.provider.stream(request, body):
-                if isinstance(item, ReplyDone):
-                    return item.reply
-            raise ProviderError(ProviderErrorKind.STREAM_CUT, "the provider ended the stream without a complete reply")
-
-        self._stream_task = asyncio.ensure_future(consume())
+        self._stream_task = asyncio.ensure_future(collect_reply(self.env.provider.stream(request, body)))
         try:
             reply = await self._stream_task
         finally:
@@ -338,19 +341,16 @@ class Generation:
 
         deltas = DeltaCoalescer(emit_delta)
 
+        def on_delta(kind: str, text: str) -> None:
+            if kind == "text":
+                streamed.append(text)
+            deltas.add(kind, text)
+
         async def consume() -> AssistantReply:
             try:
-                async for item in self.env.provider.stream(request, body):
-                    if isinstance(item, TextDelta):
-                        streamed.append(item.text)
-                        deltas.add("text", item.text)
-                    elif isinstance(item, ReasoningDelta):
-                        deltas.add("reasoning", item.text)
-                    elif isinstance(item, ReplyDone):
-                        return item.reply
+                return await collect_reply(self.env.provider.stream(request, body), on_delta)
             finally:
                 deltas.flush()  # what arrived is shown, whatever happens next
-            raise ProviderError(ProviderErrorKind.STREAM_CUT, "the provider ended the stream without a complete reply")
 
         self._stream_task = asyncio.ensure_future(consume())
         try:
