@@ -5,7 +5,7 @@ request extends the previous one byte for byte and the provider's prompt cache s
 Skills: the latest announcement the model can still see (after compaction, in the model view)
 is compared with the current list by digest; a change, or an announcement compacted away, is
 announced again. Settings: the values the model's work depends on are kept as a replay event
-(`context.settings`, not model-visible); the first request of a session records them silently,
+(`announce.settings`, not model-visible); the first request of a session records them silently,
 a later change is announced with what changed.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 from lsp_agent.core.history import Message, TextPart
 
 ANNOUNCE = "announce"
-SETTINGS_EVENT = "context.settings"
+SETTINGS_EVENT = "announce.settings"
 NOTE = "[note from lsp-agent]"
 
 

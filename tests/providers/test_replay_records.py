@@ -57,10 +57,13 @@ async def test_llm_request_events_hold_decisions_and_hashes_but_no_prompt_and_no
     store_path = next(p for p in databases if p.name == "store.db")
     db = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
     try:
+        kinds = [str(kind) for (kind,) in db.execute("SELECT kind FROM events")]
         rows = [str(data) for (data,) in db.execute("SELECT data FROM events")]
     finally:
         db.close()
-    assert len(rows) == len(server.requests) == 3
+    # one llm.request per request, and the settings the model was told about (core/announce.py)
+    assert sorted(kinds) == ["announce.settings"] + ["llm.request"] * len(server.requests)
+    assert len(server.requests) == 3
     for data in rows:
         for secret in (KEY, "ZEBRA-QUARTZ", "CONTENT-OF-THE-PLAN", "It says nothing", "nope.txt"):
             assert secret not in data
