@@ -1,4 +1,4 @@
-"""Command line: `serve`, `run`, `demo`, `schema`. Logs go to stderr only."""
+"""Command line: `serve`, `run`, `demo`, `schema`, `eval`, `skill`, `session`. Logs go to stderr only."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from lsp_agent.core.events import RunFinish, StopReason
 from lsp_agent.core.ports import Provider, ProviderError
 from lsp_agent.eval.cli import add_eval_parser, handle_eval
 from lsp_agent.sinks import JsonLinesSink, TranscriptSink
+from lsp_agent.session_cli import add_session_parser, handle_session
 from lsp_agent.skills.cli import add_skill_parser, handle_skill
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep", action="store_true", help="keep the temp workspace")
     add_eval_parser(sub)
     add_skill_parser(sub)
+    add_session_parser(sub)
     return parser
 
 
@@ -181,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             return handle_eval(args)
         if args.command == "skill":
             return handle_skill(args)
+        if args.command == "session":
+            return handle_session(args)
     except UsageError as exc:
         print(f"lsp-agent: {exc}", file=sys.stderr)
         return EXIT_USAGE

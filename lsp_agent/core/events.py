@@ -166,8 +166,9 @@ class RunFinish(_Event):
     handoff_to: str | None = Field(None, description="With stop reason `handoff`: the fresh session that "
                                                      "continues the work.")
     previous_session_ids: list[str] | None = Field(
-        None, alias="previousSessionIDs", description="Sessions this run worked in before `sessionID`, oldest first (headless runs continue "
-                          "after a handoff); the counts and tokens cover all of them.")
+        None, alias="previousSessionIDs",
+        description="Sessions this run worked in before `sessionID`, oldest first (headless runs continue after a "
+                    "handoff); the counts and tokens cover all of them.")
 
 
 class ReceiptEvent(WireModel):
