@@ -14,8 +14,8 @@ from lsp_agent.config import ConfigError, Settings, load_settings
 from lsp_agent.core.events import RunFinish, StopReason
 from lsp_agent.core.ports import Provider, ProviderError
 from lsp_agent.eval.cli import add_eval_parser, handle_eval
-from lsp_agent.sinks import JsonLinesSink, TranscriptSink
 from lsp_agent.session_cli import add_session_parser, handle_session
+from lsp_agent.sinks import JsonLinesSink, TranscriptSink
 from lsp_agent.skills.cli import add_skill_parser, handle_skill
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
