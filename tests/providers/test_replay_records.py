@@ -57,10 +57,11 @@ async def test_llm_request_events_hold_decisions_and_hashes_but_no_prompt_and_no
     store_path = next(p for p in databases if p.name == "store.db")
     db = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
     try:
-        rows = [str(data) for (data,) in db.execute("SELECT data FROM events")]
+        kinds, rows = zip(*[(kind, str(data)) for (kind, data) in db.execute("SELECT kind, data FROM events")],
+                          strict=True)
     finally:
         db.close()
-    assert len(rows) == len(server.requests) == 3
+    assert kinds.count("llm.request") == len(server.requests) == 3 and kinds[-1] == "run.finish"
     for data in rows:
         for secret in (KEY, "ZEBRA-QUARTZ", "CONTENT-OF-THE-PLAN", "It says nothing", "nope.txt"):
             assert secret not in data
