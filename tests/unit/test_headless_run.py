@@ -156,6 +156,24 @@ def test_a_closed_stdout_ends_the_run_cleanly_as_cancelled(tmp_path: Path) -> No
         store.close()
 
 
+def test_a_closed_stdout_in_transcript_mode_ends_the_same_way(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = _script(tmp_path / "s.json", [
+        {"text": "listing", "delay_ms": 700, "tool_calls": [{"name": "list_dir", "arguments": {}}]}, {"text": "done"}])
+    command = shlex.join([*RUN, "task", "--workspace", str(ws), "--model", "scripted/t", "--script", str(script)])
+    proc = subprocess.run(["bash", "-c", f"set -o pipefail; {command} | head -1"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1 and proc.stdout.startswith("── step 1/"), proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+    store = Store(workspace_dir(ws) / "store.db")
+    try:
+        (session_id,) = [row["id"] for row in store.db.execute("SELECT id FROM sessions")]
+    finally:
+        store.close()
+    assert [f["stopReason"] for f in _finishes_recorded(ws, session_id)] == ["cancelled"]
+
+
 def test_an_unknown_session_is_a_usage_error_without_a_traceback(tmp_path: Path) -> None:
     script = _script(tmp_path / "s.json", [{"text": "hi"}])
     proc = subprocess.run([*RUN, "x", "--workspace", str(tmp_path), "--model", "scripted/t", "--script", str(script),
