@@ -1,4 +1,4 @@
-"""Command line: `serve`, `run`, `demo`, `schema`. Logs go to stderr only."""
+"""Command line: `serve`, `run`, `demo`, `schema`, `eval`, `skill`, `session`. Logs go to stderr only."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from typing import Any
 
 from lsp_agent.config import ConfigError, Settings, load_settings
 from lsp_agent.core.events import RunFinish, StopReason
-from lsp_agent.core.ports import EventSink, Provider, ProviderError
+from lsp_agent.core.ports import Provider, ProviderError
 from lsp_agent.eval.cli import add_eval_parser, handle_eval
+from lsp_agent.session_cli import add_session_parser, handle_session
 from lsp_agent.sinks import JsonLinesSink, TranscriptSink
 from lsp_agent.skills_cli import add_skill_parser, handle_skill
 
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep", action="store_true", help="keep the temp workspace")
     add_eval_parser(sub)
     add_skill_parser(sub)
+    add_session_parser(sub)
     return parser
 
 
@@ -79,12 +81,12 @@ def _override(pairs: list[str]) -> dict[str, Any]:
     return layer
 
 
-def _sink(as_json: bool) -> EventSink:
+def _sink(as_json: bool) -> JsonLinesSink | TranscriptSink:
     return JsonLinesSink() if as_json else TranscriptSink()
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from lsp_agent.headless import make_provider, open_environment, run_once
+    from lsp_agent.headless import HeadlessRun, UnknownSession, cancel_on_signals, make_provider, open_environment
 
     root: Path = args.workspace
     if not await asyncio.to_thread(root.is_dir):
@@ -103,8 +105,19 @@ async def _run(args: argparse.Namespace) -> int:
         provider = make_provider(settings, args.base_url, args.wire)
     except (ConfigError, ProviderError) as exc:
         raise UsageError(str(exc)) from exc
-    env = open_environment(root, settings, provider, _sink(args.json), wire=args.wire)
-    result = await run_once(env, args.prompt, args.max_steps, args.session)
+    sink = _sink(args.json)
+    env = open_environment(root, settings, provider, sink, wire=args.wire)
+    try:
+        run = HeadlessRun(env, args.prompt, args.max_steps, args.session)
+    except UnknownSession as exc:
+        env.store.close()
+        raise UsageError(str(exc)) from None
+    sink.on_closed = run.cancel  # a closed stdout (`| head -1`) ends the run, recorded as cancelled
+    with cancel_on_signals(run) as received:
+        result = await run.run()
+    env.store.close()
+    if received:
+        return 128 + received[0]  # the shell's convention for "ended by this signal" (130 for Ctrl-C)
     return EXIT_OK if result.stop_reason is StopReason.FINAL else EXIT_STOPPED
 
 
@@ -170,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             return handle_eval(args)
         if args.command == "skill":
             return handle_skill(args)
+        if args.command == "session":
+            return handle_session(args)
     except UsageError as exc:
         print(f"lsp-agent: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from lsp_agent.config import Settings
+from lsp_agent.context.compaction import touched_files
+from lsp_agent.context.handoff import CONTINUE_PROMPT
 from lsp_agent.core.disk_applier import DiskApplier
 from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.events import RunFinish
+from lsp_agent.core.events import RunFinish, StopReason
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.ports import EventSink, Provider, ProviderError
 from lsp_agent.core.session import AgentSession, Environment, ModelFacts
@@ -46,12 +53,97 @@ def open_environment(root: Path, settings: Settings, provider: Provider, sink: E
     )
 
 
+class UnknownSession(LookupError):
+    """`--session` names no session of this workspace."""
+
+
+class HeadlessRun:
+    """One headless run: a generation, continued in the fresh session after each automatic handoff
+    (the step budget, counts and tokens carry over), and cancellable at any point — from a signal
+    handler or when the output is closed — so that it always ends with a run_finish."""
+
+    def __init__(self, env: Environment, prompt: str, max_steps: int | None = None,
+                 session_id: str | None = None) -> None:
+        if session_id is not None and env.store.session(session_id) is None:
+            raise UnknownSession(f"no session {session_id!r} in workspace {env.root}; run without --session "
+                                 "to start a new one")
+        self.env = env
+        self.prompt = prompt
+        self.max_steps = max_steps
+        self.session_id = session_id
+        self.current: Generation | None = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Safe from a signal handler or a sink: the running generation stops at its earliest safe
+        point and still reports; a generation not started yet starts cancelled."""
+        self.cancelled = True
+        if self.current is not None:
+            self.current.cancel()
+
+    def _start(self, generation: Generation) -> Generation:
+        self.current = generation
+        if self.cancelled:
+            generation.cancel()
+        return generation
+
+    async def run(self) -> RunFinish:
+        try:
+            session = AgentSession(self.env, self.session_id, title=self.prompt[:80])
+            generation = self._start(Generation(session, self.max_steps))
+            result = await generation.run(self.prompt)
+            while self._continues(result, generation):
+                assert generation.handoff_to is not None
+                fresh = AgentSession(self.env, generation.handoff_to)
+                # The fresh session has seen no file: the old one's files must be read again before an edit.
+                fresh.files.reread_required.update(sorted(touched_files(session.history)))
+                follow = Generation(fresh, generation.max_steps)
+                follow.carry_over(generation)
+                session, generation = fresh, self._start(follow)
+                result = await generation.run(CONTINUE_PROMPT)
+            return result
+        finally:
+            close = getattr(self.env.provider, "aclose", None)
+            if close is not None:
+                await close()
+
+    def _continues(self, result: RunFinish, generation: Generation) -> bool:
+        return (result.stop_reason is StopReason.HANDOFF and generation.handoff_to is not None
+                and not self.cancelled and generation.steps < generation.max_steps)
+
+
 async def run_once(env: Environment, prompt: str, max_steps: int | None = None,
                    session_id: str | None = None) -> RunFinish:
-    session = AgentSession(env, session_id, title=prompt[:80])
+    return await HeadlessRun(env, prompt, max_steps, session_id).run()
+
+
+#: Signals that cancel a headless run the way Ctrl-C does.
+CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def cancel_on_signals(run: HeadlessRun) -> Iterator[list[int]]:
+    """The first SIGINT/SIGTERM cancels the run (it still ends with its stop line and run_finish); the
+    handler is then removed, so a second Ctrl-C interrupts at once. Yields the signals received."""
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def handle(signum: int) -> None:
+        received.append(signum)
+        for sig in CANCEL_SIGNALS:
+            loop.remove_signal_handler(sig)
+        name = signal.Signals(signum).name
+        try:
+            sys.stderr.write(f"lsp-agent: {name}: cancelling the run (again to quit at once)\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        run.cancel()
+
+    for sig in CANCEL_SIGNALS:
+        loop.add_signal_handler(sig, handle, int(sig))
     try:
-        return await Generation(session, max_steps).run(prompt)
+        yield received
     finally:
-        close = getattr(env.provider, "aclose", None)
-        if close is not None:
-            await close()
+        for sig in CANCEL_SIGNALS:
+            loop.remove_signal_handler(sig)

@@ -3,23 +3,56 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from lsp_agent.core import events
 
 
-class JsonLinesSink:
+class _Output:
+    """stdout that may close under us (`| head -1`): the first failed write marks it closed, points
+    fd 1 at /dev/null (so the interpreter's final flush cannot raise either) and calls `on_closed`
+    once — the headless run cancels the generation there, which still records its run_finish."""
+
+    def __init__(self, out: TextIO | None) -> None:
+        self.out = out or sys.stdout
+        self.closed = False
+        self.on_closed: Callable[[], None] | None = None
+
+    def _write(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except (BrokenPipeError, ValueError):  # ValueError: the stream object itself was closed
+            self._lost()
+
+    def _lost(self) -> None:
+        self.closed = True
+        try:
+            fd = self.out.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+        if self.on_closed is not None:
+            self.on_closed()
+
+
+class JsonLinesSink(_Output):
     """One event per line (opencode's `run --format json` names); partial deltas are skipped."""
 
     def __init__(self, out: TextIO | None = None) -> None:
-        self.out = out or sys.stdout
+        super().__init__(out)
 
     def emit(self, event: Any) -> None:
         if event.type in events.DELTA_TYPES:
             return
-        self.out.write(json.dumps(event.wire(), ensure_ascii=False, separators=(",", ":")) + "\n")
-        self.out.flush()
+        self._write(json.dumps(event.wire(), ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -28,19 +61,18 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class TranscriptSink:
+class TranscriptSink(_Output):
     """A readable transcript on stdout and a live step indicator on stderr (when it is a terminal)."""
 
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
-        self.out = out or sys.stdout
+        super().__init__(out)
         self.err = err or sys.stderr
         self.live = self.err.isatty()
 
     def _print(self, text: str) -> None:
         if self.live:
             self.err.write("\r\033[K")
-        self.out.write(text + "\n")
-        self.out.flush()
+        self._write(text + "\n")
 
     def _status(self, text: str) -> None:
         if self.live:
@@ -72,10 +104,19 @@ class TranscriptSink:
 
 def summary_line(result: events.RunFinish) -> str:
     check = result.verification.value
-    if result.verification_part_id:
+    if result.verification_citation is not None:
+        cited = result.verification_citation
+        check += f" (check {cited.part_id} in message {cited.message_id})"
+    elif result.verification_part_id:
         check += f" (check {result.verification_part_id})"
     files = ", ".join(result.files_changed) or "none"
     t = result.tokens
+    if result.previous_session_ids:
+        chain = f" · session {result.session_id} (continues {', '.join(result.previous_session_ids)})"
+    elif result.handoff_to:
+        chain = f" · session {result.session_id} → handed off to {result.handoff_to}"
+    else:
+        chain = f" · session {result.session_id}"
     return (f"── stop: {result.stop_reason.value} · verification: {check} · steps {result.steps} · "
             f"tool calls {result.tool_calls} ({result.tool_errors} errors) · tokens in {t.input} out {t.output} · "
-            f"files changed: {files}")
+            f"files changed: {files}{chain}")

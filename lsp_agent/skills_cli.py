@@ -17,6 +17,9 @@ from typing import Any
 from lsp_agent.skills.records import MAX_PROPOSAL_BYTES
 
 EXIT_OK, EXIT_RULE, EXIT_USAGE = 0, 1, 2
+PROPOSAL_FIELDS = ("description", "applicability", "procedure")
+FROM_SESSION_HELP = ("cite this session's latest passing verify_project result (the `sessionID` a run prints) "
+                     "instead of a file's `evidence`")
 
 
 class _Usage(Exception):
@@ -37,15 +40,24 @@ def add_skill_parser(subparsers: Any) -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print the result as one JSON object")
         return p
 
-    propose = common(sub.add_parser("propose", help="create a pending candidate from a proposal file"))
-    propose.add_argument("--proposal", type=Path, required=True,
+    propose = common(sub.add_parser(
+        "propose", help="create a pending candidate from a proposal file, or from flags and a session",
+        description="The evidence comes from the proposal file or, with --from-session, is that session's latest "
+                    "passing verify_project result; the other fields from the file, overridden by the flags."))
+    propose.add_argument("name", nargs="?", help="the candidate's name (overrides the file's)")
+    propose.add_argument("--proposal", type=Path,
                          help=f"proposal JSON (strict JSON, at most {MAX_PROPOSAL_BYTES} bytes)")
+    propose.add_argument("--from-session", metavar="SES", help=FROM_SESSION_HELP)
+    for field in PROPOSAL_FIELDS:
+        propose.add_argument(f"--{field}", help=f"the proposal's `{field}` (overrides the file's)")
     common(sub.add_parser("show", help="show one candidate")).add_argument("name")
     validate = common(sub.add_parser("validate", help="record independent evidence from another session"))
     validate.add_argument("name")
-    validate.add_argument("--proposal", type=Path, required=True,
-                          help="JSON file with `evidence` (and optionally `name`) citing the other session's "
-                               "verification")
+    source = validate.add_mutually_exclusive_group(required=True)
+    source.add_argument("--proposal", type=Path,
+                        help="JSON file with `evidence` (and optionally `name`) citing the other session's "
+                             "verification")
+    source.add_argument("--from-session", metavar="SES", help=FROM_SESSION_HELP)
     common(sub.add_parser("promote", help="write .lsp-agent/skills/NAME/SKILL.md")).add_argument("name")
     common(sub.add_parser("retire", help="remove the candidate's own, unchanged SKILL.md")).add_argument("name")
     common(sub.add_parser("list", help="list candidates and the skills the agent sees"))
@@ -59,6 +71,14 @@ def _read_proposal(path: Path) -> bytes:
             return handle.read(MAX_PROPOSAL_BYTES + 1)
     except OSError as exc:
         raise _Usage(f"cannot read the proposal file {path}: {exc.strerror or exc}") from None
+
+
+async def _proposal_file(args: argparse.Namespace) -> bytes | None:
+    if args.proposal is None:
+        if args.from_session is None:
+            raise _Usage(f"skill candidate {args.skill_command}: give --proposal FILE or --from-session SES")
+        return None
+    return await asyncio.to_thread(_read_proposal, args.proposal)
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -93,9 +113,10 @@ async def _run(args: argparse.Namespace) -> int:
         if command == "show":
             outcome = service.show(args.name)
         elif command == "propose":
-            outcome = await service.propose(await asyncio.to_thread(_read_proposal, args.proposal))
+            fields = {f: getattr(args, f) for f in ("name", *PROPOSAL_FIELDS) if getattr(args, f) is not None}
+            outcome = await service.propose(await _proposal_file(args), fields, args.from_session)
         elif command == "validate":
-            outcome = await service.validate(args.name, await asyncio.to_thread(_read_proposal, args.proposal))
+            outcome = await service.validate(args.name, await _proposal_file(args), args.from_session)
         elif command == "promote":
             outcome = await service.promote(args.name)
         elif command == "retire":

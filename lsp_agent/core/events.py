@@ -18,6 +18,8 @@ class StopReason(StrEnum):
     CANCELLED = "cancelled"
     ERROR = "error"
     LOOP = "loop"
+    #: the run handed off to a fresh session (same failure again and again); `handoffTo` names it
+    HANDOFF = "handoff"
 
 
 class VerificationStatus(StrEnum):
@@ -133,11 +135,26 @@ class NoticeEvent(_Event):
     data: dict[str, Any] | None = None
 
 
+class Citation(WireModel):
+    """Where a part is stored: the `evidence` block of a skill proposal, verbatim."""
+
+    session_id: str
+    message_id: str
+    part_id: str
+
+
 class RunFinish(_Event):
     type: Literal["run_finish"] = "run_finish"
-    stop_reason: StopReason
+    stop_reason: StopReason = Field(
+        description="`final` (the model answered without calls), `step_limit`, `cancelled` (by the user, a "
+                    "signal or a closed output), `error`, `loop` (the loop guard tripped), `handoff` (the same "
+                    "check failed the same way too often: the work goes on in the fresh session `handoffTo`; "
+                    "the editor starts it, a headless run continues there within its step budget).")
     verification: VerificationStatus
     verification_part_id: str | None = None
+    verification_citation: Citation | None = Field(
+        None, description="`{sessionID, messageID, partID}` of the verify_project result the status was "
+                          "derived from: paste it as a skill proposal's `evidence`.")
     steps: int
     tool_calls: int
     tool_errors: int
@@ -146,6 +163,12 @@ class RunFinish(_Event):
     model: str
     scripted: bool
     error: ErrorInfo | None = None
+    handoff_to: str | None = Field(None, description="With stop reason `handoff`: the fresh session that "
+                                                     "continues the work.")
+    previous_session_ids: list[str] | None = Field(
+        None, alias="previousSessionIDs",
+        description="Sessions this run worked in before `sessionID`, oldest first (headless runs continue after a "
+                    "handoff); the counts and tokens cover all of them.")
 
 
 class ReceiptEvent(WireModel):

@@ -137,9 +137,19 @@ class Generation:
         self.stop_reason: StopReason | None = None
         #: set when the run ended by handing off to a fresh session (the Agent starts it)
         self.handoff_to: str | None = None
+        #: sessions an earlier generation of the same run worked in (headless continues after a handoff)
+        self.previous_session_ids: list[str] = []
         self.trace: Trace | None = None
         if self.env.traces is not None:
             self.trace = self.env.traces(session.id, self.id)
+
+    def carry_over(self, previous: Generation) -> None:
+        """Continue the run `previous` handed off: the step budget, counts, tokens and files carry over,
+        so this generation's run_finish describes the whole run."""
+        self.steps, self.tool_calls, self.tool_errors = previous.steps, previous.tool_calls, previous.tool_errors
+        self.usage = previous.usage
+        self.files_changed = dict(previous.files_changed)
+        self.previous_session_ids = [*previous.previous_session_ids, previous.session.id]
 
     # --- control ------------------------------------------------------------------------------
 
@@ -220,7 +230,7 @@ class Generation:
             if self.guard.tripped():
                 return self._finish(StopReason.LOOP)
             if results and await self._handed_off():
-                return self._finish(StopReason.LOOP)
+                return self._finish(StopReason.HANDOFF)
             if self.cancel_event.is_set():
                 return self._finish(StopReason.CANCELLED)
             # Corrections land here, after this step's results; one sent as the final reply
@@ -319,7 +329,9 @@ class Generation:
         return True
 
     async def _ask_model(self) -> AssistantReply | None:
-        """Stream one reply, forwarding deltas; None when cancelled mid-stream."""
+        """Stream one reply, forwarding deltas; None when cancelled (before or mid-stream)."""
+        if self.cancel_event.is_set():  # cancelled while this step started (e.g. its step_start had no reader)
+            return None
         resolution = self.capabilities()
         try:
             request = await self._context().fit(lambda: self.build_request(resolution))
@@ -398,15 +410,18 @@ class Generation:
             if warning:
                 result.output = f"{result.output}\n{warning}"
                 self.emit(events.NoticeEvent(**self._base(), kind="loop_guard", message=warning))
-        self.session.append(Message(role=Role.TOOL, parts=list(results), generation=self.id, step=self.steps))
+        stored = Message(role=Role.TOOL, parts=list(results), generation=self.id, step=self.steps)
+        self.session.append(stored)
         for call, result in zip(calls, results, strict=True):
-            self._record_call(call, result)
+            self._record_call(call, result, stored.id)
         note = stale_note(self.session.history)
         if note is not None:  # appended at the next step boundary, never edited into the earlier read
             self.session.pending_notes.append(note)
         return results
 
-    def _record_call(self, call: ToolCallPart, result: ToolResultPart) -> None:
+    def _record_call(self, call: ToolCallPart, result: ToolResultPart, message_id: str) -> None:
+        """`message_id`: the tool message that stores the result. One rule for every event: a part's
+        messageID is the message that stores that part (tool_start's call part: the assistant message)."""
         self.tool_calls += 1
         if not result.ok:
             self.tool_errors += 1
@@ -414,7 +429,7 @@ class Generation:
             self.files_changed[str(path)] = None
         status: Any = "completed" if result.ok else "error"
         self.emit(events.ToolUse(**self._base(), step=self.steps, part=events.ToolPartInfo(
-            id=result.id, message_id=self._assistant_message_id, call_id=call.call_id, tool=call.name,
+            id=result.id, message_id=message_id, call_id=call.call_id, tool=call.name,
             state=events.ToolState(status=status, input=_input_of(call), output=result.output,
                                    error_kind=result.error_kind.value if result.error_kind else None,
                                    elapsed_ms=result.elapsed_ms, metadata=result.metadata or None))))
@@ -438,13 +453,19 @@ class Generation:
     def _finish(self, reason: StopReason, error: events.ErrorInfo | None = None) -> events.RunFinish:
         self.stop_reason = reason
         check = verification.derive(self.session.history)
+        citation = (events.Citation(session_id=self.session.id, message_id=check.message_id, part_id=check.part_id)
+                    if check.part_id and check.message_id else None)
         result = events.RunFinish(
             **self._base(), stop_reason=reason, verification=check.status,
-            verification_part_id=check.part_id, steps=self.steps, tool_calls=self.tool_calls,
+            verification_part_id=check.part_id, verification_citation=citation, steps=self.steps,
+            tool_calls=self.tool_calls,
             tool_errors=self.tool_errors, tokens=_tokens(self.usage), files_changed=sorted(self.files_changed),
             model=self.env.provider.label if self.env.provider.scripted else self.env.settings.model,
-            scripted=self.env.provider.scripted, error=error)
+            scripted=self.env.provider.scripted, error=error, handoff_to=self.handoff_to,
+            previous_session_ids=self.previous_session_ids or None)
         if self.trace is not None:
             self.trace.write({"runFinish": result.wire()})
+        # Stored before it is shown: how the run ended survives a reader that went away (a closed pipe).
+        self.env.store.record_event(self.session.id, "run.finish", result.wire())
         self.emit(result)
         return result

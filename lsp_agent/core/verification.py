@@ -23,6 +23,7 @@ EXTERNAL_CHANGE = "external_change"
 class Verification:
     status: VerificationStatus
     part_id: str | None = None
+    message_id: str | None = None  # the message that stores the part (a citation needs both)
 
 
 def _check_status(envelope: dict[str, Any]) -> VerificationStatus | None:
@@ -55,7 +56,7 @@ def derive(messages: Iterable[Message]) -> Verification:
             envelope = part.metadata.get("envelope")
             if isinstance(envelope, dict):
                 status = _check_status(envelope)
-                latest = Verification(status, part.id) if status is not None else None
+                latest = Verification(status, part.id, message.id) if status is not None else None
             elif is_write(part):
                 latest = None
     return latest or Verification(VerificationStatus.NOT_RUN)

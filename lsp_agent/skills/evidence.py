@@ -82,6 +82,28 @@ def cited_result(store: Store, root: Path, citation: Citation) -> tuple[ToolResu
     return part, part_digest(row["data"])
 
 
+def latest_passing(store: Store, root: Path, session_id: str) -> Citation:
+    """The citation of the session's latest verify_project result that says it passed (still in the
+    conversation, not reverted): what `--from-session` cites. Every evidence rule is checked after,
+    as for a citation typed by hand — a forged or stale result is refused, not skipped."""
+    row = store.session(session_id)
+    if row is None:
+        raise RuleFailed(Rule.UNKNOWN_SESSION, f"no session {session_id!r} in this workspace's store (the "
+                                               "`sessionID` of a run's run_finish, or its stop line)")
+    if row["workspace"] != str(root.resolve()):
+        raise RuleFailed(Rule.OTHER_WORKSPACE, f"session {session_id!r} ran in another workspace")
+    for message in reversed(model_view(store.messages(session_id))):
+        if message.role is not Role.TOOL:
+            continue
+        for part in reversed(message.tool_results()):
+            envelope = part.metadata.get("envelope")
+            if (part.name == VERIFY_TOOL and isinstance(envelope, dict) and envelope.get("status") == "passed"
+                    and not part.metadata.get(REVERTED_FLAG) and not part.metadata.get(COMPACTED_FLAG)):
+                return Citation(session_id=session_id, message_id=message.id, part_id=part.id)
+    raise RuleFailed(Rule.NO_VERIFICATION, f"session {session_id!r} has no passing verify_project result in its "
+                                           "conversation; run verify_project there (or in another session) first")
+
+
 def _has_call(store: Store, session_id: str, call_id: str, before_seq: int) -> bool:
     rows = store.db.execute(
         "SELECT p.data FROM parts p JOIN messages m ON m.id = p.message_id "

@@ -22,6 +22,9 @@ class Rule(StrEnum):
     LOCKED = "locked"
     WRONG_STATE = "wrong_state"
     NOT_VALIDATED = "not_validated"
+    # picking the evidence from a session (--from-session)
+    UNKNOWN_SESSION = "unknown_session"
+    NO_VERIFICATION = "no_verification"
     # the cited part
     PART_MISSING = "part_missing"
     CITATION_MISMATCH = "citation_mismatch"

@@ -8,15 +8,23 @@ the evidence again right before it acts, and changes the state with one guarded 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from lsp_agent.skills.discovery import index_for
-from lsp_agent.skills.evidence import check_evidence
+from lsp_agent.skills.evidence import check_evidence, latest_passing
 from lsp_agent.skills.files import sha256, skill_rel
 from lsp_agent.skills.promote import existing_skill, render_skill, write_skill
-from lsp_agent.skills.records import Candidate, Citation, Evidence, State, parse_proposal, parse_validation
+from lsp_agent.skills.records import (
+    Candidate,
+    Citation,
+    Evidence,
+    State,
+    parse_proposal,
+    parse_validation,
+    strict_json,
+)
 from lsp_agent.skills.retire import Removal, check_removable, remove_skill
 from lsp_agent.skills.rules import Rule, RuleFailed, check_name
 from lsp_agent.skills.store import CandidateStore
@@ -76,9 +84,26 @@ class SkillService:
 
     # --- propose ------------------------------------------------------------------------------
 
-    async def propose(self, data: bytes | str) -> Outcome:
+    def _compose(self, data: bytes | str | None, fields: Mapping[str, str] | None,
+                 from_session: str | None) -> bytes | str:
+        """The proposal to parse: the file (if any), fields given one by one over it, and the evidence
+        picked from a session's latest passing verify_project result."""
+        if not fields and from_session is None:
+            return data if data is not None else b""
+        value = strict_json(data) if data is not None else {}
+        value.update(fields or {})
+        if from_session is not None:
+            if "evidence" in value:
+                raise RuleFailed(Rule.PROPOSAL_INVALID, "the proposal already cites `evidence`; give it either in "
+                                                        "the file or by session, not both")
+            value["evidence"] = latest_passing(self.store, self.root, from_session).model_dump(by_alias=True)
+        return json.dumps(value)
+
+    async def propose(self, data: bytes | str | None, fields: Mapping[str, str] | None = None,
+                      from_session: str | None = None) -> Outcome:
+        """`data`: a proposal file; `fields` override its fields; `from_session` supplies its evidence."""
         async def body() -> Outcome:
-            proposal = parse_proposal(data)
+            proposal = parse_proposal(self._compose(data, fields, from_session))
             with self.records.locked(proposal.name):
                 existing = self.records.get(proposal.name)
                 if existing is not None and existing.state is not State.RETIRED:
@@ -104,10 +129,10 @@ class SkillService:
 
     # --- validate -----------------------------------------------------------------------------
 
-    async def validate(self, name: str, data: bytes | str) -> Outcome:
+    async def validate(self, name: str, data: bytes | str | None, from_session: str | None = None) -> Outcome:
         async def body() -> Outcome:
             check_name(name)
-            proposal = parse_validation(data)
+            proposal = parse_validation(self._compose(data, None, from_session))
             if proposal.name is not None and proposal.name != name:
                 raise RuleFailed(Rule.PROPOSAL_INVALID, f"the file names candidate {proposal.name!r}, not {name!r}")
             with self.records.locked(name):

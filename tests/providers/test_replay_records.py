@@ -61,9 +61,9 @@ async def test_llm_request_events_hold_decisions_and_hashes_but_no_prompt_and_no
         rows = [str(data) for (data,) in db.execute("SELECT data FROM events")]
     finally:
         db.close()
-    # one llm.request per request, and the settings the model was told about (core/announce.py)
-    assert sorted(kinds) == ["announce.settings"] + ["llm.request"] * len(server.requests)
-    assert len(server.requests) == 3
+    # one llm.request per request, the settings the model was told about (core/announce.py), and the run's end
+    assert sorted(kinds) == ["announce.settings"] + ["llm.request"] * len(server.requests) + ["run.finish"]
+    assert len(server.requests) == 3 and kinds[-1] == "run.finish"
     for data in rows:
         for secret in (KEY, "ZEBRA-QUARTZ", "CONTENT-OF-THE-PLAN", "It says nothing", "nope.txt"):
             assert secret not in data

@@ -88,11 +88,12 @@ async def test_the_same_check_failing_the_same_way_three_times_hands_off_by_itse
     agent = Agent(env)
     first = agent.start(TASK)
     result = await agent.wait(first.generation)
-    assert result is not None and result.stop_reason.value == "loop"
+    assert result is not None and result.stop_reason.value == "handoff"  # its own reason, not the loop guard's
     assert same_failure_streak(agent.session(first.session_id).history) == 3
     handoff = next(n for n in sink.of("notice") if n.kind == "handoff")
     assert handoff.data is not None and handoff.data["from"] == first.session_id
     new_id = handoff.data["to"]
+    assert result.handoff_to == new_id
     await wait_for(lambda: new_id in agent.sessions and agent.sessions[new_id].history[-1].role.value == "assistant")
     fresh = agent.sessions[new_id]
     assert env.store.session(new_id).parent_id == first.session_id  # type: ignore[union-attr]

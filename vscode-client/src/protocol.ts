@@ -51,7 +51,7 @@ export const MAX_STEER_CHARS = 16_000;
 export const MAX_PROMPT_CHARS = 200_000;
 
 export type Verification = 'verified' | 'failed' | 'not_run';
-export type StopReason = 'final' | 'step_limit' | 'cancelled' | 'error' | 'loop';
+export type StopReason = 'final' | 'step_limit' | 'cancelled' | 'error' | 'loop' | 'handoff';
 
 export interface Tokens {
   input: number;
@@ -146,6 +146,8 @@ export interface RunFinishEvent extends EventBase {
   stopReason: StopReason;
   verification: Verification;
   verificationPartID?: string | null;
+  /** The verify_project result the status was derived from; a skill proposal's `evidence`, verbatim. */
+  verificationCitation?: { sessionID: string; messageID: string; partID: string } | null;
   steps: number;
   toolCalls: number;
   toolErrors: number;
@@ -154,6 +156,8 @@ export interface RunFinishEvent extends EventBase {
   model: string;
   scripted: boolean;
   error?: ErrorInfo | null;
+  handoffTo?: string | null;
+  previousSessionIDs?: string[] | null;
 }
 
 export type AgentEvent =
