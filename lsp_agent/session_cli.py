@@ -78,7 +78,7 @@ def show(root: Path, session_id: str) -> dict[str, Any] | None:
                     for m in store.messages(session_id)]
     finally:
         store.close()
-    return SessionResult(session_id=session_id, title=row["title"], messages=messages).wire()
+    return SessionResult(session_id=session_id, title=row.title, messages=messages).wire()
 
 
 def handle_session(args: argparse.Namespace) -> int:

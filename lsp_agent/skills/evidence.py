@@ -52,7 +52,7 @@ def cited_result(store: Store, root: Path, citation: Citation) -> tuple[ToolResu
         raise RuleFailed(Rule.CITATION_MISMATCH, f"part {citation.part_id!r} belongs to session "
                                                  f"{row['session_id']!r}, message {row['message_id']!r}, not to "
                                                  "the session and message cited")
-    if row["workspace"] != str(root.resolve()):
+    if row.workspace != str(root.resolve()):
         raise RuleFailed(Rule.OTHER_WORKSPACE, f"part {citation.part_id!r} was recorded in another workspace; "
                                                "cite a verification of this one")
     try:
@@ -90,7 +90,7 @@ def latest_passing(store: Store, root: Path, session_id: str) -> Citation:
     if row is None:
         raise RuleFailed(Rule.UNKNOWN_SESSION, f"no session {session_id!r} in this workspace's store (the "
                                                "`sessionID` of a run's run_finish, or its stop line)")
-    if row["workspace"] != str(root.resolve()):
+    if row.workspace != str(root.resolve()):
         raise RuleFailed(Rule.OTHER_WORKSPACE, f"session {session_id!r} ran in another workspace")
     for message in reversed(model_view(store.messages(session_id))):
         if message.role is not Role.TOOL:
