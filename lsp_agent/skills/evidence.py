@@ -52,7 +52,7 @@ def cited_result(store: Store, root: Path, citation: Citation) -> tuple[ToolResu
         raise RuleFailed(Rule.CITATION_MISMATCH, f"part {citation.part_id!r} belongs to session "
                                                  f"{row['session_id']!r}, message {row['message_id']!r}, not to "
                                                  "the session and message cited")
-    if row.workspace != str(root.resolve()):
+    if row["workspace"] != str(root.resolve()):
         raise RuleFailed(Rule.OTHER_WORKSPACE, f"part {citation.part_id!r} was recorded in another workspace; "
                                                "cite a verification of this one")
     try:
