@@ -148,7 +148,7 @@ def test_a_closed_stdout_ends_the_run_cleanly_as_cancelled(tmp_path: Path) -> No
     store = Store(workspace_dir(ws) / "store.db")
     try:
         row = store.session(first["sessionID"])
-        assert row is not None and row["active_generation"] is None
+        assert row is not None and row.active_generation is None
         # The call the model asked for never ran; its result says so (the history stays valid).
         results = [p for m in store.messages(first["sessionID"]) for p in m.tool_results()]
         assert [(r.ok, r.error_kind.value if r.error_kind else None) for r in results] == [(False, "cancelled")]
