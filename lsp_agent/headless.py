@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsp_agent.config import Settings
 from lsp_agent.core.disk_applier import DiskApplier
@@ -14,6 +15,9 @@ from lsp_agent.core.session import AgentSession, Environment, ModelFacts
 from lsp_agent.store.db import Store
 from lsp_agent.store.paths import workspace_dir
 from lsp_agent.tools.defaults import default_registry
+
+if TYPE_CHECKING:
+    from lsp_agent.mcp.manager import McpManager
 
 
 def make_provider(settings: Settings, base_url: str | None = None, wire: str | None = None) -> Provider:
@@ -40,8 +44,17 @@ def open_environment(root: Path, settings: Settings, provider: Provider, sink: E
         root=root.resolve(), settings=settings, store=Store(base / "store.db"),
         registry=default_registry(settings), provider=provider, documents=DiskDocuments(root),
         applier=DiskApplier(root.resolve()), sink=sink, trace_dir=base / "traces",
-        model=model_facts(settings, wire),
+        model=model_facts(settings, wire), mcp=mcp_manager(settings, root),
     )
+
+
+def mcp_manager(settings: Settings, root: Path) -> McpManager | None:
+    """The configured MCP servers (not started: they start when a session first needs them)."""
+    if not settings.mcp.servers:
+        return None
+    from lsp_agent.mcp.manager import McpManager
+
+    return McpManager(settings.mcp, root.resolve())
 
 
 async def run_once(env: Environment, prompt: str, max_steps: int | None = None,
@@ -53,3 +66,5 @@ async def run_once(env: Environment, prompt: str, max_steps: int | None = None,
         close = getattr(env.provider, "aclose", None)
         if close is not None:
             await close()
+        if env.mcp is not None:
+            await env.mcp.aclose()

@@ -27,6 +27,7 @@ from lsp_agent.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from lsp_agent.core.loop import Generation
+    from lsp_agent.mcp.manager import McpManager
     from lsp_agent.core.steering import Steering
 
 
@@ -61,6 +62,8 @@ class Environment:
     model: ModelFacts = field(default_factory=ModelFacts)
     #: present when a long-lived front end steers generations (the language server)
     steering: Steering | None = None
+    #: the configured MCP servers (None: none configured); their tools join per request
+    mcp: McpManager | None = None
 
 
 class AgentSession:
