@@ -27,8 +27,8 @@ from lsp_agent.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from lsp_agent.core.loop import Generation
-    from lsp_agent.mcp.manager import McpManager
     from lsp_agent.core.steering import Steering
+    from lsp_agent.mcp.manager import McpManager
 
 
 class NullSink:

@@ -103,7 +103,7 @@ class Connection:
         waiter = asyncio.ensure_future(self._ready.wait())
         timeout = self.config.startup_timeout_ms / 1000
         try:
-            done, _ = await asyncio.wait({waiter, self._holder}, timeout=timeout,
+            await asyncio.wait({waiter, self._holder}, timeout=timeout,
                                          return_when=asyncio.FIRST_COMPLETED)
         finally:
             waiter.cancel()
@@ -125,7 +125,7 @@ class Connection:
                 await self._stop.wait()
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # noqa: BLE001 - anything the server or transport does is its failure
+        except BaseException as exc:  # anything the server or transport does is its failure
             if self.state in (ServerState.STARTING, ServerState.READY):
                 self._fail(f"{type(exc).__name__}: {_message(exc)}")
         finally:
@@ -175,7 +175,7 @@ class Connection:
         except (asyncio.CancelledError, TimeoutError):
             raise
         except Exception as exc:
-            if self._holder is not None and self._holder.done() or _is_transport_failure(exc):
+            if (self._holder is not None and self._holder.done()) or _is_transport_failure(exc):
                 if self.state is ServerState.READY:
                     self._fail(f"the server stopped during a call ({type(exc).__name__}: {_message(exc)})")
                 raise McpUnavailable(self.error or "the server stopped") from exc
@@ -209,7 +209,7 @@ def _is_transport_failure(exc: BaseException) -> bool:
     if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream | OSError):
         return True
     text = str(exc).lower()
-    return "connection closed" in text or "closed" in text and "stream" in text
+    return "connection closed" in text or ("closed" in text and "stream" in text)
 
 
 class McpManager:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import keyword
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from jsonschema import exceptions as js_errors
 from jsonschema import validators
+from jsonschema.protocols import Validator
 from pydantic import BaseModel, ConfigDict, create_model, model_validator
 
 from lsp_agent.tools.base import StrictArgs
@@ -59,22 +60,26 @@ def _describe(error: js_errors.ValidationError) -> str:
     return f"{where}: {error.message}" if where else error.message
 
 
-def args_model_for(schema: dict[str, Any]) -> type[StrictArgs]:
-    """An argument model the controller validates with: the tool's JSON Schema decides; the
-    identifier-named properties are declared fields so rejections can list them."""
-    validator = validators.validator_for(schema)(schema)
+class McpArgs(StrictArgs):
+    """Arguments of an MCP tool: the tool's JSON Schema decides (extra names are the schema's call)."""
 
-    def check(cls: type[BaseModel], data: Any) -> Any:
-        errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-        if errors:
-            raise ValueError("; ".join(_describe(e) for e in errors[:5]))
+    model_config = ConfigDict(extra="allow", strict=True)
+    validator: ClassVar[Validator | None] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schema_check(cls, data: Any) -> Any:
+        if cls.validator is not None:
+            errors = sorted(cls.validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+            if errors:
+                raise ValueError("; ".join(_describe(e) for e in errors[:5]))
         return data
 
+
+def args_model_for(schema: dict[str, Any]) -> type[StrictArgs]:
+    """An argument model for one tool; its identifier-named properties are declared fields so a
+    rejection can list them (the controller names the allowed parameters)."""
     fields: dict[str, Any] = {name: (Any, None) for name in _field_names(schema)}
-    model: type[StrictArgs] = create_model(  # type: ignore[call-overload]
-        "McpArgs", __base__=StrictArgs,
-        __validators__={"schema_check": model_validator(mode="before")(classmethod(check))},  # type: ignore[arg-type]
-        **fields)
-    model.model_config = ConfigDict(extra="allow", strict=True)
-    model.model_rebuild(force=True)
+    model: type[McpArgs] = create_model("McpArgs", __base__=McpArgs, **fields)
+    model.validator = validators.validator_for(schema)(schema)
     return model
