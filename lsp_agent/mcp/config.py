@@ -27,7 +27,7 @@ class McpServerConfig(BaseModel):
     cwd: str | None = Field(None, description="Working directory of `command` (default: the workspace root).")
     url: str | None = Field(None, description="Streamable HTTP endpoint (instead of `command`).")
     enabled: bool = True
-    startup_timeout_ms: int = Field(10_000, ge=100, le=600_000, alias="startupTimeoutMs",
+    startup_timeout_ms: int = Field(30_000, ge=100, le=600_000, alias="startupTimeoutMs",
                                     description="Connect + list tools must finish within this.")
     tool_timeout_ms: int = Field(60_000, ge=100, le=3_600_000, alias="toolTimeoutMs",
                                  description="One tool call must finish within this.")

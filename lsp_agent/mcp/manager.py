@@ -77,6 +77,8 @@ class Connection:
     tools: list[McpToolInfo] = field(default_factory=list)
     skipped: list[SkippedTool] = field(default_factory=list)
     server_version: str | None = None
+    #: told of every failure (the manager reports it once)
+    on_failure: Callable[[], None] | None = None
     _client: Client | None = None
     _holder: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -165,6 +167,8 @@ class Connection:
         self.state = ServerState.FAILED
         self.error = error
         self.tools = []
+        if self.on_failure is not None:
+            self.on_failure()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         client = self._client
@@ -217,7 +221,8 @@ class McpManager:
 
     def __init__(self, settings: McpSettings, root: Path, report: Callable[[str], None] | None = None) -> None:
         self.settings = settings
-        self.connections = {name: Connection(name, cfg, root) for name, cfg in settings.enabled().items()}
+        self.connections = {name: Connection(name, cfg, root, on_failure=self.report_failures)
+                            for name, cfg in settings.enabled().items()}
         self.disabled = sorted(n for n, cfg in settings.servers.items() if not cfg.enabled)
         self.report = report or (lambda text: log.warning("%s", text))
         self._reported: set[tuple[str, str]] = set()
@@ -235,6 +240,7 @@ class McpManager:
         await asyncio.gather(*(c.start() for c in self.connections.values()))
 
     def report_failures(self) -> list[str]:
+        """Report each failure once: the editor's message, the CLI's stderr (the default: a warning log)."""
         fresh = []
         for conn in self.connections.values():
             if conn.state is ServerState.FAILED and conn.error and (conn.name, conn.error) not in self._reported:

@@ -17,7 +17,7 @@ def _block(block: Any) -> str:
         return block.text
     if isinstance(block, types.ImageContent | types.AudioContent):
         kind = "image" if isinstance(block, types.ImageContent) else "audio"
-        size = len(block.data) * 3 // 4
+        size = len(block.data.rstrip("=")) * 3 // 4
         return f"[{kind} omitted: {block.mime_type}, about {size} bytes; the model gets text only]"
     if isinstance(block, types.ResourceLink):
         mime = f" ({block.mime_type})" if block.mime_type else ""
@@ -28,7 +28,7 @@ def _block(block: Any) -> str:
         if isinstance(res, types.TextResourceContents):
             return f"[resource {res.uri}]\n{res.text}"
         mime = f"{res.mime_type}, " if res.mime_type else ""
-        return f"[binary resource omitted: {res.uri} ({mime}about {len(res.blob) * 3 // 4} bytes)]"
+        return f"[binary resource omitted: {res.uri} ({mime}about {len(res.blob.rstrip("=")) * 3 // 4} bytes)]"
     return f"[{getattr(block, 'type', type(block).__name__)} content omitted]"
 
 
