@@ -28,7 +28,8 @@ def _block(block: Any) -> str:
         if isinstance(res, types.TextResourceContents):
             return f"[resource {res.uri}]\n{res.text}"
         mime = f"{res.mime_type}, " if res.mime_type else ""
-        return f"[binary resource omitted: {res.uri} ({mime}about {len(res.blob.rstrip("=")) * 3 // 4} bytes)]"
+        size = len(res.blob.rstrip("=")) * 3 // 4
+        return f"[binary resource omitted: {res.uri} ({mime}about {size} bytes)]"
     return f"[{getattr(block, 'type', type(block).__name__)} content omitted]"
 
 
