@@ -180,7 +180,7 @@ async def test_mcp_tools_are_exclusive_unless_read_only_and_trusted(ws: Path) ->
 
 async def test_two_untrusted_mcp_calls_in_one_step_run_one_after_the_other(ws: Path, tmp_path: Path) -> None:
     replies = [reply(call("mcp__fault__slow", seconds=1), call("mcp__fault__slow", seconds=1)), reply(text="ok")]
-    result, session, _ = await run_mcp(ws, replies, {"fault": fault_server()})
+    _, session, _ = await run_mcp(ws, replies, {"fault": fault_server()})
     first, second = results(session)
     assert first.ok and second.ok
     # Exclusive lane: each waits for the other, so together they take at least the sum.
