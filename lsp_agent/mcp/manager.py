@@ -78,7 +78,7 @@ class Connection:
     skipped: list[SkippedTool] = field(default_factory=list)
     server_version: str | None = None
     #: told of every failure (the manager reports it once)
-    on_failure: Callable[[], None] | None = None
+    on_failure: Callable[[], object] | None = None
     _client: Client | None = None
     _holder: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
