@@ -44,4 +44,4 @@ class McpListResult(Result):
     discovery: bool = Field(description="`mcp_tool_discovery` is on: tools are offered only after tool_search.")
 
 
-NESTED_MODELS = [McpToolOut, McpSkippedOut, McpServerOut]
+NESTED_MODELS: list[type[Result]] = [McpToolOut, McpSkippedOut, McpServerOut]
