@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -14,7 +16,16 @@ from lsp_agent.core.session import AgentSession
 from lsp_agent.mcp.manager import ServerState
 from lsp_agent.tools.base import Access
 from tests.helpers import RecordingSink, call, git_repo, reply
-from tests.mcptools.conftest import fault_server, git_server, mcp_env, results, run_mcp, time_server, tool_names
+from tests.mcptools.conftest import (
+    everything_server,
+    fault_server,
+    git_server,
+    mcp_env,
+    results,
+    run_mcp,
+    time_server,
+    tool_names,
+)
 
 BUILTINS = ["read_file", "list_dir", "search_code", "apply_patch", "write_file", "run_command", "verify_project",
             "read_skill"]
@@ -200,3 +211,27 @@ async def test_git_server_reads_a_real_repository(ws: Path, tmp_path: Path) -> N
     assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True,
                           check=True).stdout.strip() == "M a.txt"  # read-only: nothing changed
     assert result.stop_reason is StopReason.FINAL
+
+
+async def test_streamable_http_server_by_url(ws: Path) -> None:
+    """The `url` transport, against server-everything in its streamable HTTP mode on a free port."""
+    stdio = everything_server()  # skips (outside CI) when the npm package is not installed
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = await asyncio.create_subprocess_exec(
+        stdio["command"], stdio["args"][0], "streamableHttp", env={**os.environ, "PORT": str(port)},
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        line = await asyncio.wait_for(proc.stderr.readline(), 60)
+        while b"listening on port" not in line:
+            line = await asyncio.wait_for(proc.stderr.readline(), 60)
+        replies = [reply(call("mcp__web__echo", message="over http")), reply(text="done")]
+        result, session, _ = await run_mcp(ws, replies, {"web": {"url": f"http://127.0.0.1:{port}/mcp"}})
+        (echo,) = results(session)
+        assert echo.ok and echo.output.endswith("\nEcho: over http")
+        assert result.stop_reason is StopReason.FINAL
+    finally:
+        proc.terminate()
+        await proc.wait()
