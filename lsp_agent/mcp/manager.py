@@ -105,8 +105,7 @@ class Connection:
         waiter = asyncio.ensure_future(self._ready.wait())
         timeout = self.config.startup_timeout_ms / 1000
         try:
-            await asyncio.wait({waiter, self._holder}, timeout=timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({waiter, self._holder}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             waiter.cancel()
         if self.state is ServerState.STARTING:
@@ -127,7 +126,7 @@ class Connection:
                 await self._stop.wait()
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # anything the server or transport does is its failure
+        except Exception as exc:  # anything the server or transport does is its failure (groups included)
             if self.state in (ServerState.STARTING, ServerState.READY):
                 self._fail(f"{type(exc).__name__}: {_message(exc)}")
         finally:
@@ -249,6 +248,11 @@ class McpManager:
                 fresh.append(text)
                 self.report(text)
         return fresh
+
+    def unavailable(self) -> list[str]:
+        """`name: error` of each failed server (agent/status)."""
+        return [f"{name}: {conn.error}" for name, conn in sorted(self.connections.items())
+                if conn.state is ServerState.FAILED and conn.error]
 
     def tools(self) -> list[McpToolInfo]:
         """Tools of the connected servers, sorted by server then name (the order is cached prefix)."""

@@ -43,6 +43,8 @@ async def test_mcp_tool_called_through_the_loop_over_lsp_and_listed(workspace: P
         ("mcp__time__convert_time", True), ("mcp__time__get_current_time", True)]
     assert by_name["fault"].state == "failed" and "Connection closed" in (by_name["fault"].error or "")
     assert by_name["fault"].tools == []
+    status = await editor.request("agent/status", {"sessionID": started["sessionID"]})
+    assert len(status["mcpUnavailable"]) == 1 and status["mcpUnavailable"][0].startswith("fault: ")
     assert listed.discovery is False
     # The dead server was shown in the editor, once.
     for _ in range(100):
