@@ -58,7 +58,9 @@ async def test_agent_mcp_list_start_and_strict_params(workspace: Path, start_edi
     editor = await start_editor(workspace, [reply(text="x")],
                                 init_options={"mcp": {"servers": {"fault": fault_server()}},
                                               "experimental": {"mcp_tool_discovery": True}})
-    listed = McpListResult.model_validate(await editor.request("agent/mcp/list", {"start": True}))
+    # Starting a server can take long on a loaded machine: a longer wait than editor.request's.
+    answer = editor.client.protocol.send_request_async("agent/mcp/list", {"start": True})
+    listed = McpListResult.model_validate(await asyncio.wait_for(answer, 120))
     (fault,) = listed.servers
     assert fault.state == "ready" and listed.discovery
     assert [s.tool for s in fault.skipped] == ["bad.name", "broken"]

@@ -79,11 +79,10 @@ async def test_fault_server_results_errors_limits_and_a_crash_mid_call(ws: Path)
                reply(text="done")]
     (ws / "notes.txt").write_text("the run goes on\n")
     reported: list[str] = []
-    env, provider = mcp_env(ws, replies, {"fault": fault_server(toolTimeoutMs=1500, maxResultChars=limit)})
+    env, provider = mcp_env(ws, replies, {"fault": fault_server(toolTimeoutMs=8000, maxResultChars=limit)})
     assert env.mcp is not None
     env.mcp.report = reported.append
     session = AgentSession(env)
-    started = time.monotonic()
     try:
         result = await Generation(session).run("go")
     finally:
@@ -99,7 +98,7 @@ async def test_fault_server_results_errors_limits_and_a_crash_mid_call(ws: Path)
     assert past_limit.ok and f"the MCP result had {limit + 1} characters; showed the first {limit}" in \
         past_limit.output
     assert "x" * (limit + 1) not in past_limit.output
-    assert slow.error_kind is ErrorKind.TIMEOUT and "1500 ms (toolTimeoutMs)" in slow.output
+    assert slow.error_kind is ErrorKind.TIMEOUT and "8000 ms (toolTimeoutMs)" in slow.output
     assert crash.error_kind is ErrorKind.TOOL_FAILURE and "not available" in crash.output
     # The dead server's tools are gone from the next request on; the run goes on.
     assert gone.error_kind is ErrorKind.UNKNOWN_TOOL
@@ -108,7 +107,7 @@ async def test_fault_server_results_errors_limits_and_a_crash_mid_call(ws: Path)
     assert result.stop_reason is StopReason.FINAL
     assert len(reported) == 1 and "'fault' is unavailable" in reported[0] and "Connection closed" in reported[0]
     assert env.mcp.connections["fault"].state is ServerState.FAILED
-    assert time.monotonic() - started < 60  # the 30 s sleep was cut by the timeout
+    assert slow.elapsed_ms < 29_000  # the 30 s sleep was cut by the timeout
 
 
 async def test_invalid_schemas_and_unusable_names_are_skipped_not_offered(ws: Path) -> None:
