@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lsp_agent.mcp_settings import McpSettings
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -35,6 +37,15 @@ class Limits(_Section):
     result_chars: int = Field(
         50_000, ge=500, description="Bound on any one tool result text (800 typical code lines fit).")
     trace_result_chars: int = Field(2_000, ge=100, description="Tool result chars kept in the trace.")
+    # --- experimental tools (SPEC 9): tool_search and read_recipe ---
+    tool_search_results: int = Field(5, ge=1, le=5, description="Most schemas one tool_search returns.")
+    tool_search_selected: int = Field(32, ge=1, description="Most MCP tools tool_search selects per session.")
+    recipe_steps: int = Field(8, ge=1, description="Most steps in one read_recipe.")
+    recipe_deadline_s: float = Field(60, gt=0, description="read_recipe cancellation deadline (seconds).")
+    recipe_args_bytes: int = Field(32 * 1024, ge=64, description="Largest read_recipe argument JSON.")
+    recipe_intermediate_bytes: int = Field(
+        192 * 1024, ge=1024, description="Budget of the children's results in one read_recipe.")
+    recipe_output_chars: int = Field(16_000, ge=200, description="Bound on read_recipe's final output.")
 
 
 class VerifyCommand(_Section):
@@ -117,6 +128,7 @@ class Settings(_Section):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     experimental: Experimental = Field(default_factory=Experimental)
     compaction: Compaction = Field(default_factory=Compaction)
+    mcp: McpSettings = Field(default_factory=McpSettings, description="MCP servers whose tools the agent gets.")
     script: str | None = Field(None, description="Reply script for the scripted provider (JSON file).")
     tool_profile: Literal["default", "minimal"] = Field(
         "default", alias="toolProfile",

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsp_agent.config import Settings
 from lsp_agent.context.compaction import touched_files
@@ -22,7 +23,11 @@ from lsp_agent.skills.discovery import WorkspaceSkills
 from lsp_agent.store.db import Store
 from lsp_agent.store.paths import workspace_dir
 from lsp_agent.store.trace import TraceDir
+from lsp_agent.tools.session_tools import session_tools
 from lsp_agent.toolset import default_registry
+
+if TYPE_CHECKING:
+    from lsp_agent.mcp.manager import McpManager
 
 
 def make_provider(settings: Settings, base_url: str | None = None, wire: str | None = None) -> Provider:
@@ -50,6 +55,7 @@ def open_environment(root: Path, settings: Settings, provider: Provider, sink: E
         registry=default_registry(settings), provider=provider, documents=DiskDocuments(root),
         applier=DiskApplier(root.resolve()), sink=sink, traces=TraceDir(base / "traces"),
         model=model_facts(settings, wire), skills=WorkspaceSkills(root.resolve()),
+        mcp=mcp_manager(settings, root), tool_view=session_tools,
     )
 
 
@@ -106,10 +112,21 @@ class HeadlessRun:
             close = getattr(self.env.provider, "aclose", None)
             if close is not None:
                 await close()
+            if self.env.mcp is not None:
+                await self.env.mcp.aclose()
 
     def _continues(self, result: RunFinish, generation: Generation) -> bool:
         return (result.stop_reason is StopReason.HANDOFF and generation.handoff_to is not None
                 and not self.cancelled and generation.steps < generation.max_steps)
+
+
+def mcp_manager(settings: Settings, root: Path) -> McpManager | None:
+    """The configured MCP servers (not started: they start when a session first needs them)."""
+    if not settings.mcp.servers:
+        return None
+    from lsp_agent.mcp.manager import McpManager
+
+    return McpManager(settings.mcp, root.resolve())
 
 
 async def run_once(env: Environment, prompt: str, max_steps: int | None = None,

@@ -12,6 +12,7 @@ from lsp_agent.tools.apply_patch import ApplyPatch
 from lsp_agent.tools.context_recover import ContextRecover
 from lsp_agent.tools.list_dir import ListDir
 from lsp_agent.tools.read_file import ReadFile
+from lsp_agent.tools.read_recipe import ReadRecipe
 from lsp_agent.tools.run_command import RunCommand
 from lsp_agent.tools.search_code import SearchCode
 from lsp_agent.tools.verify_project import VerifyProject
@@ -30,6 +31,8 @@ def default_tools(settings: Settings) -> list[Tool[Any]]:
     # Experimental tools come after the defaults, in a fixed order (the tool list is cached prefix).
     if settings.experimental.context_recovery:
         tools.append(ContextRecover())
+    if settings.experimental.read_only_recipes:
+        tools.append(ReadRecipe(ToolRegistry(list(tools))))  # children: the read tools above, never itself
     return tools
 
 

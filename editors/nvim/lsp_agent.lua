@@ -3,7 +3,7 @@
 --   local agent = require("lsp_agent")      -- this file on 'runtimepath' as lua/lsp_agent.lua
 --   agent.setup({ init_options = { model = "ollama/qwen2.5-coder" } })
 --
--- Commands: :AgentRun {prompt}  :AgentSteer {text}  :AgentSteerNow  :AgentQueue  :AgentCancel
+-- Commands: :AgentRun {prompt}  :AgentSteer {text}  :AgentSteerNow  :AgentQueue  :AgentCancel  :AgentMcp
 --           :AgentEvents  :AgentNew
 -- Events stream into the scratch buffer `lsp-agent://events`; edits arrive as workspace/applyEdit
 -- (built in, with undo); before a check the server asks to save the buffers it edited
@@ -353,6 +353,49 @@ function M.show_events()
   vim.api.nvim_win_set_buf(0, events_buffer())
 end
 
+-- The MCP servers (agent/mcp/list, started first): one line per server, then its tools.
+function M.mcp_lines(list)
+  local lines = {}
+  for _, s in ipairs(list.servers or {}) do
+    local err = value(s.error)
+    table.insert(lines, string.format("%s  %s  %s%s  %d tools%s", s.name, s.state, s.transport,
+      s.trusted and "  trusted" or "", #(s.tools or {}), err and ("  -- " .. first_line(err)) or ""))
+    for _, t in ipairs(s.tools or {}) do
+      table.insert(lines, string.format("  %s  (%s)  %s", t.name, t.readOnly and "read-only" or "exclusive",
+        first_line(t.description or "")))
+    end
+    for _, k in ipairs(s.skipped or {}) do
+      table.insert(lines, string.format("  [skipped] %s: %s", k.tool, k.reason))
+    end
+  end
+  if #lines == 0 then
+    lines = { "no MCP servers configured ([mcp.servers.NAME] in .lsp-agent/config.toml)" }
+  end
+  return lines
+end
+
+function M.show_mcp()
+  local c = client()
+  if not c then
+    return
+  end
+  c.request("agent/mcp/list", { start = true }, function(err, result)
+    if err then
+      on_reply("agent/mcp/list")(err)
+      return
+    end
+    if not (M.mcp_buf and vim.api.nvim_buf_is_valid(M.mcp_buf)) then
+      M.mcp_buf = vim.api.nvim_create_buf(false, true)
+      vim.api.nvim_buf_set_name(M.mcp_buf, "lsp-agent://mcp")
+    end
+    vim.api.nvim_buf_set_lines(M.mcp_buf, 0, -1, false, M.mcp_lines(result))
+    if vim.fn.bufwinnr(M.mcp_buf) == -1 then
+      vim.cmd("botright split")
+      vim.api.nvim_win_set_buf(0, M.mcp_buf)
+    end
+  end)
+end
+
 -- setup ----------------------------------------------------------------------------------------
 
 local function under(root, name)
@@ -403,6 +446,7 @@ function M.setup(opts)
   vim.api.nvim_create_user_command("AgentQueue", function() M.show_queue() end, { nargs = 0 })
   vim.api.nvim_create_user_command("AgentCancel", function() M.cancel() end, { nargs = 0 })
   vim.api.nvim_create_user_command("AgentEvents", function() M.show_events() end, { nargs = 0 })
+  vim.api.nvim_create_user_command("AgentMcp", function() M.show_mcp() end, { nargs = 0 })
   vim.api.nvim_create_user_command("AgentNew", function()
     M.session_id, M.generation, M.queue = nil, nil, {}
   end, { nargs = 0 })

@@ -49,6 +49,7 @@ from lsp_agent.core.ports import (
 )
 from lsp_agent.core.prefix import prefix_share
 from lsp_agent.core.session import AgentSession, Environment
+from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import ToolContext
 
 log = logging.getLogger(__name__)
@@ -88,10 +89,11 @@ def resolve_for(env: Environment, history: list[Message]) -> CapabilityResolutio
 
 
 def make_request(env: Environment, resolution: CapabilityResolution, messages: list[Message],
-                 tail: list[str] | None = None) -> ModelRequest:
+                 tail: list[str] | None = None, tools: ToolRegistry | None = None) -> ModelRequest:
     """Static content first (instructions, tools), then the model-visible history, then the tail."""
     instructions = BASE_INSTRUCTIONS + (f"\n{CONTEXT_PACK}" if resolution.context_pack else "")
-    return ModelRequest(model=env.settings.model, instructions=instructions, tools=env.registry.specs(),
+    tools = tools or env.registry
+    return ModelRequest(model=env.settings.model, instructions=instructions, tools=tools.specs(),
                         messages=messages, tail=tail or [], reasoning_effort=resolution.reasoning_effort)
 
 
@@ -132,6 +134,8 @@ class Generation:
                                 self.env.settings.limits.result_chars)
         self._stream_task: asyncio.Future[AssistantReply] | None = None
         self._assistant_message_id = ""
+        #: this step's tool list (built with its request; the step's calls are checked against it)
+        self.tools: ToolRegistry = self.env.registry
         self.begun = False
         self.ended = False
         self.stop_reason: StopReason | None = None
@@ -190,6 +194,8 @@ class Generation:
         session = self.session
         token = cancel_signal.set(self.cancel_event)
         try:
+            if self.env.mcp is not None:  # MCP servers start when a session first needs them
+                await self.env.mcp.start()
             return await self._loop()
         finally:
             self.ended = True
@@ -269,7 +275,8 @@ class Generation:
         session = self.session
         tail = (reminders(session.history, self.steps, self.max_steps, session.files.reread_required)
                 if self.env.settings.experimental.tail_reminders else [])
-        return make_request(self.env, resolution, session.context_view(), tail)
+        self.tools = self.env.tool_view(self.env, session.history) if self.env.tool_view else self.env.registry
+        return make_request(self.env, resolution, session.context_view(), tail, self.tools)
 
     def _context(self) -> ContextManager:
         return ContextManager(self.session, self._ask_harness, self.id, self.steps)
@@ -284,7 +291,7 @@ class Generation:
         record: dict[str, Any] = {
             "generation": self.id, "step": self.steps, "model": self.env.model.name,
             "capabilityResolution": resolution.wire(),
-            "hashes": request_hashes(body, request.instructions, self.env.registry.digest),
+            "hashes": request_hashes(body, request.instructions, self.tools.digest),
             "bytes": len(body), "prefixShare": round(share, 6), "messages": len(request.messages),
             "tokens": tokens,
         }
@@ -314,7 +321,7 @@ class Generation:
         fresh = latest is not None and any(isinstance(p.metadata.get("envelope"), dict) for p in latest.tool_results())
         if not fresh or same_failure_streak(self.session.history) != needed:
             return False
-        request = make_request(self.env, self.capabilities(), self.session.context_view())
+        request = make_request(self.env, self.capabilities(), self.session.context_view(), tools=self.tools)
         try:
             handoff = await prepare_handoff(self.session, request, self._ask_harness,
                                             f"the same check failed the same way {needed} times", self.id, self.steps)
@@ -401,7 +408,7 @@ class Generation:
                           applier=self.env.applier, files=self.session.files, step=self.steps,
                           session_id=self.session.id, message_id=self._assistant_message_id,
                           history=self.env.store, cancel=self.cancel_event)
-        verdicts = [controller.check(call, self.env.registry, ctx) for call in calls]
+        verdicts = [controller.check(call, self.tools, ctx) for call in calls]
         tasks = [asyncio.ensure_future(self.calls.run(call, verdict, ctx, self.steps))
                  for call, verdict in zip(calls, verdicts, strict=True)]
         results = list(await asyncio.gather(*tasks))

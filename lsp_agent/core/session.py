@@ -6,9 +6,10 @@ the store on resume and appended to as each message is created.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lsp_agent.config import ModelInfo, Settings
 from lsp_agent.context.manager import ContextState
@@ -26,6 +27,16 @@ from lsp_agent.core.verification import EXTERNAL_CHANGE
 if TYPE_CHECKING:
     from lsp_agent.core.loop import Generation
     from lsp_agent.core.steering import Steering
+
+
+class ToolServers(Protocol):
+    """Servers whose tools join the registry (MCP): started when a session first needs them."""
+
+    async def start(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    def unavailable(self) -> list[str]: ...
 
 
 class NullSink:
@@ -70,6 +81,10 @@ class Environment:
     skills: SkillsSource = field(default_factory=NoSkills)
     #: present when a long-lived front end steers generations (the language server)
     steering: Steering | None = None
+    #: the configured MCP servers (None: none configured); their tools join per request
+    mcp: ToolServers | None = None
+    #: the tools one request offers, given the history (MCP tools, tool_search); None: the registry
+    tool_view: Callable[[Environment, list[Message]], ToolRegistry] | None = None
 
 
 class AgentSession:

@@ -19,6 +19,9 @@ def _strip_titles(node: Any) -> Any:
 
 
 def schema_of(tool: Tool[Any]) -> dict[str, Any]:
+    passed_through = getattr(tool, "input_schema", None)  # MCP tools: the server's schema, unchanged
+    if isinstance(passed_through, dict):
+        return passed_through
     schema = _strip_titles(tool.args_model.model_json_schema())
     schema.setdefault("properties", {})
     schema["additionalProperties"] = False

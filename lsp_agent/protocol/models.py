@@ -174,6 +174,9 @@ class StatusResult(Result):
     verification: VerificationStatus = Field(description="Derived from the session's record (SPEC 1.6).")
     step: int = Field(description="Steps used by the running generation; 0 when idle.")
     max_steps: int | None = Field(None, description="Step budget of the running generation.")
+    mcp_unavailable: list[str] | None = Field(
+        None, description="`name: error` of each MCP server that failed to start or died (their tools are "
+                          "not offered; details in agent/mcp/list); absent when none did.")
 
 
 # --- agent/event (server → client notification) -----------------------------------------------

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from lsp_agent.core import events
 from lsp_agent.core.queue import MAX_STEER_CHARS
-from lsp_agent.protocol import context_models, errors, methods, models, skill_models, steering
+from lsp_agent.protocol import context_models, errors, mcp_models, methods, models, skill_models, steering
 
 PROTOCOL_VERSION = 1
 Kind = Literal["request", "notification", "command"]
@@ -120,6 +120,12 @@ METHODS: tuple[MethodDoc, ...] = (
               "Restart an idle session in a fresh context: a new session (its parent is the old one) seeded "
               "with a checked handoff note of the same six items, and a generation running in it."),
     *(MethodDoc(*doc) for doc in skill_models.METHOD_DOCS),
+    MethodDoc(mcp_models.AGENT_MCP_LIST, "request", "client → server", mcp_models.McpListParams,
+              mcp_models.McpListResult,
+              "The configured MCP servers (docs/mcp.md): transport, state (`stopped` until a session needs "
+              "them, `failed` with the error when one could not start or died), trust, the tools the agent "
+              "gets from each (`mcp__<server>__<tool>`, read-only or exclusive) and the tools skipped, with "
+              "why. `start: true` starts the servers not started yet first."),
 )
 
 
@@ -224,7 +230,7 @@ def _nested_models() -> list[type[BaseModel]]:
     return [models.SessionInfo, models.MessageOut, models.TextPartOut, models.ReasoningPartOut,
             models.ToolCallPartOut, models.ToolResultPartOut, models.SaveFailure, steering.ReceiptOut,
             steering.QueueItemOut, steering.QueueSteerResult, context_models.RepairedItem,
-            *skill_models.NESTED_MODELS]
+            *skill_models.NESTED_MODELS, *mcp_models.NESTED_MODELS]
 
 
 def _event_models() -> list[type[BaseModel]]:

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -28,7 +28,7 @@ from lsp_agent.core.events import VerificationStatus
 from lsp_agent.core.ports import Provider, ProviderError, ProviderErrorKind
 from lsp_agent.core.session import ModelChoice
 from lsp_agent.core.verification import derive
-from lsp_agent.headless import make_provider, model_facts, open_environment
+from lsp_agent.headless import make_provider, mcp_manager, model_facts, open_environment
 from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError
 from lsp_agent.protocol.methods import CONFIG_SECTION
 from lsp_agent.protocol.models import RunParams
@@ -43,6 +43,9 @@ from lsp_agent.server.watch import OwnWrites, Watcher
 from lsp_agent.store.db import Store
 from lsp_agent.store.paths import workspace_dir
 from lsp_agent.toolset import default_registry
+
+if TYPE_CHECKING:
+    from lsp_agent.mcp.manager import McpManager  # the SDK is imported only when servers are configured
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +121,7 @@ class AgentServer(LanguageServer):
         store = Store(workspace_dir(root) / "store.db")
         env = open_environment(root, settings, provider, sink, store=store)
         env = dataclasses.replace(env, documents=documents, applier=applier)
+        self._watch_mcp(cast("McpManager | None", env.mcp))
         agent = Agent(env)
         watcher = Watcher(root, own, self.note_external_change, ignore_paths=[workspace_dir(root)])
         self.rt = Runtime(root.resolve(), agent, documents, applier, sink, diagnostics, watcher, store, problem)
@@ -143,6 +147,37 @@ class AgentServer(LanguageServer):
         close = getattr(self.rt.agent.env.provider, "aclose", None)
         if close is not None:
             await close()
+        if self.rt.agent.env.mcp is not None:  # MCP servers stop with the server
+            await self.rt.agent.env.mcp.aclose()
+
+    # --- MCP servers (lsp_agent/mcp; agent/mcp/list in server/mcp_methods.py) --------------------
+
+    def _watch_mcp(self, manager: McpManager | None) -> None:
+        """A server that fails to start or dies is shown once in the editor (and logged)."""
+        if manager is None:
+            return
+
+        def report(text: str) -> None:
+            log.warning("%s", text)
+            if self._initialized:
+                self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                                 message=f"lsp-agent: {text}"))
+
+        manager.report = report
+
+    def _replace_mcp(self, settings: Settings) -> dict[str, Any]:
+        """Changed `mcp` settings: the old servers stop (in the background), new ones start on need."""
+        rt = self.runtime()
+        old = cast("McpManager | None", rt.agent.env.mcp)
+        if old is not None and old.settings == settings.mcp:
+            return {}
+        fresh = mcp_manager(settings, rt.root)
+        self._watch_mcp(fresh)
+        if old is not None:
+            task = asyncio.ensure_future(old.aclose())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        return {"mcp": fresh}
 
     # --- settings -------------------------------------------------------------------------------
 
@@ -161,7 +196,7 @@ class AgentServer(LanguageServer):
         provider, problem = self._provider(settings)
         rt.provider_problem = problem
         rt.agent.reconfigure(settings=settings, provider=provider, registry=default_registry(settings),
-                             model=model_facts(settings))
+                             model=model_facts(settings), **self._replace_mcp(settings))
         self.tell([*problems, *([problem] if problem else [])])
 
     async def pull_configuration(self) -> None:
@@ -240,6 +275,7 @@ def _with_absolute_script(layer: Any, root: Path) -> Any:
 
 def create_server() -> AgentServer:
     from lsp_agent.server.context_methods import register_context
+    from lsp_agent.server.mcp_methods import register_mcp
     from lsp_agent.server.methods import register
     from lsp_agent.server.skill_methods import register_skills
     from lsp_agent.server.steering_methods import register_steering
@@ -249,6 +285,7 @@ def create_server() -> AgentServer:
     register_steering(server)
     register_skills(server)  # after register(): it chains onto the code-action and lifecycle handlers
     register_context(server)  # agent/compact, agent/handoff
+    register_mcp(server)  # agent/mcp/list
     return server
 
 

@@ -142,7 +142,8 @@ def register(server: AgentServer) -> None:
         session_id = params.session_id or next((s.id for s in agent.sessions.values() if s.active), None)
         return StatusResult(session_id=session_id, state=status.state, generation=status.generation,
                             verification=status.verification, step=status.step,
-                            max_steps=status.max_steps).wire()
+                            max_steps=status.max_steps,
+                            mcp_unavailable=(agent.env.mcp.unavailable() or None) if agent.env.mcp else None).wire()
 
     @server.command(m.COMMAND_FIX_DIAGNOSTIC)
     @answers(m.COMMAND_FIX_DIAGNOSTIC)

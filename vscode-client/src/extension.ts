@@ -10,6 +10,7 @@ import { createLog } from './log.js';
 import { isMethodNotFound } from './rpc.js';
 import { ServerManager } from './server.js';
 import { classifyChange } from './settings.js';
+import { McpCommandIds, McpCommands } from './mcp.js';
 import { SkillCommandIds, SkillCommands } from './skills.js';
 import { VscodeHost } from './vscodeHost.js';
 import { QUEUE_VIEW_ID, QueueView } from './views/queueView.js';
@@ -91,6 +92,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(SkillCommandIds.promote, () => skills.promote());
   register(SkillCommandIds.retire, () => skills.retire());
   register(SkillCommandIds.list, () => skills.list());
+  const mcp = new McpCommands(host, agent, log.logger);
+  register(McpCommandIds.list, () => mcp.list());
 
   // Settings: a new interpreter needs a new process; the rest goes to the running server.
   let restartTimer: NodeJS.Timeout | undefined;

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, it } from 'node:test';
 
+import { MCP_LIST, McpCommands } from '../../src/mcp.js';
 import { Methods, SkillMethods } from '../../src/protocol.js';
 import type { QueueItem } from '../../src/protocol.js';
 import { errorFacts, isConflict } from '../../src/rpc.js';
@@ -275,6 +276,27 @@ describe('protocol: the real server over vscode-jsonrpc', () => {
       await skills.propose();
       assert.equal(host.last('error'), undefined, host.last('error'));
       assert.match(host.last('warning')!, /^Propose Skill Candidate refused \([a-z_]+\): /);
+    });
+  });
+
+  it('an MCP server from the workspace config: a scripted run calls its tool, Show MCP Servers lists it', { ...TEST, skip: needs(MCP_LIST) }, async () => {
+    const python = absolutePython();
+    const config = `[mcp.servers.time]\ncommand = ${JSON.stringify(python)}\nargs = ["-m", "mcp_server_time"]\nstartupTimeoutMs = 60000\ntrusted = true\n`;
+    await withEditor(workspace({ '.lsp-agent/config.toml': config }), { model: 'scripted/demo', script: fixture('mcp.json') }, async (editor) => {
+      const run = await editor.client.run('what time is it in UTC?');
+      const finish = await editor.client.waitForFinish(run.generation);
+      assert.equal(finish.stopReason, 'final');
+      const use = editor.events.find((e) => e.generation === run.generation && e.event.type === 'tool_use');
+      const part = (use?.event as { part?: { tool: string; state: { status: string; output?: string } } } | undefined)?.part;
+      assert.ok(part, 'a tool_use event');
+      assert.equal(part.tool, 'mcp__time__get_current_time');
+      assert.equal(part.state.status, 'completed');
+      assert.match(part.state.output ?? '', /^OK: mcp__time__get_current_time returned 1 content block/);
+
+      const host = new FakeHost();
+      await new McpCommands(host, editor.client, { info: () => undefined, warn: () => undefined, error: () => undefined }).list();
+      assert.equal(host.last('error'), undefined, host.last('error'));
+      assert.deepEqual(host.picks[0]!.map((p) => p.label), ['$(pass) time', '    $(tools) mcp__time__convert_time', '    $(tools) mcp__time__get_current_time']);
     });
   });
 });
