@@ -44,6 +44,14 @@ def unavailable_notice(found: Probe) -> str:
             "(--sandbox danger-full-access) to run them without any sandbox.")
 
 
+def startup_notice(mode: str) -> str | None:
+    """What the user must be told once before commands run (blocking: probes bwrap once)."""
+    if mode == "danger-full-access":
+        return "lsp-agent: sandboxMode is danger-full-access: commands run WITHOUT any sandbox."
+    found = probe()
+    return None if found.available else unavailable_notice(found)
+
+
 def _expand(raw: str, home: Path | None) -> Path | None:
     text = raw.strip()
     if not text:

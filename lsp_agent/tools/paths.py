@@ -33,6 +33,12 @@ def check_characters(rel: str) -> None:
                          "control characters (newlines, tabs, escapes) are refused. Use a plain name")
 
 
+def printable(rel: str) -> str:
+    """A path as shown to the model: control characters escaped, so a file name cannot forge lines."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", rel)
+
+
 def resolve_in_root(root: Path, rel: str) -> Path:
     """Resolve `rel` under `root` (following `..` and symlinks) or raise PathDenied.
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from lsp_agent.config import Limits, VerifyCommand
 from lsp_agent.core.edits import ApplyResult
 from lsp_agent.core.history import ErrorKind
+from lsp_agent.sandbox import Sandbox
 from lsp_agent.tools.base import Access, StrictArgs, Tool, ToolContext, ToolResult
 from lsp_agent.tools.fingerprint import FingerprintError, source_fingerprint
-from lsp_agent.sandbox import Sandbox
 from lsp_agent.tools.process import head_tail, run_process
 from lsp_agent.tools.verify_detect import command_label, detect_commands
 from lsp_agent.tools.verify_envelope import MAX_ENVELOPE_FAILURES, CheckResult, Failure, VerifyEnvelope, envelope_status
