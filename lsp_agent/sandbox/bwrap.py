@@ -9,6 +9,7 @@ read-only over it.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -39,6 +40,12 @@ def _within(path: Path, parent: Path) -> bool:
 
 
 def toolchain_paths(programs: Iterable[str], path_env: str, home: Path | None) -> list[Path]:
+    return list(_toolchain_paths(tuple(programs), path_env, home, os.environ.get("PYENV_ROOT")))
+
+
+@functools.lru_cache(maxsize=64)
+def _toolchain_paths(programs: tuple[str, ...], path_env: str, home: Path | None,
+                     pyenv: str | None) -> tuple[Path, ...]:
     """Directories a command's interpreter or program needs, when they would be hidden under $HOME.
 
     Python here may be a pyenv shim under $HOME: its prefix, base prefix, pyenv root and the
@@ -46,7 +53,6 @@ def toolchain_paths(programs: Iterable[str], path_env: str, home: Path | None) -
     """
     interpreter = Path(os.path.realpath(sys.executable)).parent.parent
     candidates: list[Path] = [Path(sys.prefix), Path(sys.base_prefix), interpreter]
-    pyenv = os.environ.get("PYENV_ROOT")
     if pyenv:
         candidates.append(Path(pyenv))
     elif home is not None:
@@ -68,10 +74,14 @@ def toolchain_paths(programs: Iterable[str], path_env: str, home: Path | None) -
         # Never bind $HOME or anything above it back: that would undo hiding it.
         if home is not None and _within(home, resolved):
             continue
-        if resolved == Path("/") or not resolved.is_dir() or resolved in kept:
+        if resolved == Path("/") or not resolved.is_dir():
             continue
-        kept.append(resolved)
-    return kept
+        # Only what a tmpfs would hide needs binding back; everything else is in the read-only root.
+        hidden = _within(resolved, Path("/tmp")) or (home is not None and _within(resolved, home))
+        if hidden:
+            kept.append(resolved)
+    # A directory inside another kept one is bound with it.
+    return tuple(sorted(p for p in set(kept) if not any(o != p and _within(p, o) for o in kept)))
 
 
 def bwrap_argv(program: str, plan: MountPlan, cwd: Path, argv: list[str]) -> list[str]:

@@ -72,9 +72,56 @@ def repository_overrides(cwd: Path) -> list[tuple[str, str]]:
     return pairs
 
 
+def _local_config(cwd: Path) -> Path | None:
+    """The repository's own config file (the one the model could have written), found like git does."""
+    for directory in (cwd, *cwd.parents):
+        dot = directory / ".git"
+        if dot.is_dir():
+            return dot / "config"
+        if dot.is_file():
+            try:
+                line = dot.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                return None
+            if line.startswith("gitdir:"):
+                gitdir = Path(line.removeprefix("gitdir:").strip())
+                gitdir = gitdir if gitdir.is_absolute() else directory / gitdir
+                # A linked worktree's gitdir has a `commondir` whose config is the shared one.
+                common = gitdir / "commondir"
+                if common.is_file():
+                    shared = Path(common.read_text(encoding="utf-8", errors="replace").strip())
+                    return (shared if shared.is_absolute() else gitdir / shared) / "config"
+                return gitdir / "config"
+            return None
+    return None
+
+
+# (config path, mtime_ns, size) -> overrides: asking git costs a process per command otherwise.
+_CACHE: dict[tuple[str, int, int], list[tuple[str, str]]] = {}
+
+
+def _cached_overrides(cwd: Path) -> list[tuple[str, str]]:
+    config = _local_config(cwd)
+    try:
+        info = config.stat() if config is not None else None
+    except OSError:
+        info = None
+    if config is None or info is None:
+        return repository_overrides(cwd)  # unusual layout: ask git every time
+    key = (str(config), info.st_mtime_ns, info.st_size)
+    if key not in _CACHE:
+        _CACHE.clear()  # one workspace at a time is the common case; keep it small
+        _CACHE[key] = repository_overrides(cwd)
+    return _CACHE[key]
+
+
 def git_env(cwd: Path) -> dict[str, str]:
-    """GIT_CONFIG_* entries: the fixed safe config plus the repository's driver overrides."""
-    pairs = [*GIT_SAFE_CONFIG, *repository_overrides(cwd)]
+    """GIT_CONFIG_* entries: the fixed safe config plus the repository's driver overrides.
+
+    Cached by the local config file's mtime and size; an `include` of another file that changes
+    later is seen when the local config changes (the included file is outside the sandbox's
+    writable area unless it is in the workspace, where .git/ is read-only)."""
+    pairs = [*GIT_SAFE_CONFIG, *_cached_overrides(cwd)]
     env = {"GIT_CONFIG_COUNT": str(len(pairs))}
     for n, (key, value) in enumerate(pairs):
         env[f"GIT_CONFIG_KEY_{n}"] = key
