@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
+import shutil
 import signal
 import time
 from contextvars import ContextVar
@@ -64,6 +66,11 @@ def _prepare(argv: list[str], cwd: Path, env: dict[str, str] | None,
     """(what to execute, its environment); blocking. Raises SandboxRefused / GitConfigRefused."""
     extra = git_env(cwd) if sandbox is not None or os.path.basename(argv[0]) == "git" else {}
     if sandbox is not None:
+        # Inside bwrap a missing program is bwrap's own exit 1; say it as exec would, before starting.
+        search = (env or {}).get("PATH", os.environ.get("PATH"))
+        program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=search)
+        if program is None or not os.access(cwd / program, os.X_OK):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
         prepared = sandbox.prepare(harden_argv(argv), cwd, {**(env or {}), **extra})
         return prepared.argv, prepared.env
     base = env if env is not None else scrubbed_env()
