@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -84,8 +83,7 @@ async def test_npm_scripts_cannot_write_outside(attack: Attack, server: Loopback
 
 
 async def test_pytest_conftest_through_verify_project_is_contained(attack: Attack, server: LoopbackServer) -> None:
-    conftest = (f"import os, pathlib\n"
-                f"pathlib.Path({str(attack.outside / 'pwned.txt')!r}).write_text('x') if False else None\n"
+    conftest = (f"import os\n"
                 f"try:\n    open({str(attack.outside / 'pwned.txt')!r}, 'w').write('x')\nexcept OSError as e:\n"
                 f"    print('blocked', e)\n"
                 f"print('KEY', os.environ.get('LSP_AGENT_API_KEY'), os.environ.get('OPENAI_API_KEY'))\n"
@@ -175,5 +173,3 @@ def test_the_kit_sees_a_leak(tmp_path: Path) -> None:
     finally:
         shutil.rmtree(made.home.parent, ignore_errors=True)
 
-
-assert sys.version_info >= (3, 11)
