@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.providers.loopback import LoopbackServer
+from tests.security.conftest import needs_bwrap
 from tests.security.kit import Attack, run_attack
 
 
@@ -41,7 +42,7 @@ def _hostile_repo(attack: Attack) -> list[Path]:
     return [markers / n for n in names]
 
 
-@pytest.mark.parametrize("sandbox", ["workspace-write", "danger-full-access"])
+@pytest.mark.parametrize("sandbox", [pytest.param("workspace-write", marks=needs_bwrap), "danger-full-access"])
 async def test_repository_config_never_runs_a_program(attack: Attack, server: LoopbackServer, sandbox: str) -> None:
     # Even with no sandbox at all, the harness's git runs nothing the repository names.
     markers = _hostile_repo(attack)
