@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                      help="override a setting, e.g. experimental.tail_reminders=true (repeatable)")
     run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
+    run.add_argument("--sandbox", choices=["read-only", "workspace-write", "danger-full-access"],
+                     help="OS sandbox of the commands run for the model (default: workspace-write)")
 
     serve = sub.add_parser("serve", help="run the language server (stdio; --tcp for debugging)")
     serve.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
@@ -100,11 +102,18 @@ async def _run(args: argparse.Namespace) -> int:
         if args.max_steps < 1:
             raise UsageError("--max-steps must be at least 1")
         layer["maxSteps"] = args.max_steps
+    if args.sandbox:
+        layer["sandboxMode"] = args.sandbox
     try:
         settings = load_settings(root, layer)
         provider = make_provider(settings, args.base_url, args.wire)
     except (ConfigError, ProviderError) as exc:
         raise UsageError(str(exc)) from exc
+    from lsp_agent.sandbox import startup_notice
+
+    notice = await asyncio.to_thread(startup_notice, settings.sandbox_mode)
+    if notice:
+        print(notice, file=sys.stderr, flush=True)
     sink = _sink(args.json)
     env = open_environment(root, settings, provider, sink, wire=args.wire)
     try:

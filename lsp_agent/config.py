@@ -46,6 +46,8 @@ class Limits(_Section):
     recipe_intermediate_bytes: int = Field(
         192 * 1024, ge=1024, description="Budget of the children's results in one read_recipe.")
     recipe_output_chars: int = Field(16_000, ge=200, description="Bound on read_recipe's final output.")
+    read_bytes: int = Field(10_000_000, ge=1, description="read_file and search_code refuse (and never read) "
+                                                          "files larger than this many bytes.")
 
 
 class VerifyCommand(_Section):
@@ -133,6 +135,21 @@ class Settings(_Section):
     tool_profile: Literal["default", "minimal"] = Field(
         "default", alias="toolProfile",
         description="Which tools the model gets: all defaults, or a minimal read/patch/verify set.")
+    sandbox_mode: Literal["read-only", "workspace-write", "danger-full-access"] = Field(
+        "workspace-write", alias="sandboxMode",
+        description="OS sandbox (bubblewrap) of every command run for the model: read-only, workspace-write "
+                    "(the workspace writable except .git/ and .lsp-agent/), or danger-full-access (no sandbox).")
+    sandbox_network: bool = Field(False, alias="sandboxNetwork",
+                                  description="Let sandboxed commands use the network.")
+    sandbox_readable_roots: list[str] = Field(
+        default_factory=list, alias="sandboxReadableRoots",
+        description="Directories under $HOME that sandboxed commands may read ($HOME is hidden otherwise).")
+
+
+#: Settings a workspace's own config file may not set: a repository must not widen the sandbox
+#: its commands run in (only the user, an editor option or a CLI flag can).
+SANDBOX_KEYS = ("sandbox_mode", "sandboxMode", "sandbox_network", "sandboxNetwork",
+                "sandbox_readable_roots", "sandboxReadableRoots")
 
 
 def user_config_path() -> Path:
@@ -171,7 +188,10 @@ def load_settings(workspace: Path | None, *layers: dict[str, Any]) -> Settings:
     """Merge the files and the given layers (lowest first) and validate once."""
     merged: dict[str, Any] = _read_toml(user_config_path())
     if workspace is not None:
-        merged = deep_merge(merged, _read_toml(workspace_config_path(workspace)))
+        from_workspace = _read_toml(workspace_config_path(workspace))
+        for key in SANDBOX_KEYS:
+            from_workspace.pop(key, None)
+        merged = deep_merge(merged, from_workspace)
     for layer in layers:
         merged = deep_merge(merged, layer)
     try:

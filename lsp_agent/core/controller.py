@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from lsp_agent.core.history import ErrorKind, ToolCallPart
-from lsp_agent.core.paths import PathDenied, resolve_in_root
+from lsp_agent.core.paths import PathDenied, check_writable, resolve_in_root
 from lsp_agent.core.tool_registry import ToolRegistry
-from lsp_agent.core.tools import StrictArgs, Tool, ToolContext
+from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext
 
 
 @dataclass(frozen=True)
@@ -70,12 +70,21 @@ def check(call: ToolCallPart, registry: ToolRegistry, ctx: ToolContext) -> Accep
         args = tool.args_model.model_validate(parsed)
     except ValidationError as exc:
         return Rejection(ErrorKind.PARAMETER_MISMATCH, _describe_validation(exc, tool))
-    for path in tool.paths(args):
+    writes = tool.access is Access.WRITE
+    try:
+        paths = list(tool.paths(args))
+    except (OSError, ValueError) as exc:  # a tool's path listing must not end the run
+        return Rejection(ErrorKind.PATH_DENIED, f"the paths of this call cannot be checked ({exc}).")
+    for path in paths:
         try:
-            resolve_in_root(ctx.root, path)
+            # resolve_in_root turns every OS error (a vanished root, a symlink loop) into PathDenied.
+            if writes:
+                check_writable(ctx.root, path)
+            else:
+                resolve_in_root(ctx.root, path)
         except PathDenied as exc:
-            return Rejection(ErrorKind.PATH_DENIED,
-                             f"{exc}. Use a path relative to the workspace root, inside it.")
+            advice = "" if "never writes" in str(exc) else " Use a path relative to the workspace root, inside it."
+            return Rejection(ErrorKind.PATH_DENIED, f"{exc}.{advice}")
     limit = ctx.settings.limits.write_bytes
     for text in tool.contents(args):
         size = len(text.encode("utf-8", errors="surrogatepass"))

@@ -4,16 +4,25 @@ A plan is checked completely before the first byte is written: every op's precon
 evaluated against a simulated state (so a rename followed by an update of the new path works),
 then each changed file is replaced atomically (temp file in the same directory, fsync,
 os.replace). If a later write fails, the earlier ones are rolled back (best effort).
+
+Every read and write goes through directory file descriptors opened one component at a time
+from the root with O_NOFOLLOW: no path resolved earlier is reused, so a directory swapped for a
+symlink between the check and the write is refused instead of followed out of the workspace,
+and temp files only ever exist in the target's own directory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import os
+import posixpath
 import secrets
 import stat
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +36,7 @@ from lsp_agent.core.edits import (
     UpdateFile,
     apply_text_edits,
 )
-from lsp_agent.core.paths import PathDenied, resolve_in_root
+from lsp_agent.core.paths import PathDenied, check_writable, normalize
 
 # Undecodable bytes survive a decode/encode round trip; the same convention as DiskDocuments.
 _ERRORS = "surrogateescape"
@@ -44,7 +53,7 @@ class _Refused(Exception):
 class _Entry:
     """A file as the plan sees it: the bytes on disk before the plan, and after each op so far."""
 
-    target: Path
+    parts: tuple[str, ...]  # the workspace-relative path, one name per component
     original: bytes | None
     mode: int | None
     current: bytes | None = None
@@ -55,7 +64,7 @@ class _Entry:
 @dataclass
 class _Done:
     entry: _Entry
-    created_dirs: list[Path] = field(default_factory=list)
+    created_dirs: list[tuple[str, ...]] = field(default_factory=list)  # deepest first
 
 
 def _digest(data: bytes) -> str:
@@ -89,20 +98,22 @@ class DiskApplier:
 
     # --- checking -------------------------------------------------------------------------------
 
-    def _resolve(self, rel: str) -> Path:
+    def _parts(self, rel: str) -> tuple[str, ...]:
         try:
-            return resolve_in_root(self.root, rel)
+            check_writable(self.root, rel)
         except PathDenied as exc:
             raise _Refused(ApplyFailure.REFUSED, str(exc)) from exc
+        parts = tuple(posixpath.normpath(normalize(rel)).split("/"))
+        if parts[0] in ("..", ".", "") or "" in parts:
+            raise _Refused(ApplyFailure.REFUSED, f"{rel!r} is not a path inside the workspace")
+        return parts
 
     def _entry(self, entries: dict[str, _Entry], rel: str) -> _Entry:
         if rel not in entries:
-            target = self._resolve(rel)
-            if target.exists() and not target.is_file():
-                raise _Refused(ApplyFailure.CONFLICT, f"{rel} exists and is not a regular file")
-            data = target.read_bytes() if target.is_file() else None
-            mode = stat.S_IMODE(target.stat().st_mode) if data is not None else None
-            entries[rel] = _Entry(target, data, mode, data, mode, order=len(entries))
+            parts = self._parts(rel)
+            with _root_fd(self.root) as root_fd:
+                data, mode = _read(root_fd, parts)
+            entries[rel] = _Entry(parts, data, mode, data, mode, order=len(entries))
         return entries[rel]
 
     def _simulate(self, plan: EditPlan) -> dict[str, _Entry]:
@@ -153,78 +164,174 @@ class DiskApplier:
         # Writes before deletes: a failed write then leaves no file missing.
         changed.sort(key=lambda e: e.current is None)
         done: list[_Done] = []
-        try:
-            for entry in changed:
-                rel = entry.target.relative_to(self.root).as_posix()
-                now = entry.target.read_bytes() if entry.target.is_file() else None
-                if now != entry.original:  # changed between the check and this write
-                    raise _Refused(ApplyFailure.CONFLICT, f"{rel} changed on disk while the edit was applied")
-                step = _Done(entry)
-                done.append(step)
-                if entry.current is None:
-                    entry.target.unlink()
-                else:
-                    step.created_dirs = _make_parents(entry.target.parent, self.root)
-                    _atomic_write(entry.target, entry.current, entry.current_mode)
-        except _Refused:
-            _rollback(done)
-            raise
-        except OSError as exc:
-            _rollback(done)
-            raise _Refused(ApplyFailure.IO_ERROR, f"writing failed ({exc.strerror or exc}); "
-                                                  "earlier files of this edit were restored") from exc
+        with _root_fd(self.root) as root_fd:
+            try:
+                for entry in changed:
+                    rel = "/".join(entry.parts)
+                    now, _ = _read(root_fd, entry.parts)
+                    if now != entry.original:  # changed between the check and this write
+                        raise _Refused(ApplyFailure.CONFLICT, f"{rel} changed on disk while the edit was applied")
+                    step = _Done(entry)
+                    done.append(step)
+                    if entry.current is None:
+                        with _dir_fd(root_fd, entry.parts[:-1]) as parent:
+                            os.unlink(entry.parts[-1], dir_fd=parent)
+                    else:
+                        step.created_dirs = _make_parents(root_fd, entry.parts[:-1])
+                        with _dir_fd(root_fd, entry.parts[:-1]) as parent:
+                            _atomic_write(parent, entry.parts[-1], entry.current, entry.current_mode)
+            except _Refused:
+                _rollback(root_fd, done)
+                raise
+            except OSError as exc:
+                _rollback(root_fd, done)
+                raise _Refused(ApplyFailure.IO_ERROR, f"writing failed ({_reason(exc)}); "
+                                                      "earlier files of this edit were restored") from exc
 
 
-def _make_parents(directory: Path, root: Path) -> list[Path]:
-    missing: list[Path] = []
-    while directory != root and not directory.exists():
-        missing.append(directory)
-        directory = directory.parent
-    for d in reversed(missing):
-        d.mkdir()
-    return missing  # deepest first, the order to remove them in
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO planted in the workspace must not hang the writer.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
-def _atomic_write(target: Path, data: bytes, mode: int | None) -> None:
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    # 0o666 before the umask, like any new file; an existing file keeps its own mode below.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+class SymlinkRefused(OSError):
+    """A component of the path is a symbolic link (checked at the moment of use)."""
+
+
+def _reason(exc: OSError) -> str:
+    if isinstance(exc, SymlinkRefused):
+        return str(exc)
+    return exc.strerror or str(exc)
+
+
+@contextmanager
+def _root_fd(root: Path) -> Iterator[int]:
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
+        fd = os.open(root, _DIR_FLAGS)
+    except OSError as exc:
+        raise _Refused(ApplyFailure.IO_ERROR, f"the workspace root cannot be opened ({exc.strerror or exc})") from exc
     try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # not supported everywhere; the file itself is already synced
+        yield fd
     finally:
         os.close(fd)
 
 
-def _rollback(done: list[_Done]) -> None:
+def _open_component(parent: int, name: str, flags: int) -> int:
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            try:
+                is_link = stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+            except OSError:
+                is_link = False
+            if is_link:
+                raise SymlinkRefused(errno.ELOOP, f"{name} is a symbolic link; edits never go through "
+                                                  "symlinks (edit the file it points to by its own path)") from exc
+        raise
+
+
+@contextmanager
+def _dir_fd(root_fd: int, parts: tuple[str, ...]) -> Iterator[int]:
+    """The directory `parts` below the root, opened component by component without following links."""
+    fd = os.dup(root_fd)
+    try:
+        for name in parts:
+            child = _open_component(fd, name, _DIR_FLAGS)
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _read(root_fd: int, parts: tuple[str, ...]) -> tuple[bytes | None, int | None]:
+    """(bytes, mode) of the regular file at `parts`, or (None, None) when it does not exist."""
+    rel = "/".join(parts)
+    try:
+        with _dir_fd(root_fd, parts[:-1]) as parent:
+            fd = _open_component(parent, parts[-1], _FILE_FLAGS)
+    except SymlinkRefused as exc:
+        raise _Refused(ApplyFailure.REFUSED, f"{rel}: {exc}") from exc
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None, None  # a missing directory on the way: the file does not exist
+        raise _Refused(ApplyFailure.IO_ERROR, f"reading {rel} failed: {exc.strerror or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Refused(ApplyFailure.CONFLICT, f"{rel} exists and is not a regular file")
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks), stat.S_IMODE(info.st_mode)
+    except OSError as exc:
+        raise _Refused(ApplyFailure.IO_ERROR, f"reading {rel} failed: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def _make_parents(root_fd: int, parts: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Create the missing directories of `parts`; the ones created, deepest first."""
+    created: list[tuple[str, ...]] = []
+    fd = os.dup(root_fd)
+    try:
+        for depth, name in enumerate(parts, start=1):
+            try:
+                child = _open_component(fd, name, _DIR_FLAGS)
+            except FileNotFoundError:
+                os.mkdir(name, 0o777, dir_fd=fd)
+                created.append(parts[:depth])
+                child = _open_component(fd, name, _DIR_FLAGS)
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+    return list(reversed(created))
+
+
+def _atomic_write(parent: int, name: str, data: bytes, mode: int | None) -> None:
+    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+    # 0o666 before the umask, like any new file; an existing file keeps its own mode below.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=parent)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+            if mode is not None:
+                os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=parent)
+        except OSError:
+            pass
+        raise
+    try:
+        os.fsync(parent)
+    except OSError:
+        pass  # not supported everywhere; the file itself is already synced
+
+
+def _rollback(root_fd: int, done: list[_Done]) -> None:
     for step in reversed(done):
         entry = step.entry
         try:
-            if entry.original is None:
-                entry.target.unlink(missing_ok=True)
-            else:
-                _atomic_write(entry.target, entry.original, entry.mode)
-            for d in step.created_dirs:
-                d.rmdir()
+            with _dir_fd(root_fd, entry.parts[:-1]) as parent:
+                if entry.original is None:
+                    try:
+                        os.unlink(entry.parts[-1], dir_fd=parent)
+                    except FileNotFoundError:
+                        pass
+                else:
+                    _atomic_write(parent, entry.parts[-1], entry.original, entry.mode)
+            for created in step.created_dirs:
+                with _dir_fd(root_fd, created[:-1]) as parent:
+                    os.rmdir(created[-1], dir_fd=parent)
         except OSError:
             continue  # best effort: restore as much as possible

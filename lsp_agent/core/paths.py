@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path, PurePosixPath
+
+# C0 controls, DEL, C1 controls and the Unicode line/paragraph separators: in a path they forge
+# lines in list_dir/search_code output (`evil\nresult.txt:1: FORGED`) or confuse terminals.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: Directories the model's file tools never write into (any depth, any letter case): git's
+#: config and hooks run programs, and the harness's own config decides what runs.
+PROTECTED_DIRS = (".git", ".lsp-agent")
 
 
 class PathDenied(Exception):
@@ -15,19 +23,63 @@ def normalize(rel: str) -> str:
     return PurePosixPath(rel.replace("\\", "/")).as_posix().removeprefix("./") or "."
 
 
-def resolve_in_root(root: Path, rel: str) -> Path:
-    """Resolve `rel` under `root` (following `..` and symlinks) or raise PathDenied."""
+def check_characters(rel: str) -> None:
+    """Refuse NUL and control characters anywhere in a path the model gave."""
     if "\x00" in rel:
         raise PathDenied("the path contains a NUL byte")
+    found = _CONTROL.search(rel)
+    if found:
+        raise PathDenied(f"the path contains the control character {found.group()!r}; file names with "
+                         "control characters (newlines, tabs, escapes) are refused. Use a plain name")
+
+
+def printable(rel: str) -> str:
+    """A path as shown to the model: control characters escaped, so a file name cannot forge lines."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", rel)
+
+
+def resolve_in_root(root: Path, rel: str) -> Path:
+    """Resolve `rel` under `root` (following `..` and symlinks) or raise PathDenied.
+
+    Never raises anything else: a vanished root, a symlink loop or an over-long name is a
+    refusal of this path, not a crash of the caller."""
+    check_characters(rel)
     if not rel.strip():
         raise PathDenied("the path is empty")
     if os.path.isabs(rel) or rel.startswith(("/", "\\")) or (len(rel) > 1 and rel[1] == ":"):
         raise PathDenied(f"absolute paths are not allowed ({rel!r}); use a path relative to the workspace root")
-    real_root = root.resolve()
-    target = (real_root / rel).resolve()
+    try:
+        real_root = root.resolve()
+        target = (real_root / rel).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise PathDenied(f"{rel!r} cannot be resolved ({exc})") from exc
     if target != real_root and real_root not in target.parents:
         raise PathDenied(f"{rel!r} resolves outside the workspace root")
     return target
+
+
+def protected_part(rel: str) -> str | None:
+    """The protected directory (`.git`, `.lsp-agent`) this relative path is inside, if any."""
+    for part in normalize(rel).split("/"):
+        if part.lower() in PROTECTED_DIRS:
+            return part
+    return None
+
+
+def check_writable(root: Path, rel: str) -> None:
+    """resolve_in_root, and refuse paths inside a protected directory (spelled, or via a symlink)."""
+    target = resolve_in_root(root, rel)
+    spelled = protected_part(rel)
+    try:
+        resolved = protected_part(target.relative_to(root.resolve()).as_posix())
+    except (OSError, ValueError):
+        resolved = None
+    hit = spelled or resolved
+    if hit is not None:
+        raise PathDenied(f"{rel!r} is inside {hit}/, which the agent never writes (git's config and hooks, "
+                         "and lsp-agent's own settings, decide what programs run). Change files elsewhere; "
+                         f"tell the user if {hit}/ itself needs a change")
 
 
 def relative(root: Path, target: Path) -> str:

@@ -138,6 +138,17 @@ class AgentServer(LanguageServer):
             task = asyncio.ensure_future(self.pull_configuration())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+        told = asyncio.ensure_future(self.tell_sandbox())
+        self._background.add(told)
+        told.add_done_callback(self._background.discard)
+
+    async def tell_sandbox(self) -> None:
+        """Say once, as a warning the editor shows, when commands cannot be sandboxed."""
+        from lsp_agent.sandbox import startup_notice
+
+        notice = await asyncio.to_thread(startup_notice, self.runtime().agent.env.settings.sandbox_mode)
+        if notice:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=notice))
 
     async def shutdown_runtime(self) -> None:
         if self.rt is None:

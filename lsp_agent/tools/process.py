@@ -1,24 +1,28 @@
 """Run a program in its own process group, bounded in time and output.
 
-Used by run_command and verify_project. Never through a shell; on timeout or
-cancellation the whole group is killed and the partial output kept.
+Used by run_command and verify_project (inside the OS sandbox) and by the harness's own git
+and rg calls. Never through a shell; on timeout or cancellation the whole group is killed and
+the partial output kept. The environment is rebuilt from an allow-list, never inherited, and
+git never runs what the repository's config names.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
-import re
+import shutil
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from lsp_agent.core.cancel import cancel_signal
+from lsp_agent.sandbox.env import command_env
+from lsp_agent.sandbox.git import git_env, harden_argv
+from lsp_agent.sandbox.policy import Sandbox
 
-# Environment variables that look like credentials are not passed to tools.
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
 _CAPTURE_LIMIT = 4 * 1024 * 1024  # bytes kept in memory per stream before we start dropping
 
 #: `cancel_signal` is set by the agent loop for the generation in flight: when it fires, running
@@ -26,14 +30,8 @@ _CAPTURE_LIMIT = 4 * 1024 * 1024  # bytes kept in memory per stream before we st
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
-    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    env["NO_COLOR"] = "1"
-    env["PYTHONUNBUFFERED"] = "1"
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    if extra:
-        env.update(extra)
-    return env
+    """The environment of a harness process: allow-listed names only (see sandbox.env)."""
+    return command_env(extra)
 
 
 @dataclass
@@ -62,12 +60,30 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _prepare(argv: list[str], cwd: Path, env: dict[str, str] | None,
+             sandbox: Sandbox | None) -> tuple[list[str], dict[str, str]]:
+    """(what to execute, its environment); blocking. Raises SandboxRefused / GitConfigRefused."""
+    extra = git_env(cwd) if sandbox is not None or os.path.basename(argv[0]) == "git" else {}
+    if sandbox is not None:
+        # Inside bwrap a missing program is bwrap's own exit 1; say it as exec would, before starting.
+        search = (env or {}).get("PATH", os.environ.get("PATH"))
+        program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=search)
+        if program is None or not os.access(cwd / program, os.X_OK):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
+        prepared = sandbox.prepare(harden_argv(argv), cwd, {**(env or {}), **extra})
+        return prepared.argv, prepared.env
+    base = env if env is not None else scrubbed_env()
+    return harden_argv(argv), {**base, **extra}
+
+
 async def run_process(argv: list[str], cwd: Path, timeout_s: float,
-                      env: dict[str, str] | None = None) -> ProcessOutcome:
-    """Run argv; raises FileNotFoundError if the program is missing. Cancellation kills the group."""
+                      env: dict[str, str] | None = None, sandbox: Sandbox | None = None) -> ProcessOutcome:
+    """Run argv; raises FileNotFoundError if the program is missing, SandboxRefused when it may not
+    run. With a sandbox, `env` holds only extra variables. Cancellation kills the group."""
     started = time.monotonic()
+    command, environment = await asyncio.to_thread(_prepare, argv, cwd, env, sandbox)
     proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=str(cwd), env=env if env is not None else scrubbed_env(),
+        *command, cwd=str(cwd), env=environment,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, start_new_session=True,
     )

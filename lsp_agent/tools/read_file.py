@@ -98,6 +98,13 @@ def _missing(target: Path, rel: str) -> ToolResult:
     return ToolResult.failure(ErrorKind.TOOL_FAILURE, f"ERROR: {rel} does not exist. {hint}")
 
 
+def _disk_size(target: Path) -> int | None:
+    try:
+        return target.stat().st_size if target.is_file() else None
+    except OSError:
+        return None
+
+
 def _undecodable(text: str) -> bool:
     # DiskDocuments decodes with surrogateescape: bytes that are not UTF-8 become lone surrogates.
     return _SURROGATE.search(text) is not None
@@ -112,7 +119,8 @@ class ReadFile(Tool[ReadFileArgs]):
         "unsaved buffer when the file is open there, else the file on disk. Returns at most "
         f"{_DEFAULTS.read_lines} lines per call; a longer file ends with "
         "`[TRUNCATED] ... continue with start_line=N`. Very long lines are cut and marked. "
-        "Generated files return a pointer to their source instead of their content."
+        "Generated files return a pointer to their source instead of their content. Files over "
+        f"{_DEFAULTS.read_bytes} bytes and binary files are reported, not read."
     )
     use_when = (
         "you need the exact current text of a file before editing it or to answer a question about it; "
@@ -138,6 +146,16 @@ class ReadFile(Tool[ReadFileArgs]):
         if target.is_dir():
             return ToolResult.failure(
                 ErrorKind.TOOL_FAILURE, f"ERROR: {rel} is a directory. Use list_dir to see its entries."
+            )
+        size = await asyncio.to_thread(_disk_size, target)
+        limit = ctx.settings.limits.read_bytes
+        if size is not None and size > limit:
+            # Refused before a byte is read: memory and time stay bounded whatever the file.
+            return ToolResult.failure(
+                ErrorKind.TOOL_FAILURE,
+                f"ERROR: {rel} is {size} bytes, over the read limit of {limit} bytes (limits.read_bytes); "
+                "it was not read. Use search_code with a specific pattern, or ask the user for the part "
+                "you need.",
             )
         doc = await ctx.documents.read(rel)
         if doc is None:

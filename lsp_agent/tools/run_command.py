@@ -1,8 +1,9 @@
 """run_command: one allow-listed program, argv split like a shell but never run through one.
 
 No shell means `;`, `|`, `&&`, `$(...)` and backticks are plain argument text. The process runs
-in its own group (killed as a whole on timeout or cancellation), in the workspace root, with
-credentials scrubbed from its environment; output is bounded and made stable.
+in the OS sandbox (lsp_agent.sandbox), in its own group (killed as a whole on timeout or
+cancellation), in the workspace root, with an environment built from an allow-list; output is
+bounded and made stable.
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ from pydantic import Field
 from lsp_agent.config import Limits, ToolSettings
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
-from lsp_agent.tools.process import head_tail, run_process, scrubbed_env
+from lsp_agent.sandbox import Sandbox, SandboxRefused
+from lsp_agent.sandbox.git import GitConfigRefused
+from lsp_agent.tools.argv_rules import check_argv
+from lsp_agent.tools.process import head_tail, run_process
 
 _DEFAULTS = Limits()
 _TOOL_DEFAULTS = ToolSettings()
-# Refused whatever the configuration says: committing and publishing are left to the user.
-_GIT_NEVER = frozenset({"commit", "push"})
-# git options that make a read-only subcommand write files or run configured programs.
-_GIT_RISKY_OPTIONS = ("--output", "--ext-diff", "--exec", "--upload-pack", "--receive-pack")
 
 
 class RunCommandArgs(StrictArgs):
@@ -44,32 +44,6 @@ class RunCommandArgs(StrictArgs):
     )
 
 
-def check_argv(argv: list[str], tools: ToolSettings) -> str | None:
-    """Why this argv may not run (a refusal message), or None when it is allowed."""
-    program = argv[0]
-    if "/" in program or "\\" in program:
-        return (f"'{program}' is a path; give the bare program name from the allow-list "
-                f"({', '.join(tools.allowed_programs)}).")
-    if program not in tools.allowed_programs:
-        return (f"'{program}' is not an allowed program. Allowed: {', '.join(tools.allowed_programs)}. "
-                "To change files use apply_patch or write_file; to run the checks use verify_project.")
-    if program == "git":
-        sub = argv[1] if len(argv) > 1 else ""
-        if sub in _GIT_NEVER:
-            return (f"'git {sub}' is never run by the agent: committing and pushing are left to the "
-                    "user. Finish the change and say it is ready to commit.")
-        if sub.startswith("-"):
-            return (f"git options before the subcommand ('{sub}') are not allowed; the subcommand must "
-                    f"come first, one of: {', '.join(tools.git_read_only)}.")
-        if sub not in tools.git_read_only:
-            shown = f"'git {sub}'" if sub else "git without a subcommand"
-            return f"{shown} is not allowed; only read-only subcommands: {', '.join(tools.git_read_only)}."
-        risky = [a for a in argv[2:] if a.startswith(_GIT_RISKY_OPTIONS)]
-        if risky:
-            return f"the git option '{risky[0]}' can write files or run programs and is not allowed."
-    return None
-
-
 def _stable(text: str, root: Path) -> str:
     # Absolute temp paths would change from run to run; show them relative to the root.
     for spelled in sorted({str(root.resolve()), str(root)}, key=len, reverse=True):
@@ -85,8 +59,9 @@ class RunCommand(Tool[RunCommandArgs]):
         "Run one allow-listed program in the workspace root and return `OK: exit=0 <command>` or "
         "`ERROR: exit=N <command>` followed by its combined stdout/stderr. Never uses a shell. On "
         "timeout the whole process group is killed and the partial output returned. Output over "
-        f"{_DEFAULTS.output_chars} characters keeps its beginning and end. Credentials are removed "
-        "from the environment."
+        f"{_DEFAULTS.output_chars} characters keeps its beginning and end. Runs in a sandbox: "
+        "the workspace is writable except .git/ and .lsp-agent/, everything else read-only, $HOME "
+        "hidden, no network; the environment holds no credentials."
     )
     use_when = (
         "you need to run a script, a single test file, or inspect the repository with a read-only "
@@ -121,7 +96,7 @@ class RunCommand(Tool[RunCommandArgs]):
         if any("\x00" in a for a in argv):
             return ToolResult.failure(ErrorKind.PARAMETER_MISMATCH, "ERROR: the command contains a NUL byte.")
         shown = shlex.join(argv)
-        refusal = check_argv(argv, ctx.settings.tools)
+        refusal = check_argv(argv, ctx.settings.tools, ctx.root.resolve())
         if refusal:
             return ToolResult.failure(ErrorKind.DENIED, f"ERROR: refused: {shown}. {refusal}")
         if shutil.which(argv[0]) is None:
@@ -129,7 +104,9 @@ class RunCommand(Tool[RunCommandArgs]):
                 ErrorKind.TOOL_FAILURE, f"ERROR: '{argv[0]}' is allowed but not installed on this machine."
             )
         try:
-            outcome = await run_process(argv, ctx.root, timeout, env=scrubbed_env())
+            outcome = await run_process(argv, ctx.root, timeout, sandbox=Sandbox.from_settings(ctx.settings, ctx.root))
+        except (SandboxRefused, GitConfigRefused) as exc:
+            return ToolResult.failure(ErrorKind.DENIED, f"ERROR: refused: {shown}. {exc}")
         except OSError as exc:
             return ToolResult.failure(
                 ErrorKind.TOOL_FAILURE, f"ERROR: could not start {argv[0]}: {exc.strerror or exc}."

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from lsp_agent.config import Limits
 from lsp_agent.core.history import ErrorKind
-from lsp_agent.core.paths import PathDenied, resolve_in_root
+from lsp_agent.core.paths import PathDenied, printable, resolve_in_root
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
 from lsp_agent.tools.list_dir import SKIP_NAMES, IgnoreSet, git_ignored
 from lsp_agent.tools.process import run_process, scrubbed_env
@@ -141,9 +141,11 @@ def _decode(value: dict[str, str]) -> str:
     return base64.b64decode(value.get("bytes", "")).decode("utf-8", errors="replace")
 
 
-async def search_ripgrep(root: Path, pattern: str, glob: str | None, timeout_s: float) -> Found | None:
+async def search_ripgrep(root: Path, pattern: str, glob: str | None, timeout_s: float,
+                         max_bytes: int = _DEFAULTS.read_bytes) -> Found | None:
     """Search with rg; None when rg could not run the pattern (the caller falls back to Python)."""
-    argv = ["rg", "--json", "--no-config", "--hidden", "--no-messages", "--no-follow", "-e", pattern]
+    argv = ["rg", "--json", "--no-config", "--hidden", "--no-messages", "--no-follow",
+            f"--max-filesize={max_bytes}", "-e", pattern]
     if glob:
         argv += ["--glob", glob]
     # Later globs win in ripgrep, so the skip list comes after the model's glob.
@@ -172,7 +174,8 @@ async def search_ripgrep(root: Path, pattern: str, glob: str | None, timeout_s: 
     return found
 
 
-def search_python(root: Path, regex: re.Pattern[str], glob: str | None, ignore: IgnoreSet) -> Found:
+def search_python(root: Path, regex: re.Pattern[str], glob: str | None, ignore: IgnoreSet,
+                  max_bytes: int = _DEFAULTS.read_bytes) -> Found:
     """Walk the tree like ripgrep does (no symlinks, skip list, ignored and binary files skipped)."""
     matches_glob = glob_matcher(glob) if glob else None
     found = Found()
@@ -197,6 +200,8 @@ def search_python(root: Path, regex: re.Pattern[str], glob: str | None, ignore: 
 
     def search_file(path: Path, rel: str) -> None:
         try:
+            if path.stat().st_size > max_bytes:
+                return  # over the read limit: never read, as rg --max-filesize
             data = path.read_bytes()
         except OSError:
             return
@@ -244,7 +249,8 @@ class SearchCode(Tool[SearchCodeArgs]):
     summary = (
         "Search the workspace for lines matching a regular expression; returns `path:line: text` "
         "sorted by path and line, first line `OK: N matches`. Skips .git, node_modules, build "
-        "output, caches, git-ignored, binary and symlinked files. Long lines are cut."
+        "output, caches, git-ignored, binary and symlinked files, and files over "
+        f"{_DEFAULTS.read_bytes} bytes. Long lines are cut."
     )
     use_when = "you need to find where a name, string or pattern occurs, or which file defines something."
     avoid_when = (
@@ -311,13 +317,14 @@ class SearchCode(Tool[SearchCodeArgs]):
         root = ctx.root.resolve()
         if self.use_ripgrep:
             try:
-                found = await search_ripgrep(root, pattern, glob, timeout)
+                found = await search_ripgrep(root, pattern, glob, timeout, ctx.settings.limits.read_bytes)
             except FileNotFoundError:
                 found = None  # rg vanished since start-up
             if found is not None:
                 return found
         ignore = await git_ignored(root, ".", timeout)
-        return await asyncio.wait_for(asyncio.to_thread(search_python, root, regex, glob, ignore), timeout)
+        return await asyncio.wait_for(asyncio.to_thread(search_python, root, regex, glob, ignore,
+                                                       ctx.settings.limits.read_bytes), timeout)
 
     def _render(self, found: Found, max_results: int, limits: Limits) -> ToolResult:
         matches = sorted(found.matches, key=Match.key)
@@ -336,7 +343,7 @@ class SearchCode(Tool[SearchCodeArgs]):
             text = m.text.strip()
             if len(text) > limits.search_line_chars:
                 text = text[: limits.search_line_chars] + " [... line cut]"
-            out.append(f"{m.path}:{m.line}: {text}")
+            out.append(f"{printable(m.path)}:{m.line}: {text}")
         truncated = total > len(shown) or not found.complete
         if truncated:
             more = total - len(shown)

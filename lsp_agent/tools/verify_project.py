@@ -20,8 +20,9 @@ from lsp_agent.config import Limits, VerifyCommand
 from lsp_agent.core.edits import ApplyResult
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.sandbox import Sandbox
 from lsp_agent.tools.fingerprint import FingerprintError, source_fingerprint
-from lsp_agent.tools.process import head_tail, run_process, scrubbed_env
+from lsp_agent.tools.process import head_tail, run_process
 from lsp_agent.tools.verify_detect import command_label, detect_commands
 from lsp_agent.tools.verify_envelope import MAX_ENVELOPE_FAILURES, CheckResult, Failure, VerifyEnvelope, envelope_status
 from lsp_agent.tools.verify_parsers import ParsedOutput, parse_output
@@ -121,7 +122,8 @@ class VerifyProject(Tool[VerifyProjectArgs]):
             text = (f"ERROR: verify not run — {error}. Add [[tools.verify]] entries (kind, argv, parser) to "
                     ".lsp-agent/config.toml, or check the work with run_command.")
             return self._result(envelope, text, ErrorKind.TOOL_FAILURE, limits)
-        ran = [await self._run_check(command, root, limits) for command in commands]
+        sandbox = Sandbox.from_settings(ctx.settings, root)
+        ran = [await self._run_check(command, root, limits, sandbox) for command in commands]
         problems = [r.problem for r in ran if r.problem]
         checks = [r.check for r in ran]
         run_error = "; ".join(problems) if problems else None
@@ -141,13 +143,14 @@ class VerifyProject(Tool[VerifyProjectArgs]):
         except Exception as exc:  # an applier bug must not pass for a verified state
             return ApplyResult(ok=False, message=f"{type(exc).__name__}: {exc}")
 
-    async def _run_check(self, command: VerifyCommand, root: Path, limits: Limits) -> _Ran:
+    async def _run_check(self, command: VerifyCommand, root: Path, limits: Limits, sandbox: Sandbox) -> _Ran:
         label = command_label(command)
         try:
             outcome = await run_process(list(command.argv), root, limits.verify_timeout_s,
-                                        env=scrubbed_env({"COLUMNS": _COLUMNS}))
+                                        env={"COLUMNS": _COLUMNS}, sandbox=sandbox)
         except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
+            # SandboxRefused and GitConfigRefused carry their own message (no strerror).
+            reason = exc.strerror or str(exc) or type(exc).__name__
             check = CheckResult(kind=command.kind, command=list(command.argv), exit_code=None, signal=None,
                                 timed_out=False, output_truncated=False, duration_ms=0, executed=False,
                                 counts=ParsedOutput().counts, failures=[])

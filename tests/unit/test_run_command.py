@@ -141,12 +141,8 @@ async def test_timeout_kills_the_whole_process_group(ctx: ToolContext) -> None:
     assert result.output.startswith("ERROR: timeout after 1s (process group killed): python -c ")
     assert "started" in result.output  # the partial output is kept
     assert result.metadata == {"exit_code": None, "timed_out": True}
-    child = int((ctx.root / "child.pid").read_text())
-    for _ in range(50):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.02)
-    assert not alive(child)
+    # The pid in child.pid is the sandbox's own (its PID namespace); the marker proves the kill.
+    assert (ctx.root / "child.pid").read_text()
     await asyncio.sleep(1.0)  # past the moment (1.5 s after it started) the grandchild would write
     assert not (ctx.root / "marker.txt").exists()
 
@@ -158,15 +154,9 @@ async def test_cancelling_the_call_kills_the_process_group(ctx: ToolContext) -> 
         if pid_file.exists() and pid_file.read_text():
             break
         await asyncio.sleep(0.02)
-    child = int(pid_file.read_text())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(50):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.02)
-    assert not alive(child)
     await asyncio.sleep(1.7)
     assert not (ctx.root / "marker.txt").exists()
 
@@ -197,13 +187,14 @@ async def test_output_at_the_limit_is_not_cut(tmp_path: Path) -> None:
     assert "[TRUNCATED]" not in result.output and result.output.endswith("x" * 999)
 
 
-async def test_credentials_are_scrubbed_from_the_environment(ctx: ToolContext,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_environment_is_built_from_an_allow_list(ctx: ToolContext,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_API_KEY", "sk-test-123")
-    monkeypatch.setenv("PLAIN_SETTING", "visible")
+    monkeypatch.setenv("PLAIN_SETTING", "not on the list either")
+    monkeypatch.setenv("LANG", "C.UTF-8")
     result = await run(ctx, "python -c \"import os;print(os.environ.get('MY_API_KEY'), "
-                            "os.environ.get('PLAIN_SETTING'))\"")
-    assert result.output.splitlines()[1] == "None visible"
+                            "os.environ.get('PLAIN_SETTING'), os.environ.get('LANG'), os.environ['TMPDIR'])\"")
+    assert result.output.splitlines()[1] == "None None C.UTF-8 /tmp"
 
 
 async def test_workspace_root_is_shown_as_dot(ctx: ToolContext) -> None:

@@ -1,0 +1,115 @@
+"""The bubblewrap command line for one sandboxed process.
+
+Mount order matters (later mounts cover earlier ones): the whole root read-only, a fresh /dev
+and /proc (own PID namespace: the server and its environment are invisible), $HOME and /run
+replaced by empty tmpfs, the toolchain and the user's readable roots bound back read-only, a
+private /tmp, then the workspace (writable in workspace-write) with .git/ and .lsp-agent/ bound
+read-only over it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Mode = Literal["read-only", "workspace-write", "danger-full-access"]
+PROTECTED_IN_WORKSPACE = (".git", ".lsp-agent")
+
+
+@dataclass(frozen=True)
+class MountPlan:
+    """What a sandboxed process sees; the inputs of `bwrap_argv`, computed on the server side."""
+
+    root: Path  # the workspace, resolved
+    mode: Mode
+    network: bool
+    home: Path | None  # hidden behind an empty tmpfs
+    readable: tuple[Path, ...] = ()  # bound read-only again (toolchains, the user's readable roots)
+    masked: tuple[Path, ...] = ()  # covered with an empty tmpfs (the harness's own state)
+    protected: tuple[Path, ...] = field(default=())  # workspace entries kept read-only
+
+
+def _within(path: Path, parent: Path) -> bool:
+    return path == parent or parent in path.parents
+
+
+def toolchain_paths(programs: Iterable[str], path_env: str, home: Path | None) -> list[Path]:
+    return list(_toolchain_paths(tuple(programs), path_env, home, os.environ.get("PYENV_ROOT")))
+
+
+@functools.lru_cache(maxsize=64)
+def _toolchain_paths(programs: tuple[str, ...], path_env: str, home: Path | None,
+                     pyenv: str | None) -> tuple[Path, ...]:
+    """Directories a command's interpreter or program needs, when they would be hidden under $HOME.
+
+    Python here may be a pyenv shim under $HOME: its prefix, base prefix, pyenv root and the
+    prefix of each program's resolved path are bound back read-only, never $HOME itself.
+    """
+    interpreter = Path(os.path.realpath(sys.executable)).parent.parent
+    candidates: list[Path] = [Path(sys.prefix), Path(sys.base_prefix), interpreter]
+    if pyenv:
+        candidates.append(Path(pyenv))
+    elif home is not None:
+        candidates.append(home / ".pyenv")
+    for program in programs:
+        found = shutil.which(program, path=path_env) if "/" not in program else program
+        if found:
+            real = Path(os.path.realpath(found))
+            candidates += [Path(os.path.abspath(found)).parent, real.parent.parent]
+    for entry in path_env.split(os.pathsep):
+        if entry:
+            candidates.append(Path(entry))
+    kept: list[Path] = []
+    for candidate in candidates:
+        try:
+            resolved = candidate.resolve()
+        except (OSError, RuntimeError):
+            continue
+        # Never bind $HOME or anything above it back: that would undo hiding it.
+        if home is not None and _within(home, resolved):
+            continue
+        if resolved == Path("/") or not resolved.is_dir():
+            continue
+        # Only what a tmpfs would hide needs binding back; everything else is in the read-only root.
+        hidden = _within(resolved, Path("/tmp")) or (home is not None and _within(resolved, home))
+        if hidden:
+            kept.append(resolved)
+    # A directory inside another kept one is bound with it.
+    return tuple(sorted(p for p in set(kept) if not any(o != p and _within(p, o) for o in kept)))
+
+
+def bwrap_argv(program: str, plan: MountPlan, cwd: Path, argv: list[str]) -> list[str]:
+    out = [program, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+           "--unshare-cgroup-try"]
+    if not plan.network:
+        out.append("--unshare-net")
+    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    if os.path.isdir("/run"):
+        out += ["--tmpfs", "/run"]  # sockets of other services (docker, dbus) live here
+    if plan.home is not None and plan.home != Path("/"):
+        out += ["--tmpfs", str(plan.home)]
+    # Bound in path order so a parent never covers a child bound before it.
+    for path in sorted(plan.readable, key=lambda p: len(p.parts)):
+        if not _within(Path("/tmp"), path):
+            out += ["--ro-bind", str(path), str(path)]
+    out += ["--tmpfs", "/tmp"]
+    for path in sorted(plan.readable, key=lambda p: len(p.parts)):
+        if _within(Path("/tmp"), path) and not _within(path, Path("/tmp")):
+            out += ["--ro-bind", str(path), str(path)]
+    for path in plan.masked:
+        if path.is_dir() and not _within(plan.root, path) and not _within(path, plan.root):
+            out += ["--tmpfs", str(path)]
+    if plan.mode == "workspace-write":
+        out += ["--bind", str(plan.root), str(plan.root)]
+        for path in plan.protected:
+            out += ["--ro-bind", str(path), str(path)]
+    else:
+        out += ["--ro-bind", str(plan.root), str(plan.root)]
+    out += ["--chdir", str(cwd), "--", *argv]
+    return out

@@ -1,0 +1,69 @@
+"""The bubblewrap command line: what is hidden, what is bound back, in which order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsp_agent.sandbox.bwrap import MountPlan, bwrap_argv, toolchain_paths
+from lsp_agent.sandbox.env import command_env
+
+
+def _pairs(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == flag]
+
+
+def test_mount_order_hides_home_and_tmp_then_binds_back(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    tool = home / ".pyenv"
+    root = tmp_path / "ws"
+    for d in (tool, root / ".git", root / ".lsp-agent"):
+        d.mkdir(parents=True)
+    plan = MountPlan(root=root, mode="workspace-write", network=False, home=home, readable=(tool,),
+                     masked=(), protected=(root / ".git", root / ".lsp-agent"))
+    argv = bwrap_argv("bwrap", plan, root, ["python3", "-c", "pass"])
+    assert argv[-4:] == ["--", "python3", "-c", "pass"]
+    assert {"--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"} <= set(argv)
+    order = [argv.index(x) for x in ("/", str(home), str(tool), "/tmp", str(root))]
+    assert order == sorted(order)  # root ro, $HOME tmpfs, toolchain back, /tmp tmpfs, workspace
+    assert _pairs(argv, "--bind") == [str(root)]
+    assert _pairs(argv, "--ro-bind")[-2:] == [str(root / ".git"), str(root / ".lsp-agent")]
+    assert argv.index(str(root / ".git")) > argv.index(str(root))
+
+
+def test_read_only_mode_and_network_flag(tmp_path: Path) -> None:
+    plan = MountPlan(root=tmp_path, mode="read-only", network=True, home=None)
+    argv = bwrap_argv("bwrap", plan, tmp_path, ["ls"])
+    assert "--unshare-net" not in argv and "--bind" not in argv
+    assert str(tmp_path) in _pairs(argv, "--ro-bind")
+
+
+def test_toolchain_paths_never_bind_home_itself(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / "tools" / "bin").mkdir(parents=True)
+    program = home / "tools" / "bin" / "mytool"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    found = toolchain_paths(["mytool"], f"{home / 'tools' / 'bin'}:{home}:/usr/bin", home)
+    assert home / "tools" in found  # the resolved program's prefix
+    assert home not in found and Path("/usr/bin") not in found  # not hidden: no need to bind
+
+
+def test_the_environment_is_an_allow_list() -> None:
+    env = command_env(source={"PATH": "/usr/bin", "OPENAI_API_KEY": "sk-x", "LANG": "C.UTF-8",
+                              "SSH_AUTH_SOCK": "/run/agent", "HOME": "/home/u", "AWS_PROFILE": "p"})
+    assert env["PATH"] == "/usr/bin" and env["LANG"] == "C.UTF-8" and env["HOME"] == "/home/u"
+    assert not {"OPENAI_API_KEY", "SSH_AUTH_SOCK", "AWS_PROFILE"} & set(env)
+    keys = [env[f"GIT_CONFIG_KEY_{n}"] for n in range(int(env["GIT_CONFIG_COUNT"]))]
+    assert {"core.fsmonitor", "core.hooksPath", "diff.external"} <= set(keys)
+
+
+def test_control_characters_in_paths_are_refused_and_escaped_for_display(tmp_path: Path) -> None:
+    import pytest
+    from lsp_agent.tools.paths import PathDenied, printable, resolve_in_root
+
+    for bad in ("a\nb", "a\rb", "a\x1bb", "a\x7fb", "a\u2028b", "a\x85b"):
+        with pytest.raises(PathDenied, match="control character"):
+            resolve_in_root(tmp_path, bad)
+    assert resolve_in_root(tmp_path, "ok name.txt") == tmp_path.resolve() / "ok name.txt"
+    assert printable("x\ny\u2028") == "x\\x0ay\\u2028"
