@@ -8,8 +8,7 @@ import resource
 import time
 from pathlib import Path
 
-from lsp_agent.tools.base import FileTracker, ToolContext
-
+from lsp_agent.core.tools import FileTracker, ToolContext
 from lsp_agent.tools.read_file import ReadFile, ReadFileArgs
 from tests.providers.loopback import LoopbackServer
 from tests.security.conftest import needs_bwrap

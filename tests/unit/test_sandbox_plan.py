@@ -60,7 +60,8 @@ def test_the_environment_is_an_allow_list() -> None:
 
 def test_control_characters_in_paths_are_refused_and_escaped_for_display(tmp_path: Path) -> None:
     import pytest
-    from lsp_agent.tools.paths import PathDenied, printable, resolve_in_root
+
+    from lsp_agent.core.paths import PathDenied, printable, resolve_in_root
 
     for bad in ("a\nb", "a\rb", "a\x1bb", "a\x7fb", "a\u2028b", "a\x85b"):
         with pytest.raises(PathDenied, match="control character"):
