@@ -55,6 +55,17 @@ class LocalExecutor:
 # --- on a Ray worker ---------------------------------------------------------------------------
 
 
+#: How often a worker's event loop wakes up to notice Ray's cancel.
+_WAKE_S = 0.2
+
+
+async def _wake_up() -> None:
+    # Ray's cancel only sets Python's interrupt flag, without a signal; a loop asleep in epoll
+    # would not see it until its next timer (minutes away during an agent run).
+    while True:  # noqa: ASYNC110 - the point is to wake up, not to wait for an event
+        await asyncio.sleep(_WAKE_S)
+
+
 def _on_worker(work: Any) -> Any:
     """Run a coroutine to its end; Ray's cancel (a KeyboardInterrupt here) cancels it first.
 
@@ -63,6 +74,8 @@ def _on_worker(work: Any) -> Any:
     """
     loop = asyncio.new_event_loop()
     main = loop.create_task(work)
+    waker = loop.create_task(_wake_up())
+    main.add_done_callback(lambda _: waker.cancel())
     try:
         try:
             return loop.run_until_complete(main)
@@ -90,9 +103,9 @@ def _ray_check(task: Task, timeout_ms: int, bundle: Bundle) -> str | None:
 # --- on the submitting machine -----------------------------------------------------------------
 
 
-def _is_loopback(address: str) -> bool:
+def _loopback_host(address: str) -> str | None:
     host = urlsplit(address if "://" in address else f"ray://{address}").hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    return host if host.startswith("127.") else None
 
 
 class RayExecutor:
@@ -110,8 +123,9 @@ class RayExecutor:
             raise ExecutorUnavailable(RAY_MISSING) from exc
         address = address or os.environ.get("RAY_ADDRESS") or "auto"
         options: dict[str, Any] = {"address": address, "log_to_driver": False, "logging_level": "WARNING"}
-        if _is_loopback(address):
-            options["_node_ip_address"] = "127.0.0.1"  # a local test cluster: stay on loopback
+        if (host := _loopback_host(address)) is not None:
+            # A cluster on this machine's loopback: be a node of it there, not at the outward IP.
+            options["_node_ip_address"] = host
         if not self._ray.is_initialized():
             try:
                 self._ray.init(**options)
@@ -162,7 +176,7 @@ class RayExecutor:
             return None
         except errors.RayTaskError as exc:  # raised by our own code on the worker
             cause = getattr(exc, "cause", None)
-            if isinstance(cause, KeyboardInterrupt):
+            if isinstance(cause, KeyboardInterrupt | errors.TaskCancelledError):
                 return None
             raise EvalError(str(cause) if isinstance(cause, EvalError) else f"an attempt failed on a worker: "
                             f"{type(cause).__name__}: {cause}") from exc
