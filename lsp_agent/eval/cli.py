@@ -71,11 +71,25 @@ def _fail(message: str) -> None:
     print(f"lsp-agent eval: {message}", file=sys.stderr)
 
 
+def _claim_stdout() -> Any:
+    """The records' own handle on stdout; anything else written to stdout goes to stderr.
+
+    Libraries print to stdout (Ray reports cluster events there), and one stray line in the
+    records would make the file unreadable for `compare`.
+    """
+    sys.stdout.flush()
+    records = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return records
+
+
 def _run(args: argparse.Namespace) -> int:
     from lsp_agent.eval.executor import ExecutorUnavailable, make_executor
     from lsp_agent.eval.manifest import ManifestError, load_manifest
     from lsp_agent.eval.resume import ResumeError, earlier_run
 
+    records = _claim_stdout()
     try:
         manifest = load_manifest(args.manifest)
         earlier = earlier_run(args.resume, manifest.cohort()) if args.resume is not None else None
@@ -84,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
         _fail(str(exc))
         return EXIT_USAGE
     if args.resume is None:
-        return asyncio.run(_run_cohort(manifest, args.manifest.resolve().parent, executor, args, sys.stdout, None))
+        return asyncio.run(_run_cohort(manifest, args.manifest.resolve().parent, executor, args, records, None))
     try:
         out = args.resume.open("a", encoding="utf-8")
     except OSError as exc:

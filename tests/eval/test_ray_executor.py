@@ -24,8 +24,11 @@ from raycluster import Cluster
 
 from lsp_agent.eval.proctree import is_alive
 
-if os.environ.get("CI") != "true":  # CI installs the extra: there a missing ray must fail, not skip
+if os.environ.get("CI") != "true":  # CI installs both: there a missing one must fail, not skip
     pytest.importorskip("ray", reason="the optional `ray` extra is not installed")
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is needed to hide the submitter's files from the worker node",
+                    allow_module_level=True)
 
 EVAL = [PY, "-m", "lsp_agent", "eval"]
 TIMING = ("elapsedMs", "verificationMs")
@@ -63,7 +66,7 @@ def without_timings(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def scripted_manifest(where: Path, probe_log: Path, marker: Path) -> Path:
-    """Two tasks x 2 repetitions, the real agent with scripted arms: baseline solves both, candidate one."""
+    """One task x 2 repetitions, the real agent with scripted arms: baseline solves it, candidate does not."""
     where.mkdir()
     shutil.copy(HERE / "probe_oracle.py", where / "probe_oracle.py")
     for name, creates in (("a.json", (("answer_one.txt", "1"), ("answer_two.txt", "2"))),
@@ -75,7 +78,7 @@ def scripted_manifest(where: Path, probe_log: Path, marker: Path) -> Path:
     tasks = [{"id": f"task_{name}", "prompt": f"Write {value} into answer_{name}.txt.",
               "files": [{"path": "README.md", "content": f"task {name}\n"}],
               "oracle": [PY, "probe_oracle.py", str(probe_log), str(marker), f"answer_{name}.txt", value]}
-             for name, value in (("one", "1"), ("two", "2"))]
+             for name, value in (("two", "2"),)]
     data = {"model": "scripted/eval", "runtimeRevision": "ray test", "repetitions": 2, "timeoutMs": 60_000,
             "arms": [{"name": "baseline", "config": {"script": "{manifestDir}/a.json"}},
                      {"name": "candidate", "features": {"tail_reminders": True},
@@ -102,7 +105,7 @@ def test_ray_records_equal_the_local_ones_and_nothing_needs_shared_paths(
     assert "executor ray" in remote.stderr
 
     local_lines, ray_lines = lines_of(local.stdout), lines_of(remote.stdout)
-    assert [line["type"] for line in ray_lines] == ["cohort"] + ["attempt"] * 8
+    assert [line["type"] for line in ray_lines] == ["cohort"] + ["attempt"] * 4
     for field in ("model", "runtimeRevision", "arms", "tasks", "repetitions", "attempts"):
         assert ray_lines[0][field] == local_lines[0][field]
 
@@ -112,7 +115,11 @@ def test_ray_records_equal_the_local_ones_and_nothing_needs_shared_paths(
 
     assert keyed(ray_lines) == keyed(local_lines)  # outcomes, pairing, arm order (position), metrics
     outcomes = {k: r["outcome"] for k, r in keyed(ray_lines).items()}
-    assert outcomes[("task_two", 1, "candidate")] == "failed" and outcomes[("task_one", 2, "candidate")] == "verified"
+    assert outcomes == {("task_two", 1, "baseline"): "verified", ("task_two", 1, "candidate"): "failed",
+                        ("task_two", 2, "baseline"): "verified", ("task_two", 2, "candidate"): "failed"}
+    assert {(k, r["position"]) for k, r in keyed(ray_lines).items()} == {
+        (("task_two", 1, "baseline"), 0), (("task_two", 1, "candidate"), 1),
+        (("task_two", 2, "candidate"), 0), (("task_two", 2, "baseline"), 1)}
     assert all(r["metricsStatus"] == "observed" for r in keyed(ray_lines).values())
 
     # Where the oracles ran: locally in the manifest's directory; on the cluster in a shipped copy,
@@ -129,7 +136,7 @@ def test_ray_records_equal_the_local_ones_and_nothing_needs_shared_paths(
                              capture_output=True, text=True, timeout=60, check=False)
     assert compare.returncode == 0, compare.stderr
     overall = json.loads(compare.stdout)["overall"]
-    assert overall["baseline"]["successRate"] == 1.0 and overall["candidate"]["successRate"] == 0.5
+    assert overall["baseline"]["successRate"] == 1.0 and overall["candidate"]["successRate"] == 0.0
 
 
 def fake_manifest(where: Path, plan: dict[str, Any], repetitions: int = 1) -> Path:
