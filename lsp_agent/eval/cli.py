@@ -46,6 +46,8 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     run.add_argument("--executor", choices=["local", "ray"], default="local",
                      help="where attempts run: this machine (default) or an existing Ray cluster "
                           "(needs the optional `ray` package)")
+    run.add_argument("--model", metavar="PROVIDER/MODEL",
+                     help="run the manifest with this model instead of its own `model` (a new cohort)")
     run.add_argument("--resume", type=Path, metavar="RUNS",
                      help="append to RUNS (written by an earlier run of this manifest) only the attempts it lacks "
                           "(missing, cancelled or lost), instead of writing a new cohort to stdout")
@@ -91,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
 
     records = _claim_stdout()
     try:
-        manifest = load_manifest(args.manifest)
+        manifest = load_manifest(args.manifest, model=args.model)
         earlier = earlier_run(args.resume, manifest.cohort()) if args.resume is not None else None
         executor = make_executor(args.executor)
     except (ManifestError, ExecutorUnavailable, ResumeError) as exc:
