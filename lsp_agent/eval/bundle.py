@@ -56,8 +56,11 @@ def pack(directory: Path, max_bytes: int = MAX_BUNDLE_BYTES, max_files: int = MA
         if len(entries) > max_files:
             raise BundleError(f"the manifest's directory {root} holds more than {max_files} files and directories "
                               "to ship to the workers; put the manifest and its oracles in a directory of their own")
+    too_big = BundleError(f"the manifest's directory {root} packs to more than {max_bytes} bytes "
+                          f"({max_bytes / (1024 * 1024):g} MiB); put the manifest and its oracles in a directory "
+                          "of their own")
     buffer = io.BytesIO()
-    count = 0
+    count = raw = 0
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
         for path in entries:
             name = path.relative_to(root).as_posix()
@@ -67,11 +70,14 @@ def pack(directory: Path, max_bytes: int = MAX_BUNDLE_BYTES, max_files: int = MA
                     continue  # a link out of the directory would not mean the same thing on a worker
             elif not (path.is_file() or path.is_dir()):
                 continue  # sockets, fifos, devices
+            elif path.is_file():
+                raw += path.stat().st_size
+                if raw > 16 * max_bytes:  # stop early: even good compression will not bring this under
+                    raise too_big
             tar.add(path, arcname=name, recursive=False, filter=_normalised)
             count += not path.is_dir()
-            if buffer.tell() > max_bytes:
-                raise BundleError(f"the manifest's directory {root} packs to more than {max_bytes // (1024 * 1024)} "
-                                  "MiB; put the manifest and its oracles in a directory of their own")
+    if buffer.tell() > max_bytes:
+        raise too_big
     data = buffer.getvalue()
     return Bundle(digest=hashlib.sha256(data).hexdigest(), data=data, files=count)
 

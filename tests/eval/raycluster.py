@@ -80,11 +80,11 @@ class Cluster:
         self.nodes.append(node)
         return node
 
-    def start_head(self) -> None:
+    def start_head(self, cpus: int = 1) -> None:
         port = free_port()
         self.address = f"{HOST}:{port}"
         self._spawn([RAY, "start", "--head", "--block", f"--node-ip-address={HOST}", f"--port={port}",
-                     "--num-cpus=1", "--include-dashboard=false", "--disable-usage-stats",
+                     f"--num-cpus={cpus}", "--include-dashboard=false", "--disable-usage-stats",
                      f"--temp-dir={self.base / 'ray'}"], "head.log")
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -96,10 +96,10 @@ class Cluster:
             time.sleep(0.3)
         raise RuntimeError(f"the Ray head did not start: {self.log('head.log')}")
 
-    def add_worker(self, hidden: tuple[Path, ...] = ()) -> Node:
+    def add_worker(self, hidden: tuple[Path, ...] = (), cpus: int = 1) -> Node:
         n = len(self.nodes)
         return self._spawn([RAY, "start", "--block", f"--address={self.address}", f"--node-ip-address={HOST}",
-                            "--num-cpus=1", "--disable-usage-stats"], f"worker{n}.log", hidden)
+                            f"--num-cpus={cpus}", "--disable-usage-stats"], f"worker{n}.log", hidden)
 
     def wait_for_nodes(self, count: int) -> None:
         """Until `count` nodes are alive (asked through a short-lived driver, as `eval run` will connect)."""
