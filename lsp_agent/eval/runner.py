@@ -307,7 +307,7 @@ class CohortRunner:
         self.result = CohortResult(self.cohort, planned=len(manifest.tasks) * manifest.repetitions * 2)
         self.result.invalid.update(earlier.invalid if earlier else {})
         self._total = 0
-        self._per_task = manifest.repetitions * 2
+        self._per_task: dict[str, int] = {}  # attempts of each task this run sets out to record
         self._by_task: dict[str, int] = {}
 
     def _write(self, line: str) -> None:
@@ -325,6 +325,8 @@ class CohortRunner:
         done = self.earlier.done if self.earlier else frozenset()
         queue = deque(j for j in plan(self.manifest, self.cohort, self.oracle_cwd, self.keep)
                       if (j.task.id, j.repetition, j.arm.name) not in done and j.task.id not in self.result.invalid)
+        for job in queue:
+            self._per_task[job.task.id] = self._per_task.get(job.task.id, 0) + 1
         if self.earlier is None:
             self._write(header(self.manifest, self.cohort).line())
         else:
@@ -405,7 +407,7 @@ class CohortRunner:
             if result.invalid_reason is not None and job.task.id not in self.result.invalid:
                 self._invalidate(job.task.id, result.invalid_reason)
                 # Its attempts that were not recorded will never be; late in-flight ones add back.
-                self._total -= self._per_task - self._by_task.get(job.task.id, 0)
+                self._total -= self._per_task.get(job.task.id, 0) - self._by_task.get(job.task.id, 0)
                 self.progress.retotal(self._total)
             elif result.record is not None:
                 self._record(result)
