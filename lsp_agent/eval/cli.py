@@ -1,8 +1,8 @@
 """`lsp-agent eval run MANIFEST` and `lsp-agent eval compare RUNS BASELINE CANDIDATE`.
 
 Records go to stdout (redirect them to a file), progress and problems to stderr.
-Exit codes: run — 0 complete, 1 interrupted or aborted (an `incomplete` line
-was written), 2 bad manifest or usage, 3 complete but some task invalid;
+Exit codes: run — 0 complete, 1 interrupted, aborted or attempts lost (an
+`incomplete` line was written), 2 bad manifest or usage, 3 complete but some task invalid;
 compare — 0 compared, 1 the records cannot be compared (reasons on stderr),
 2 usage.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -45,6 +46,11 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     run.add_argument("--executor", choices=["local", "ray"], default="local",
                      help="where attempts run: this machine (default) or an existing Ray cluster "
                           "(needs the optional `ray` package)")
+    run.add_argument("--model", metavar="PROVIDER/MODEL",
+                     help="run the manifest with this model instead of its own `model` (a new cohort)")
+    run.add_argument("--resume", type=Path, metavar="RUNS",
+                     help="append to RUNS (written by an earlier run of this manifest) only the attempts it lacks "
+                          "(missing, cancelled or lost), instead of writing a new cohort to stdout")
     run.add_argument("--keep", action="store_true",
                      help="keep each attempt's temp dir (fixture, agent stderr, oracle log) for debugging")
     compare = sub.add_parser("compare", help="paired statistics of two arms from eval run records",
@@ -67,20 +73,46 @@ def _fail(message: str) -> None:
     print(f"lsp-agent eval: {message}", file=sys.stderr)
 
 
+def _claim_stdout() -> Any:
+    """The records' own handle on stdout; anything else written to stdout goes to stderr.
+
+    Libraries print to stdout (Ray reports cluster events there), and one stray line in the
+    records would make the file unreadable for `compare`.
+    """
+    sys.stdout.flush()
+    records = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return records
+
+
 def _run(args: argparse.Namespace) -> int:
     from lsp_agent.eval.executor import ExecutorUnavailable, make_executor
     from lsp_agent.eval.manifest import ManifestError, load_manifest
+    from lsp_agent.eval.resume import ResumeError, earlier_run
 
+    records = _claim_stdout()
     try:
-        manifest = load_manifest(args.manifest)
+        manifest = load_manifest(args.manifest, model=args.model)
+        earlier = earlier_run(args.resume, manifest.cohort()) if args.resume is not None else None
         executor = make_executor(args.executor)
-    except (ManifestError, ExecutorUnavailable) as exc:
+    except (ManifestError, ExecutorUnavailable, ResumeError) as exc:
         _fail(str(exc))
         return EXIT_USAGE
-    return asyncio.run(_run_cohort(manifest, args.manifest.resolve().parent, executor, args.jobs, args.keep))
+    if args.resume is None:
+        return asyncio.run(_run_cohort(manifest, args.manifest.resolve().parent, executor, args, records, None))
+    try:
+        out = args.resume.open("a", encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot append to {args.resume}: {exc.strerror or exc}")
+        return EXIT_USAGE
+    with out:
+        return asyncio.run(_run_cohort(manifest, args.manifest.resolve().parent, executor, args, out, earlier))
 
 
-async def _run_cohort(manifest: Any, base_dir: Path, executor: Any, jobs: int, keep: bool) -> int:
+async def _run_cohort(manifest: Any, base_dir: Path, executor: Any, args: argparse.Namespace, out: Any,
+                      earlier: Any) -> int:
+    from lsp_agent.eval.progress import Progress
     from lsp_agent.eval.runner import CohortRunner
 
     stop = asyncio.Event()
@@ -88,8 +120,10 @@ async def _run_cohort(manifest: Any, base_dir: Path, executor: Any, jobs: int, k
     caught = (signal.SIGINT, signal.SIGTERM)
     for sig in caught:
         loop.add_signal_handler(sig, stop.set)
+    live = sys.stderr.isatty() and os.environ.get("TERM", "") != "dumb"
     try:
-        runner = CohortRunner(manifest, base_dir, sys.stdout, sys.stderr, executor, jobs=jobs, keep=keep)
+        runner = CohortRunner(manifest, base_dir, out, sys.stderr, executor, jobs=args.jobs, keep=args.keep,
+                              earlier=earlier, progress=Progress(sys.stderr, [a.name for a in manifest.arms], live))
         result = await runner.run(stop)
     finally:
         for sig in caught:

@@ -24,6 +24,7 @@ from lsp_agent.eval.records import (
     Incomplete,
     Outcome,
     RecordError,
+    Resume,
     TaskInvalid,
     parse_line,
 )
@@ -49,6 +50,7 @@ class Runs:
     attempts: list[tuple[int, AttemptRecord]] = field(default_factory=list)
     invalid: dict[tuple[str, str], str] = field(default_factory=dict)
     incomplete: dict[str, Incomplete] = field(default_factory=dict)
+    resumed: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
 
 
@@ -72,6 +74,12 @@ def parse_runs(lines: Iterable[str | bytes]) -> Runs:
             runs.attempts.append((number, record))
         elif isinstance(record, TaskInvalid):
             runs.invalid[(record.cohort, record.task)] = record.reason
+        elif isinstance(record, Resume):
+            # `eval run --resume` re-runs the missing and cancelled attempts: those supersede these.
+            runs.incomplete.pop(record.cohort, None)
+            runs.resumed.add(record.cohort)
+            runs.attempts = [(n, a) for n, a in runs.attempts
+                             if not (a.cohort == record.cohort and a.outcome is Outcome.CANCELLED)]
         else:
             runs.incomplete[record.cohort] = record
     return runs
@@ -102,12 +110,14 @@ def pair_up(runs: Runs, baseline: str, candidate: str) -> list[Pair]:
     if baseline == candidate:
         raise CompareError([f"baseline and candidate are the same arm ({baseline!r}); name two different arms"])
     problems = list(runs.problems)
-    cohorts = {r.cohort for _, r in runs.attempts} | {c for c, _ in runs.invalid} | set(runs.incomplete)
+    cohorts = ({r.cohort for _, r in runs.attempts} | {c for c, _ in runs.invalid} | set(runs.incomplete)
+               | runs.resumed)
     for cohort in sorted(cohorts - set(runs.headers)):
         problems.append(f"cohort {cohort[:12]}: records without a `cohort` header line (file cut or mixed?)")
     for cohort, marker in runs.incomplete.items():
         problems.append(f"cohort {cohort[:12]} is incomplete ({marker.reason}: {marker.recorded} of "
-                        f"{marker.planned} attempts recorded); run the cohort again to compare it")
+                        f"{marker.planned} attempts recorded); add the missing ones with "
+                        "`eval run MANIFEST --resume RUNS`")
     if not runs.headers and not problems:
         problems.append("no cohort in the file")
     for cohort, head in runs.headers.items():

@@ -258,7 +258,58 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def parse_manifest(data: bytes, source: str, fmt: Literal["json", "toml"]) -> Manifest:
+def _read_tree(root: Path, label: str) -> list[dict[str, str]]:
+    """The files under root as `files` entries (sorted; limits are checked by validation)."""
+    if not root.is_dir():
+        raise ValueError(f"{label}: {root} is not a directory")
+    files: list[dict[str, str]] = []
+    total = 0
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            if path.is_symlink():
+                raise ValueError(f"{label}: {path.relative_to(root).as_posix()} is a symlink; only regular files")
+            continue
+        size = path.stat().st_size
+        total += size
+        if len(files) >= MAX_FILES or total > MAX_TASK_BYTES:
+            raise ValueError(f"{label}: more than {MAX_FILES} files or {MAX_TASK_BYTES} bytes")
+        try:
+            content = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{label}: cannot read {path.relative_to(root).as_posix()} as UTF-8 text: {exc}") from exc
+        files.append({"path": path.relative_to(root).as_posix(), "content": content})
+    return files
+
+
+def _expand_files_from(raw: dict[str, Any], base_dir: Path | None, source: str) -> None:
+    """`tasks[].filesFrom: DIR` (relative to the manifest) becomes that directory's `files`.
+
+    Done before validation, so the cohort hashes the files' contents, not the directory's name.
+    """
+    tasks = raw.get("tasks")
+    if not isinstance(tasks, list):
+        return
+    problems = []
+    for index, task in enumerate(tasks):
+        if not isinstance(task, dict) or "filesFrom" not in task:
+            continue
+        label = f"tasks[{index}].filesFrom"
+        where = task.pop("filesFrom")
+        if "files" in task:
+            problems.append(f"{label}: give `files` or `filesFrom`, not both")
+        elif not isinstance(where, str) or not where or base_dir is None:
+            problems.append(f"{label}: must be a directory path relative to the manifest file")
+        else:
+            try:
+                task["files"] = _read_tree(base_dir / where, label)
+            except (OSError, ValueError) as exc:
+                problems.append(str(exc))
+    if problems:
+        raise ManifestError(source, problems)
+
+
+def parse_manifest(data: bytes, source: str, fmt: Literal["json", "toml"], base_dir: Path | None = None,
+                   model: str | None = None) -> Manifest:
     if len(data) > MAX_MANIFEST_BYTES:
         raise ManifestError(source, [f"(file): {len(data)} bytes; a manifest is at most {MAX_MANIFEST_BYTES} (8 MiB)"])
     try:
@@ -268,14 +319,17 @@ def parse_manifest(data: bytes, source: str, fmt: Literal["json", "toml"]) -> Ma
         raise ManifestError(source, [f"(file): not valid {fmt.upper()}: {exc}"]) from exc
     if not isinstance(raw, dict):
         raise ManifestError(source, ["(manifest): the top level must be an object"])
+    _expand_files_from(raw, base_dir, source)
+    if model is not None:
+        raw["model"] = model  # `eval run --model`: a different model is a different cohort
     try:
         return Manifest.model_validate(raw)
     except ValidationError as exc:
         raise ManifestError(source, describe(exc)) from exc
 
 
-def load_manifest(path: Path) -> Manifest:
-    """Read and validate a .json or .toml manifest of at most 8 MiB."""
+def load_manifest(path: Path, model: str | None = None) -> Manifest:
+    """Read and validate a .json or .toml manifest of at most 8 MiB (`model` replaces its model)."""
     suffix = path.suffix.lower()
     if suffix not in (".json", ".toml"):
         raise ManifestError(str(path), ["(file): the manifest must be a .json or .toml file"])
@@ -288,4 +342,5 @@ def load_manifest(path: Path) -> Manifest:
             data = handle.read(MAX_MANIFEST_BYTES + 1)  # the file may grow between stat and read
     except OSError as exc:
         raise ManifestError(str(path), [f"(file): cannot read: {exc.strerror or exc}"]) from exc
-    return parse_manifest(data, str(path), "json" if suffix == ".json" else "toml")
+    return parse_manifest(data, str(path), "json" if suffix == ".json" else "toml", base_dir=path.resolve().parent,
+                          model=model)

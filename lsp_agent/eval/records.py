@@ -2,7 +2,8 @@
 
 One `cohort` header, then one `attempt` line per finished attempt (in the order
 they ended), `task_invalid` lines for tasks whose oracle does not fail on a
-fresh fixture, and an `incomplete` marker when the cohort was interrupted.
+fresh fixture, an `incomplete` marker when the cohort was interrupted, and a
+`resume` marker where `eval run --resume` went on with it.
 Records hold no prompts, no subprocess output and no setting overrides (an
 arm's `config` may carry credentials), only names, numbers and enums.
 """
@@ -83,12 +84,24 @@ class TaskInvalid(_Record):
 class Incomplete(_Record):
     type: Literal["incomplete"] = "incomplete"
     cohort: str
-    reason: Literal["cancelled", "error"]
+    #: cancelled: interrupted; error: the cohort could not go on; lost: a worker went away mid-attempt
+    reason: Literal["cancelled", "error", "lost"]
     recorded: int
-    planned: int
+    planned: int  # attempts this run set out to record
 
 
-Line = Annotated[CohortHeader | AttemptRecord | TaskInvalid | Incomplete, Field(discriminator="type")]
+class Resume(_Record):
+    """`eval run --resume`: what follows re-runs the cohort's missing and cancelled attempts.
+
+    It supersedes the cohort's earlier `incomplete` markers and `cancelled` attempts.
+    """
+
+    type: Literal["resume"] = "resume"
+    cohort: str
+    missing: int
+
+
+Line = Annotated[CohortHeader | AttemptRecord | TaskInvalid | Incomplete | Resume, Field(discriminator="type")]
 _LINE: TypeAdapter[Line] = TypeAdapter(Line)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 from collections import deque
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -26,15 +25,39 @@ from lsp_agent.eval.fixture import AttemptDir, FixtureError, build_fixture
 from lsp_agent.eval.manifest import Arm, ConfigValue, Manifest, Task, flatten_config
 from lsp_agent.eval.metrics import EventMeter
 from lsp_agent.eval.proctree import Finished, run_tree
-from lsp_agent.eval.records import ArmInfo, AttemptRecord, CohortHeader, Incomplete, Outcome, TaskInvalid
+from lsp_agent.eval.progress import Progress
+from lsp_agent.eval.records import (
+    ArmInfo,
+    AttemptRecord,
+    CohortHeader,
+    Incomplete,
+    Outcome,
+    Resume,
+    TaskInvalid,
+)
 from lsp_agent.tools.process import scrubbed_env
 
-DEFAULT_COMMAND = (sys.executable, "-m", "lsp_agent", "run")
 _STOP_REASONS = {r.value for r in StopReason}
+#: In `command`, oracle arguments and arm config strings: the manifest's directory *where the attempt
+#: runs* (on a cluster worker, the shipped copy), so a manifest names its scripts without absolute paths.
+MANIFEST_DIR = "{manifestDir}"
+
+
+def default_command() -> tuple[str, ...]:
+    """This package's `run`, with the interpreter of the machine the attempt runs on."""
+    return (sys.executable, "-m", "lsp_agent", "run")
 
 
 class EvalError(Exception):
     """The cohort cannot go on (the agent command cannot start, Git is missing, ...)."""
+
+
+class AttemptLost(Exception):
+    """The attempt's machine or worker went away mid-attempt: no verdict, and no fault of the arm."""
+
+
+def expand(text: str, manifest_dir: str) -> str:
+    return text.replace(MANIFEST_DIR, manifest_dir)
 
 
 # --- one attempt -----------------------------------------------------------------------------
@@ -50,9 +73,9 @@ class AttemptJob:
     arm: Arm
     repetition: int
     position: int
-    command: tuple[str, ...]
+    command: tuple[str, ...]  # empty: this package's `run` on the machine the attempt runs on
     timeout_ms: int
-    oracle_cwd: str
+    oracle_cwd: str  # the manifest's directory; an executor that ships it replaces this with the copy
     keep: bool = False
 
 
@@ -89,19 +112,20 @@ def _toml_value(value: ConfigValue) -> str:
     return _toml_string(value)
 
 
-def config_pairs(arm: Arm) -> list[str]:
+def config_pairs(arm: Arm, manifest_dir: str) -> list[str]:
     """The arm as `--config` values. Every known flag is pinned, so a user config file cannot leak in."""
     pairs = [f"toolProfile={arm.tool_profile}"]
     for flag in Experimental.model_fields:
         pairs.append(f"experimental.{flag}={_toml_value(arm.features.get(flag, False))}")
     for key, value in flatten_config(arm.config).items():
-        pairs.append(f"{key}={_toml_value(value)}")
+        pairs.append(f"{key}={_toml_value(expand(value, manifest_dir) if isinstance(value, str) else value)}")
     return pairs
 
 
 def agent_argv(job: AttemptJob, workspace: Path) -> list[str]:
-    argv = [*job.command, "--workspace", str(workspace), "--model", job.model, "--json"]
-    for pair in config_pairs(job.arm):
+    command = [expand(part, job.oracle_cwd) for part in job.command] or list(default_command())
+    argv = [*command, "--workspace", str(workspace), "--model", job.model, "--json"]
+    for pair in config_pairs(job.arm, job.oracle_cwd):
         argv += ["--config", pair]
     return [*argv, "--", job.task.prompt]  # `--`: a prompt starting with '-' stays a prompt
 
@@ -109,7 +133,8 @@ def agent_argv(job: AttemptJob, workspace: Path) -> list[str]:
 async def run_oracle(task: Task, attempt: AttemptDir, cwd: str, timeout_ms: int,
                      cancel: asyncio.Event | None) -> tuple[Verdict, Finished, str]:
     """Exit 0 passes, 1 fails, anything else (another code, a signal, a timeout) decides nothing."""
-    done = await run_tree([*task.oracle, str(attempt.work)], Path(cwd), scrubbed_env(), timeout_ms / 1000,
+    argv = [expand(part, cwd) for part in task.oracle]
+    done = await run_tree([*argv, str(attempt.work)], Path(cwd), scrubbed_env(), timeout_ms / 1000,
                           cancel, log_to=attempt.base / "oracle.log")
     if done.spawn_error:
         return Verdict.UNDECIDED, done, f"could not start ({done.spawn_error})"
@@ -199,16 +224,27 @@ async def check_task(task: Task, oracle_cwd: str, timeout_ms: int, cancel: async
 
 
 class Executor(Protocol):
-    """Runs one attempt somewhere; the records are the same wherever that is."""
+    """Runs one attempt somewhere; the records are the same wherever that is.
+
+    `run` raises AttemptLost when the machine running the attempt went away, EvalError when the
+    cohort cannot go on.
+    """
 
     name: str
+
+    async def start(self, manifest_dir: Path) -> None: ...
+
+    async def check(self, task: Task, oracle_cwd: str, timeout_ms: int, cancel: asyncio.Event) -> str | None: ...
 
     async def run(self, job: AttemptJob, cancel: asyncio.Event) -> AttemptResult: ...
 
 
+AttemptKey = tuple[str, int, str]  # task, repetition, arm
+
+
 def plan(manifest: Manifest, cohort: str, oracle_cwd: str, keep: bool = False) -> list[AttemptJob]:
     """Repetition by repetition, task by task; the arm that goes first alternates between repetitions."""
-    command = tuple(manifest.command) if manifest.command else DEFAULT_COMMAND
+    command = tuple(manifest.command) if manifest.command else ()
     jobs = []
     for repetition in range(1, manifest.repetitions + 1):
         arms = manifest.arms if repetition % 2 == 1 else list(reversed(manifest.arms))
@@ -228,82 +264,105 @@ def header(manifest: Manifest, cohort: str) -> CohortHeader:
         attempts=len(manifest.tasks) * manifest.repetitions * 2)
 
 
+@dataclass(frozen=True)
+class Earlier:
+    """What an earlier run of the same cohort already recorded (for `eval run --resume`)."""
+
+    done: frozenset[AttemptKey] = frozenset()
+    invalid: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class CohortResult:
     cohort: str
     planned: int
     recorded: int = 0
+    lost: int = 0
     invalid: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
     error: str | None = None
 
     @property
     def exit_code(self) -> int:
-        """0 complete; 1 interrupted or aborted; 3 complete but some tasks invalid."""
-        if self.interrupted or self.error:
+        """0 complete; 1 interrupted, aborted or attempts lost; 3 complete but some tasks invalid."""
+        if self.interrupted or self.error or self.lost:
             return 1
         return 3 if self.invalid else 0
 
 
-def _clock(seconds: float) -> str:
-    hours, rest = divmod(max(0, round(seconds)), 3600)
-    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
-
-
 class CohortRunner:
     def __init__(self, manifest: Manifest, oracle_cwd: Path, out: TextIO, err: TextIO, executor: Executor,
-                 jobs: int = 1, keep: bool = False) -> None:
+                 jobs: int = 1, keep: bool = False, earlier: Earlier | None = None,
+                 progress: Progress | None = None) -> None:
         self.manifest = manifest
         self.cohort = manifest.cohort()
-        self.oracle_cwd = str(oracle_cwd.resolve())
-        self.out, self.err = out, err
+        self.manifest_dir = oracle_cwd.resolve()
+        self.oracle_cwd = str(self.manifest_dir)
+        self.out = out
         self.executor = executor
         self.jobs = max(1, jobs)
         self.keep = keep
+        self.earlier = earlier
+        self.progress = progress or Progress(err, [a.name for a in manifest.arms], live=False)
         self.result = CohortResult(self.cohort, planned=len(manifest.tasks) * manifest.repetitions * 2)
-        self._total = self.result.planned
-        self._per_task = manifest.repetitions * 2
+        self.result.invalid.update(earlier.invalid if earlier else {})
+        self._total = 0
+        self._per_task: dict[str, int] = {}  # attempts of each task this run sets out to record
         self._by_task: dict[str, int] = {}
-        self._started = 0.0
 
     def _write(self, line: str) -> None:
         self.out.write(line + "\n")
         self.out.flush()
-
-    def _say(self, text: str) -> None:
-        self.err.write(f"eval: {text}\n")
-        self.err.flush()
 
     def _invalidate(self, task: str, reason: str) -> None:
         if task in self.result.invalid:
             return
         self.result.invalid[task] = reason
         self._write(TaskInvalid(cohort=self.cohort, task=task, reason=reason).line())
-        self._say(f"task {task} is INVALID: {reason}; its attempts are skipped")
+        self.progress.say(f"task {task} is INVALID: {reason}; its attempts are skipped")
 
     async def run(self, stop: asyncio.Event) -> CohortResult:
-        self._write(header(self.manifest, self.cohort).line())
-        self._say(f"cohort {self.cohort[:12]} · {len(self.manifest.tasks)} task(s) x "
-                  f"{self.manifest.repetitions} repetition(s) x 2 arms · executor {self.executor.name}, "
-                  f"{self.jobs} job(s)")
+        done = self.earlier.done if self.earlier else frozenset()
+        queue = deque(j for j in plan(self.manifest, self.cohort, self.oracle_cwd, self.keep)
+                      if (j.task.id, j.repetition, j.arm.name) not in done and j.task.id not in self.result.invalid)
+        for job in queue:
+            self._per_task[job.task.id] = self._per_task.get(job.task.id, 0) + 1
+        if self.earlier is None:
+            self._write(header(self.manifest, self.cohort).line())
+        else:
+            self._write(Resume(cohort=self.cohort, missing=len(queue)).line())
+        self.progress.say(f"cohort {self.cohort[:12]} · {len(self.manifest.tasks)} task(s) x "
+                          f"{self.manifest.repetitions} repetition(s) x 2 arms · executor {self.executor.name}, "
+                          f"{self.jobs} job(s)" + (f" · resuming {len(queue)} missing attempt(s)"
+                                                   if self.earlier else ""))
+        try:
+            await self.executor.start(self.manifest_dir)
+        except EvalError as exc:
+            self.result.error = str(exc)
+            stop.set()
         gate = asyncio.Semaphore(self.jobs)
-        await self._all(stop, *(self._check(task, gate, stop) for task in self.manifest.tasks))
-        queue = deque(plan(self.manifest, self.cohort, self.oracle_cwd, self.keep))
+        pending = [t for t in self.manifest.tasks if any(j.task.id == t.id for j in queue)]
+        if not stop.is_set():
+            await self._all(stop, *(self._check(task, gate, stop) for task in pending))
         self._total = sum(1 for j in queue if j.task.id not in self.result.invalid)
-        self._started = time.monotonic()
+        self.progress.begin(self._total)
         if not stop.is_set():
             await self._all(stop, *(self._worker(queue, stop) for _ in range(self.jobs)))
+        self.progress.end()
         missing = self._total - self.result.recorded
-        if stop.is_set() and (missing > 0 or self.result.interrupted):
-            self.result.interrupted = True
-            reason: Literal["cancelled", "error"] = "error" if self.result.error else "cancelled"
+        if self.result.lost or (stop.is_set() and (missing > 0 or self.result.interrupted)):
+            self.result.interrupted = self.result.interrupted or stop.is_set()
+            reason: Literal["cancelled", "error", "lost"] = (
+                "error" if self.result.error else "cancelled" if stop.is_set() else "lost")
             self._write(Incomplete(cohort=self.cohort, reason=reason, recorded=self.result.recorded,
                                    planned=self._total).line())
-            self._say(f"INCOMPLETE ({reason}{': ' + self.result.error if self.result.error else ''}): "
-                      f"{self.result.recorded} of {self._total} attempts recorded; this cohort cannot be compared")
+            lost = f", {self.result.lost} lost with their worker" if self.result.lost else ""
+            self.progress.say(f"INCOMPLETE ({reason}{': ' + self.result.error if self.result.error else ''}): "
+                              f"{self.result.recorded} of {self._total} attempts recorded{lost}; run "
+                              "`eval run MANIFEST --resume RUNS` to add the missing ones")
         else:
-            self._say(f"cohort {self.cohort[:12]} complete: {self.result.recorded} attempts recorded"
-                      + (f", {len(self.result.invalid)} task(s) invalid" if self.result.invalid else ""))
+            self.progress.say(f"cohort {self.cohort[:12]} complete: {self.result.recorded} attempts recorded"
+                              + (f", {len(self.result.invalid)} task(s) invalid" if self.result.invalid else ""))
         return self.result
 
     async def _all(self, stop: asyncio.Event, *work: Coroutine[Any, Any, None]) -> None:
@@ -320,10 +379,13 @@ class CohortRunner:
             if stop.is_set():
                 return
             try:
-                reason = await check_task(task, self.oracle_cwd, self.manifest.timeout_ms, stop)
+                reason = await self.executor.check(task, self.oracle_cwd, self.manifest.timeout_ms, stop)
             except EvalError:
                 stop.set()
                 raise
+            except AttemptLost as exc:
+                reason = None  # each attempt checks its own fresh fixture again
+                self.progress.say(f"the check of task {task.id} was lost ({exc}); its attempts check again")
             if reason is not None:
                 self._invalidate(task.id, reason)
 
@@ -337,10 +399,16 @@ class CohortRunner:
             except EvalError:
                 stop.set()
                 raise
+            except AttemptLost as exc:
+                self.result.lost += 1
+                self.progress.say(f"attempt LOST · task {job.task.id} rep {job.repetition} arm {job.arm.name}: "
+                                  f"{exc}; not recorded (no verdict), the cohort will be incomplete")
+                continue
             if result.invalid_reason is not None and job.task.id not in self.result.invalid:
                 self._invalidate(job.task.id, result.invalid_reason)
                 # Its attempts that were not recorded will never be; late in-flight ones add back.
-                self._total -= self._per_task - self._by_task.get(job.task.id, 0)
+                self._total -= self._per_task.get(job.task.id, 0) - self._by_task.get(job.task.id, 0)
+                self.progress.retotal(self._total)
             elif result.record is not None:
                 self._record(result)
 
@@ -352,12 +420,7 @@ class CohortRunner:
         self._by_task[record.task] = self._by_task.get(record.task, 0) + 1
         if record.task in self.result.invalid:
             self._total += 1
+            self.progress.retotal(self._total)
         if record.outcome is Outcome.CANCELLED:
             self.result.interrupted = True
-        done = self.result.recorded
-        spent = time.monotonic() - self._started
-        eta = _clock(spent / done * max(0, self._total - done)) if done else "unknown"
-        kept = f" · kept {result.kept}" if result.kept else ""
-        self._say(f"attempt {done} of {self._total} · task {record.task} rep {record.repetition} "
-                  f"arm {record.arm}: {record.outcome.value} in {record.elapsed_ms / 1000:.1f}s · "
-                  f"ETA {eta}{kept}")
+        self.progress.attempt(record, result.kept)

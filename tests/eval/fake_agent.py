@@ -101,6 +101,12 @@ def main() -> int:
         same = subprocess.Popen(SLEEPER)
         own = subprocess.Popen(SLEEPER, start_new_session=True)
         Path(plan["grandchildren"]).write_text(json.dumps([os.getpid(), same.pid, own.pid]))
+    if "pids_dir" in plan:  # like grandchildren, one file per agent: attempts may run at once
+        same = subprocess.Popen(SLEEPER)
+        own = subprocess.Popen(SLEEPER, start_new_session=True)
+        Path(plan["pids_dir"], f"{os.getpid()}.json").write_text(json.dumps([os.getpid(), same.pid, own.pid]))
+    if "hang_unless_seen" in plan and not Path(plan["hang_unless_seen"]).exists():
+        time.sleep(300)  # on a machine that does not see this path (a cluster worker), hang until killed
     if "background" in plan:  # left running after we exit
         child = subprocess.Popen(SLEEPER, stdout=subprocess.DEVNULL)
         Path(plan["background"]).write_text(json.dumps([child.pid]))

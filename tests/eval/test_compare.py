@@ -215,3 +215,23 @@ def test_json_summary_round_trips(tmp_path: Path) -> None:
     s = compare(tmp_path, full(["t"], 1))
     assert json.loads(json.dumps(s)) == s
     assert set(s) >= {"baseline", "candidate", "cohorts", "invalidTasks", "tasks", "overall", "definitions"}
+
+
+def test_a_resume_line_supersedes_the_incomplete_marker_and_cancelled_attempts(tmp_path: Path) -> None:
+    incomplete = {"type": "incomplete", "cohort": COHORT, "reason": "lost", "recorded": 1, "planned": 2}
+    resume = {"type": "resume", "cohort": COHORT, "missing": 1}
+    first = [header(["t"], 1), record("t", 1, "base", outcome="cancelled"), record("t", 1, "cand"), incomplete]
+    with pytest.raises(CompareError, match="incomplete"):
+        compare_file(write_runs(tmp_path / "a.ndjson", first), "base", "cand")
+    resumed = compare_file(write_runs(tmp_path / "b.ndjson", [*first, resume, record("t", 1, "base", elapsed=500)]),
+                           "base", "cand")
+    assert resumed["overall"]["baseline"]["outcomes"]["cancelled"] == 0
+    assert resumed["overall"]["paired"]["ratios"] == [2.0]
+    # A resumed run that is itself interrupted is incomplete again.
+    again = [*first, resume, record("t", 1, "base", outcome="cancelled"), incomplete]
+    with pytest.raises(CompareError, match="incomplete"):
+        compare_file(write_runs(tmp_path / "c.ndjson", again), "base", "cand")
+    # Only cancelled attempts are superseded: a verified one recorded twice is still a duplicate.
+    twice = [header(["t"], 1), record("t", 1, "base"), record("t", 1, "cand"), resume, record("t", 1, "base")]
+    with pytest.raises(CompareError, match="duplicate"):
+        compare_file(write_runs(tmp_path / "d.ndjson", twice), "base", "cand")

@@ -149,8 +149,13 @@ def test_bad_manifest_exits_2_naming_the_field(tmp_path: Path) -> None:
 
 def test_ray_executor_without_ray_says_so(tmp_path: Path) -> None:
     path = write_json(tmp_path / "m.json", manifest([task("t", {})]))
-    done = lsp_agent_eval("run", str(path), "--executor", "ray", cwd=tmp_path)
+    hidden = tmp_path / "no-ray"
+    (hidden / "ray").mkdir(parents=True)  # shadows an installed ray: `import ray` fails as if it were absent
+    (hidden / "ray" / "__init__.py").write_text("raise ImportError('no ray here')\n")
+    done = subprocess.run([*EVAL, "run", str(path), "--executor", "ray"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(hidden)})
     assert done.returncode == 2 and "optional `ray` package" in done.stderr and done.stdout == ""
+    assert "lsp-agent[ray]" in done.stderr
 
 
 def test_compare_rejection_exits_1_with_reasons(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evalkit import FAKE, PY, attempts, manifest, pids_in, run_cohort, task
+from evalkit import FAKE, HERE, PY, attempts, manifest, pids_in, run_cohort, task
 from fake_agent import NORMAL_TOTALS
 
 from lsp_agent.eval.manifest import Arm
@@ -172,7 +172,7 @@ def test_agent_gets_one_fixed_invocation_with_the_arm_settings(tmp_path: Path) -
     argv = info["argv"]
     assert argv[:5] == ["--workspace", info["cwd"], "--model", "fake/model", "--json"]
     configs = [argv[i + 1] for i, a in enumerate(argv) if a == "--config"]
-    assert configs == config_pairs(Arm.model_validate(arms[1]))
+    assert configs == config_pairs(Arm.model_validate(arms[1]), str(HERE))
     assert "toolProfile=minimal" in configs and "experimental.tail_reminders=true" in configs
     assert "experimental.context_recovery=false" in configs  # unset flags are pinned off
     assert 'providers.x.headers.Authorization="Bearer SECRET-TOKEN"' in configs

@@ -1,0 +1,5 @@
+"""Small statistics."""
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) // len(values)

@@ -1,0 +1,5 @@
+import { formatDate } from "./dates";
+
+export function heading(title: string, when: Date): string {
+  return `${title} (${formatDate(when)})`;
+}
