@@ -24,7 +24,8 @@ from lsp_agent.context.compaction import (
     touched_files,
 )
 from lsp_agent.context.folding import fold_all, fold_batch, placeholder
-from lsp_agent.context.view import COMPACTION, compaction_of
+from lsp_agent.context.stale import StaleScanner
+from lsp_agent.context.view import COMPACTION, ViewCache, compaction_of
 from lsp_agent.core.events import NoticeEvent
 from lsp_agent.core.history import REPLACED_TURNS, Message, Role, TextPart, Usage, assistant_turns
 from lsp_agent.core.ports import AssistantReply, ModelRequest
@@ -58,6 +59,9 @@ class ContextState:
     #: folded tool-result part ID → its placeholder (view only; the stored part is unchanged)
     folded: dict[str, str] = field(default_factory=dict)
     counter: TokenCounter = field(default_factory=TokenCounter)
+    #: the model-visible view and the stale-read facts, kept up to date as the history grows
+    views: ViewCache = field(default_factory=ViewCache, repr=False)
+    stale: StaleScanner = field(default_factory=StaleScanner, repr=False)
     #: one compaction in flight per session
     compacting: bool = False
     #: agent/compact on a running session: compact at the next step boundary

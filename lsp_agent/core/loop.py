@@ -391,7 +391,7 @@ class Generation:
         self.session.append(Message(role=Role.TOOL, parts=list(results), generation=self.id, step=self.steps))
         for call, result in zip(calls, results, strict=True):
             self._record_call(call, result)
-        note = stale_note(self.session.history)
+        note = stale_note(self.session.history, self.session.context.stale)
         if note is not None:  # appended at the next step boundary, never edited into the earlier read
             self.session.pending_notes.append(note)
         return results
