@@ -311,7 +311,7 @@ def table(results: list[Result]) -> str:
              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
         missed = r.misses()
-        compaction = r.compaction + (f" ({r.compactions}×)" if r.compactions else "")
+        compaction = r.compaction + (f" ({r.compactions} times)" if r.compactions else "")
         lines.append(
             f"| {r.wire} | {r.steps} | {compaction} | {r.runs} | {r.wall_s:.2f} | {r.cpu_s:.2f} | {r.startup_ms:.0f} | "
             f"{r.step_median_ms:.2f}{mark('step median' not in missed)} | {r.step_p95_ms:.2f} | "
@@ -323,8 +323,9 @@ def table(results: list[Result]) -> str:
     if long:
         width = max(len(r.buckets) for r in long)
         lines += ["", "median step gap (ms) per 100-step bucket:", "",
-                  "| wire | N | compaction | " + " | ".join(f"{b * BUCKET + 1}–{(b + 1) * BUCKET}" for b in range(width))
-                  + " |", "|---|---:|---|" + "---:|" * width]
+                  "| wire | N | compaction | "
+                  + " | ".join(f"{b * BUCKET + 1}-{(b + 1) * BUCKET}" for b in range(width)) + " |",
+                  "|---|---:|---|" + "---:|" * width]
         for r in long:
             lines.append(f"| {r.wire} | {r.steps} | {r.compaction} | " + " | ".join(f"{m:.2f}" for m in r.buckets)
                          + " |" * (width - len(r.buckets) + 1))

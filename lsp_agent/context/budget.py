@@ -104,16 +104,15 @@ class Calibration:
 
 def _content_size(message: Message) -> int:
     """Characters of a message's parts: a folded copy (shorter output) differs from its original.
-    Exact type checks and plain attribute reads: `getattr(part, "output", "")` on a part without
+    isinstance checks and plain attribute reads: `getattr(part, "output", "")` on a part without
     that field takes pydantic's slow `__getattr__` path (an exception per miss)."""
     size = 0
     for part in message.parts:
-        kind = type(part)
-        if kind is ToolResultPart:
+        if isinstance(part, ToolResultPart):
             size += len(part.output)
-        elif kind is TextPart or kind is ReasoningPart:
+        elif isinstance(part, TextPart | ReasoningPart):
             size += len(part.text)
-        elif kind is ToolCallPart:
+        elif isinstance(part, ToolCallPart):
             size += len(part.arguments)
     return size
 

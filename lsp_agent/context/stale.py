@@ -89,7 +89,7 @@ def stale_reads(history: Sequence[Message], scanner: StaleScanner | None = None)
         change = scanner.changes.get(path)
         if change is None or change[0] <= read.position:
             continue
-        position, step, outside = change
+        _, step, outside = change
         out.append(StaleRead(path, read.step, read.part, step, outside, (path, read.part) in scanner.noted))
     return out
 

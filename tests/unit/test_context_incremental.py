@@ -26,7 +26,7 @@ class CountingCounter(TokenCounter):
 def step(n: int, path: str = "a.py", written: bool = False) -> list[Message]:
     meta = {"written": [path]} if written else {"read": [path]}
     return [Message(role=Role.ASSISTANT, parts=[ToolCallPart(call_id=f"c{n}", name="read_file",
-                                                            arguments='{"path": "%s"}' % path)]),
+                                                            arguments=f'{{"path": "{path}"}}')]),
             Message(role=Role.TOOL, parts=[ToolResultPart(call_id=f"c{n}", name="read_file", ok=True,
                                                           output=f"line {n}\n" * (n + 1), metadata=meta)])]
 
