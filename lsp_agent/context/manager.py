@@ -9,6 +9,7 @@ records every fold, compaction and repair as a NoticeEvent and a replay event.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -144,13 +145,16 @@ class ContextManager:
         request = build()
         tokens = self.tokens(request)
         if config.fold and tokens > budget.fold_limit and self.fold(tokens, budget):
+            await asyncio.sleep(0)  # a fold and a rebuild are one tick's work: let the server answer
             request = build()
             tokens = self.tokens(request)
         manual = self.state.compact_requested
         if manual or (config.auto and tokens > budget.compact_limit):
             self.state.compact_requested = False
+            await asyncio.sleep(0)
             outcome = await self.compact(request, "manual" if manual else "auto", tokens)
             if outcome.status == "compacted":
+                await asyncio.sleep(0)
                 request = build()
                 tokens = self.tokens(request)
             elif outcome.status == "freed_too_little" and not manual:
