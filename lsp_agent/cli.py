@@ -1,37 +1,72 @@
-"""Command line: `serve`, `run`, `demo`, `schema`, `eval`, `skill`, `session`. Logs go to stderr only."""
+"""Command line: `serve`, `run`, `demo`, `schema`, `eval`, `skill`, `session`. Logs go to stderr only.
+
+Start-up matters (`lsp-agent --help` answers in tens of milliseconds, `serve` answers
+`initialize` soon after it starts): this module imports only argparse and sys at the top. Each
+command imports what it uses when it runs, and only the chosen command's arguments are built
+(the others are listed by name and help), so --help never imports pydantic, asyncio or the core.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
-import shutil
 import sys
-from pathlib import Path
-from typing import Any
 
-from lsp_agent.config import ConfigError, Settings, load_settings
-from lsp_agent.core.events import RunFinish, StopReason
-from lsp_agent.core.ports import Provider, ProviderError
-from lsp_agent.eval.cli import add_eval_parser, handle_eval
-from lsp_agent.session_cli import add_session_parser, handle_session
-from lsp_agent.sinks import JsonLinesSink, TranscriptSink
-from lsp_agent.skills_cli import add_skill_parser, handle_skill
+TYPE_CHECKING = False  # not `from typing import TYPE_CHECKING`: typing alone costs --help milliseconds
+if TYPE_CHECKING:
+    from typing import Any
+
+    from lsp_agent.config import Settings
+    from lsp_agent.sinks import JsonLinesSink, TranscriptSink
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
+
+#: every command with its one-line help, in the order --help lists them
+COMMANDS = {
+    "run": "run one task headless in a workspace",
+    "serve": "run the language server (stdio; --tcp for debugging)",
+    "schema": "print the JSON Schema of the custom LSP methods and notifications",
+    "demo": "the smallest real task on the scripted model (no network, no key)",
+    "eval": "paired harness experiments: run a cohort, compare two arms",
+    "skill": "skill candidates from verified work: propose, validate, promote, retire",
+    "session": "show a stored session (its messages and the verification citations to paste as evidence)",
+}
 
 
 class UsageError(Exception):
     pass
 
 
-def _parser() -> argparse.ArgumentParser:
+def _chosen(argv: list[str]) -> str | None:
+    """The command named in `argv` (skipping the top-level options), if any."""
+    rest = iter(argv)
+    for arg in rest:
+        if arg == "--log-level":
+            next(rest, None)
+        elif not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with the arguments of `command` only (None: every command by name, for --help)."""
     parser = argparse.ArgumentParser(prog="lsp-agent",
                                      description="A coding-agent harness served as a language server.")
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default: WARNING)")
     sub = parser.add_subparsers(dest="command", required=True)
+    builders = {"run": _run_parser, "serve": _serve_parser, "schema": _schema_parser, "demo": _demo_parser,
+                "eval": _eval_parser, "skill": _skill_parser, "session": _session_parser}
+    for name, help_text in COMMANDS.items():
+        if name == command:
+            builders[name](sub)
+        else:
+            sub.add_parser(name, help=help_text)
+    return parser
 
-    run = sub.add_parser("run", help="run one task headless in a workspace")
+
+def _run_parser(sub: Any) -> None:
+    from pathlib import Path
+
+    run = sub.add_parser("run", help=COMMANDS["run"])
     run.add_argument("prompt", help="the task")
     run.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace root (default: cwd)")
     run.add_argument("--model", help="provider/model, e.g. ollama/qwen2.5-coder or scripted/demo")
@@ -46,21 +81,41 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--sandbox", choices=["read-only", "workspace-write", "danger-full-access"],
                      help="OS sandbox of the commands run for the model (default: workspace-write)")
 
-    serve = sub.add_parser("serve", help="run the language server (stdio; --tcp for debugging)")
+
+def _serve_parser(sub: Any) -> None:
+    serve = sub.add_parser("serve", help=COMMANDS["serve"])
     serve.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port instead of stdio")
 
-    schema = sub.add_parser("schema", help="print the JSON Schema of the custom LSP methods and notifications")
+
+def _schema_parser(sub: Any) -> None:
+    schema = sub.add_parser("schema", help=COMMANDS["schema"])
     schema.add_argument("--markdown", action="store_true", help="print docs/protocol.md (generated) instead")
 
-    demo = sub.add_parser("demo", help="the smallest real task on the scripted model (no network, no key)")
+
+def _demo_parser(sub: Any) -> None:
+    demo = sub.add_parser("demo", help=COMMANDS["demo"])
     demo.add_argument("--scenario", choices=["ok", "wrong-write", "budget"], default="ok")
     demo.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     demo.add_argument("--keep", action="store_true", help="keep the temp workspace")
+
+
+def _eval_parser(sub: Any) -> None:
+    from lsp_agent.eval.cli import add_eval_parser
+
     add_eval_parser(sub)
+
+
+def _skill_parser(sub: Any) -> None:
+    from lsp_agent.skills_cli import add_skill_parser
+
     add_skill_parser(sub)
+
+
+def _session_parser(sub: Any) -> None:
+    from lsp_agent.session_cli import add_session_parser
+
     add_session_parser(sub)
-    return parser
 
 
 def _override(pairs: list[str]) -> dict[str, Any]:
@@ -84,10 +139,18 @@ def _override(pairs: list[str]) -> dict[str, Any]:
 
 
 def _sink(as_json: bool) -> JsonLinesSink | TranscriptSink:
+    from lsp_agent.sinks import JsonLinesSink, TranscriptSink
+
     return JsonLinesSink() if as_json else TranscriptSink()
 
 
 async def _run(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from lsp_agent.config import ConfigError, load_settings
+    from lsp_agent.core.events import StopReason
+    from lsp_agent.core.ports import ProviderError
     from lsp_agent.headless import HeadlessRun, UnknownSession, cancel_on_signals, make_provider, open_environment
 
     root: Path = args.workspace
@@ -146,6 +209,11 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 async def _demo(args: argparse.Namespace) -> int:
+    import shutil
+
+    from lsp_agent.config import load_settings
+    from lsp_agent.core.events import RunFinish
+    from lsp_agent.core.ports import Provider
     from lsp_agent.demo import PROMPT, SCENARIOS, make_workspace
     from lsp_agent.headless import open_environment, run_once
     from lsp_agent.providers.scripted import ScriptedProvider
@@ -175,24 +243,37 @@ async def _demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _parser(_chosen(argv))
     args = parser.parse_args(argv)
+    import logging
+
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "run":
+            import asyncio
+
             return asyncio.run(_run(args))
         if args.command == "demo":
+            import asyncio
+
             return asyncio.run(_demo(args))
         if args.command == "serve":
             return _serve(args)
         if args.command == "schema":
             return _schema(args)
         if args.command == "eval":
+            from lsp_agent.eval.cli import handle_eval
+
             return handle_eval(args)
         if args.command == "skill":
+            from lsp_agent.skills_cli import handle_skill
+
             return handle_skill(args)
         if args.command == "session":
+            from lsp_agent.session_cli import handle_session
+
             return handle_session(args)
     except UsageError as exc:
         print(f"lsp-agent: {exc}", file=sys.stderr)
@@ -201,6 +282,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     parser.error(f"unknown command {args.command}")
     return EXIT_USAGE
+
+
+def __getattr__(name: str) -> Any:
+    # `Settings` was re-exported from here; kept, imported only when asked for.
+    if name == "Settings":
+        from lsp_agent.config import Settings
+
+        return Settings
+    raise AttributeError(name)
 
 
 __all__ = ["Settings", "main"]

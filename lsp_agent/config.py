@@ -29,7 +29,9 @@ class Limits(_Section):
     command_timeout_s: float = Field(120, gt=0, description="Default run_command timeout (seconds).")
     command_timeout_max_s: float = Field(300, gt=0, description="Largest run_command timeout allowed.")
     output_chars: int = Field(8000, ge=200, description="Command output beyond this keeps head + tail.")
-    write_bytes: int = Field(1_000_000, ge=1, description="Largest text one write/patch may produce.")
+    write_bytes: int = Field(1_000_000, ge=1, description="Largest text one write_file/apply_patch call may send "
+                                                          "(the edit itself: content, patch or new_text).")
+    file_bytes: int = Field(8_000_000, ge=1, description="Largest file apply_patch edits or produces (bytes).")
     failed_edits_before_reread: int = Field(3, ge=1, description="Failed edits of a file before a re-read.")
     loop_warn_repeats: int = Field(3, ge=2, description="Identical calls in a row that get a warning.")
     loop_stop_repeats: int = Field(5, ge=2, description="Identical calls in a row that stop the run.")

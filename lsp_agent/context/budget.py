@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsp_agent.config import Settings
@@ -101,23 +102,56 @@ class Calibration:
         return math.ceil(estimate * self.reported / self.estimated)
 
 
+def _content_size(message: Message) -> int:
+    """Characters of a message's parts: a folded copy (shorter output) differs from its original.
+    isinstance checks and plain attribute reads: `getattr(part, "output", "")` on a part without
+    that field takes pydantic's slow `__getattr__` path (an exception per miss)."""
+    size = 0
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            size += len(part.output)
+        elif isinstance(part, TextPart | ReasoningPart):
+            size += len(part.text)
+        elif isinstance(part, ToolCallPart):
+            size += len(part.arguments)
+    return size
+
+
 class TokenCounter:
-    """Estimates requests, remembering per-message counts (a stored message never changes;
-    a folded copy gets its own key) so a 400-message history costs dictionary lookups."""
+    """Estimates requests incrementally. History is append-only, so each message is counted once
+    (keyed by its ID and content size: a folded copy gets its own entry) and the sum over the last
+    message list is kept: a request whose messages extend that list costs only its new messages.
+    A fold or a compaction changes the list, and only then is it summed again (from the cache)."""
 
     def __init__(self) -> None:
         self._messages: dict[tuple[str, int], int] = {}
         self._static: dict[tuple[str, tuple[str, ...]], int] = {}
+        #: the message list summed last (its own copy) and that sum
+        self._seq: list[Message] = []
+        self._seq_total = 0
         self.calibration = Calibration()
 
     def message(self, message: Message) -> int:
-        # The key holds the part count and total size so a folded copy never hits the original's entry.
-        size = sum(len(getattr(p, "output", "") or getattr(p, "text", "")) for p in message.parts)
-        key = (message.id, size * 64 + len(message.parts))
+        key = (message.id, _content_size(message) * 64 + len(message.parts))
         cached = self._messages.get(key)
         if cached is None:
             cached = self._messages[key] = message_tokens(message)
         return cached
+
+    def messages(self, messages: Sequence[Message]) -> int:
+        """The sum over `messages`: new ones only when they extend the list summed last.
+
+        The prefix check is one C-level list comparison (identity first, so unchanged messages
+        cost a pointer compare); a folded or compacted list fails it and is summed from the cache."""
+        seq = self._seq
+        known = len(seq)
+        if known and len(messages) >= known and messages[known - 1] is seq[-1] and list(messages[:known]) == seq:
+            total = self._seq_total + sum(self.message(m) for m in messages[known:])
+        else:
+            total = sum(self.message(m) for m in messages)
+        self._seq = list(messages)
+        self._seq_total = total
+        return total
 
     def static(self, instructions: str, tools: list[ToolSpec]) -> int:
         key = (instructions, tuple(t.name for t in tools))
@@ -134,8 +168,7 @@ class TokenCounter:
 
     def estimate(self, request: ModelRequest) -> int:
         """The character estimate of everything sent: instructions, tool schemas, messages, tail."""
-        total = self.static(request.instructions, request.tools)
-        total += sum(self.message(m) for m in request.messages)
+        total = self.static(request.instructions, request.tools) + self.messages(request.messages)
         return total + self.tail(request)
 
     def tokens(self, request: ModelRequest) -> int:

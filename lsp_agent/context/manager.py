@@ -9,6 +9,7 @@ records every fold, compaction and repair as a NoticeEvent and a replay event.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,7 +25,8 @@ from lsp_agent.context.compaction import (
     touched_files,
 )
 from lsp_agent.context.folding import fold_all, fold_batch, placeholder
-from lsp_agent.context.view import COMPACTION, compaction_of
+from lsp_agent.context.stale import StaleScanner
+from lsp_agent.context.view import COMPACTION, ViewCache, compaction_of
 from lsp_agent.core.events import NoticeEvent
 from lsp_agent.core.history import REPLACED_TURNS, Message, Role, TextPart, Usage, assistant_turns
 from lsp_agent.core.ports import AssistantReply, ModelRequest
@@ -58,6 +60,9 @@ class ContextState:
     #: folded tool-result part ID → its placeholder (view only; the stored part is unchanged)
     folded: dict[str, str] = field(default_factory=dict)
     counter: TokenCounter = field(default_factory=TokenCounter)
+    #: the model-visible view and the stale-read facts, kept up to date as the history grows
+    views: ViewCache = field(default_factory=ViewCache, repr=False)
+    stale: StaleScanner = field(default_factory=StaleScanner, repr=False)
     #: one compaction in flight per session
     compacting: bool = False
     #: agent/compact on a running session: compact at the next step boundary
@@ -140,13 +145,16 @@ class ContextManager:
         request = build()
         tokens = self.tokens(request)
         if config.fold and tokens > budget.fold_limit and self.fold(tokens, budget):
+            await asyncio.sleep(0)  # a fold and a rebuild are one tick's work: let the server answer
             request = build()
             tokens = self.tokens(request)
         manual = self.state.compact_requested
         if manual or (config.auto and tokens > budget.compact_limit):
             self.state.compact_requested = False
+            await asyncio.sleep(0)
             outcome = await self.compact(request, "manual" if manual else "auto", tokens)
             if outcome.status == "compacted":
+                await asyncio.sleep(0)
                 request = build()
                 tokens = self.tokens(request)
             elif outcome.status == "freed_too_little" and not manual:

@@ -17,6 +17,7 @@ __all__ = [
     "COMPACTION",
     "HANDOFF",
     "STALE",
+    "ViewCache",
     "compaction_of",
     "harness_note",
     "latest_compaction",
@@ -76,3 +77,33 @@ def fold_message(message: Message, folded: dict[str, str]) -> Message:
     parts = [p.model_copy(update={"output": folded[p.id]}) if isinstance(p, ToolResultPart) and p.id in folded
              else p for p in message.parts]
     return message.model_copy(update={"parts": parts})
+
+
+class ViewCache:
+    """`model_view` kept up to date as the history grows, so a step costs its new messages only.
+
+    History is append-only: a new message extends the view unless it is a compaction marker.
+    The view is rebuilt when that happens, when the folded set changed (folds only add entries),
+    or when the history is not the list seen before or was changed other than by appending."""
+
+    def __init__(self) -> None:
+        self._history: Sequence[Message] | None = None
+        self._seen = 0
+        self._last: Message | None = None
+        self._folded = 0
+        self._view: list[Message] = []
+
+    def view(self, history: Sequence[Message], folded: dict[str, str]) -> list[Message]:
+        seen = self._seen
+        extends = (history is self._history and len(history) >= seen and len(folded) == self._folded
+                   and (seen == 0 or history[seen - 1] is self._last))
+        new = history[seen:] if extends else ()
+        if extends and not any(compaction_of(m) is not None for m in new):
+            self._view.extend(fold_message(m, folded) if folded else m for m in new)
+        else:
+            self._view = model_view(history, folded)
+        self._history = history
+        self._seen = len(history)
+        self._last = history[-1] if history else None
+        self._folded = len(folded)
+        return list(self._view)

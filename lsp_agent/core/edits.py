@@ -8,7 +8,10 @@ WorkspaceEdit. `apply_text_edits` is the one reference for what such edits do to
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
+import operator
 import re
 from collections.abc import Sequence
 from enum import StrEnum
@@ -116,34 +119,112 @@ class EditApplier(Protocol):
 # --- applying TextEdits: pure, shared by the disk applier, the editor bridge and the planner -----
 
 
-def _line_bounds(text: str) -> tuple[list[int], list[int]]:
-    starts, ends = [0], []
-    for m in LINE_BREAK.finditer(text):
-        ends.append(m.start())
-        starts.append(m.end())
-    ends.append(len(text))
-    return starts, ends
+class LineIndex:
+    """Where each line of a text starts and ends (LSP line breaks), built once per text.
+
+    Built with C-level passes (`str.split` or one regex split, then `accumulate` over the lengths),
+    never a Python loop per line: a 100,000-line file costs a few milliseconds, not a whole-text
+    scan per position."""
+
+    __slots__ = ("ends", "starts", "text")
+    ends: list[int]
+    starts: list[int]
+    text: str
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        if "\r" not in text:
+            lengths = list(map(len, text.split("\n")))
+            # line k starts after the k lines before it and their one-character breaks
+            self.starts = list(map(operator.add, itertools.accumulate(lengths[:-1], initial=0),
+                                   range(len(lengths))))
+        else:
+            pieces = _LINE_BREAK_KEPT.split(text)  # line, break, line, ..., line
+            offsets = list(itertools.accumulate(map(len, pieces), initial=0))
+            lengths = list(map(len, pieces[::2]))
+            self.starts = offsets[::2][: len(lengths)]
+        self.ends = list(map(operator.add, self.starts, lengths))
+
+    def offset(self, pos: Position) -> int:
+        text = self.text
+        if pos.line < 0 or pos.character < 0:
+            raise ValueError(f"negative position {pos}")
+        if pos.line >= len(self.starts):  # past the last line: LSP clients clamp to the end
+            return len(text)
+        offset, stop = self.starts[pos.line], self.ends[pos.line]
+        if text[offset:stop].isascii():
+            return min(offset + pos.character, stop)
+        units = 0
+        while offset < stop and units < pos.character:
+            units += 2 if ord(text[offset]) > 0xFFFF else 1
+            offset += 1
+        return offset
+
+    def position(self, offset: int) -> Position:
+        """The LSP position of a code-point offset (an offset between the CR and LF of a CRLF
+        counts the CR as a line break, as a scan of the text up to the offset would)."""
+        text = self.text
+        line = bisect.bisect_right(self.starts, offset) - 1
+        start = self.starts[line]
+        if offset > start and offset <= self.ends[line] + 1 and text[offset - 1:offset + 1] == "\r\n":
+            return Position(line=line + 1, character=0)
+        return Position(line=line, character=utf16_len(text[start:offset]))
 
 
-def _offset(text: str, starts: list[int], ends: list[int], pos: Position) -> int:
-    if pos.line < 0 or pos.character < 0:
-        raise ValueError(f"negative position {pos}")
-    if pos.line >= len(starts):  # past the last line: LSP clients clamp to the end
-        return len(text)
-    offset, stop, units = starts[pos.line], ends[pos.line], 0
-    while offset < stop and units < pos.character:
-        units += 2 if ord(text[offset]) > 0xFFFF else 1
-        offset += 1
-    return offset
+_LINE_BREAK_KEPT = re.compile(r"(\r\n|\n|\r)")
+
+
+class _FewLines:
+    """Line offsets of an LF-only text without an index: a few edits near the end of a large file
+    would pay for an index of every line. Each lookup bisects over the text with `str.count` on
+    the still-unknown half only (about one pass over the text, C-level, per lookup)."""
+
+    __slots__ = ("breaks", "text")
+    breaks: int
+    text: str
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.breaks = text.count("\n")
+
+    def _start(self, line: int) -> int:
+        """The smallest offset with `line` line breaks before it."""
+        text, lo, hi, below = self.text, 0, len(self.text), 0
+        while lo < hi:
+            mid = (lo + hi) // 2
+            seen = below + text.count("\n", lo, mid)
+            if seen >= line:
+                hi = mid
+            else:
+                lo, below = mid + 1, seen + (text[mid] == "\n")
+        return lo
+
+    def offset(self, pos: Position) -> int:
+        text = self.text
+        if pos.line < 0 or pos.character < 0:
+            raise ValueError(f"negative position {pos}")
+        if pos.line > self.breaks:  # past the last line: LSP clients clamp to the end
+            return len(text)
+        offset = self._start(pos.line)
+        stop = text.find("\n", offset)
+        stop = len(text) if stop < 0 else stop
+        if text[offset:stop].isascii():
+            return min(offset + pos.character, stop)
+        units = 0
+        while offset < stop and units < pos.character:
+            units += 2 if ord(text[offset]) > 0xFFFF else 1
+            offset += 1
+        return offset
 
 
 def apply_text_edits(text: str, edits: Sequence[TextEdit]) -> str:
     """Apply LSP TextEdits (ranges in UTF-16 units, all relative to `text`); overlapping ranges raise."""
-    starts, ends = _line_bounds(text)
+    # A few edits of an LF-only text look their lines up; many edits (or CR line breaks) index once.
+    index_of: LineIndex | _FewLines = _FewLines(text) if len(edits) <= 4 and "\r" not in text else LineIndex(text)
     spans = []
     for index, edit in enumerate(edits):
-        a = _offset(text, starts, ends, edit.start)
-        b = _offset(text, starts, ends, edit.end)
+        a = index_of.offset(edit.start)
+        b = index_of.offset(edit.end)
         if b < a:
             raise ValueError(f"edit {index} ends before it starts")
         spans.append((a, b, index, edit.new_text))
@@ -161,8 +242,11 @@ def apply_text_edits(text: str, edits: Sequence[TextEdit]) -> str:
 
 
 def position_at(text: str, offset: int) -> Position:
-    """The LSP position of a code-point offset into `text`."""
-    line = line_start = 0
-    for m in LINE_BREAK.finditer(text, 0, offset):
-        line, line_start = line + 1, m.end()
+    """The LSP position of a code-point offset into `text`: line breaks counted with `str.count`
+    and the line start found with `rfind` (C-level, no per-line loop). A caller that needs many
+    positions in one text builds a `LineIndex` once instead."""
+    line = text.count("\n", 0, offset)
+    if "\r" in text:
+        line += text.count("\r", 0, offset) - text.count("\r\n", 0, offset)
+    line_start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
     return Position(line=line, character=utf16_len(text[line_start:offset]))

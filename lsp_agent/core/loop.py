@@ -421,7 +421,7 @@ class Generation:
         self.session.append(stored)
         for call, result in zip(calls, results, strict=True):
             self._record_call(call, result, stored.id)
-        note = stale_note(self.session.history)
+        note = stale_note(self.session.history, self.session.context.stale)
         if note is not None:  # appended at the next step boundary, never edited into the earlier read
             self.session.pending_notes.append(note)
         return results

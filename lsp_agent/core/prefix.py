@@ -4,13 +4,14 @@ from __future__ import annotations
 
 
 def common_prefix_len(a: bytes, b: bytes) -> int:
-    """Length of the common prefix, by bisection. `startswith` over a memoryview slice compares
-    with memcmp and copies nothing (slicing bytes would copy a megabyte per probe)."""
+    """Length of the common prefix, by bisection over the still-unknown range only: each probe
+    `b.startswith(view[lo:mid], lo)` compares the bytes after the known common prefix with memcmp
+    and copies nothing, so the whole search reads each byte about once (not once per probe)."""
     lo, hi = 0, min(len(a), len(b))
     view = memoryview(a)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if b.startswith(view[:mid]):
+        if b.startswith(view[lo:mid], lo):
             lo = mid
         else:
             hi = mid - 1

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lsp_agent.config import ModelInfo, Settings
 from lsp_agent.context.manager import ContextState
-from lsp_agent.context.view import model_view
 from lsp_agent.core import ids
 from lsp_agent.core.edits import EditApplier
 from lsp_agent.core.gate import Gate
@@ -113,7 +112,7 @@ class AgentSession:
     def context_view(self) -> list[Message]:
         """The history the model sees: after the latest compaction, with folded results shortened.
         `history` itself stays complete (and so does the store)."""
-        return model_view(self.history, self.context.folded)
+        return self.context.views.view(self.history, self.context.folded)
 
     def note_external_change(self, paths: list[str]) -> None:
         """Files changed outside the agent: earlier reads are stale and a check made before is

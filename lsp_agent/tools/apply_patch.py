@@ -111,6 +111,21 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
                     f"{path} must be read again before it is edited (earlier edits failed, or your view of it "
                     f"is out of date). Call read_file on {path}, then retry with its current text.")
         docs: dict[str, Document | None] = {path: await ctx.documents.read(path) for path in paths}
+        sent = len((args.patch if args.patch is not None else args.new_text or "").encode("utf-8", "surrogateescape"))
+        if sent > ctx.settings.limits.write_bytes:  # the edit itself (the controller checks this too)
+            return ToolResult.failure(
+                ErrorKind.TOOL_FAILURE,
+                f"the edit is {sent} bytes, over the {ctx.settings.limits.write_bytes}-byte limit of one edit "
+                "(setting limits.write_bytes). Nothing was changed. Make smaller edits.")
+        limit = ctx.settings.limits.file_bytes
+        for path, doc in docs.items():
+            size = 0 if doc is None else len(doc.text.encode("utf-8", "surrogateescape"))
+            if size > limit:
+                return ToolResult.failure(
+                    ErrorKind.TOOL_FAILURE,
+                    f"{path} is {size} bytes, over the {limit}-byte limit of a file apply_patch edits "
+                    "(setting limits.file_bytes). Nothing was changed. Edit it with run_command tools, or "
+                    "raise the limit.")
         if patch is not None:
             outcome = plan_patch(patch, docs)
         else:
@@ -118,7 +133,7 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
             outcome = plan_replacement(sources[0], docs[sources[0]], args.old_text, args.new_text)
         if isinstance(outcome, PlanFailure):
             return self._plan_failed(outcome, ctx)
-        too_big = self._too_big(outcome, ctx.settings.limits.write_bytes)
+        too_big = self._too_big(outcome, limit)
         if too_big is not None:
             return too_big
         applied = await ctx.applier.apply(outcome.plan)
@@ -155,8 +170,9 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
             if size > limit:
                 return ToolResult.failure(
                     ErrorKind.TOOL_FAILURE,
-                    f"{op.path} would be {size} bytes, over the {limit}-byte limit for one edit. Nothing was "
-                    "changed. Split the content into smaller files.")
+                    f"{op.path} would be {size} bytes, over the {limit}-byte limit of a file apply_patch "
+                    "produces (setting limits.file_bytes). Nothing was changed. Split the content into smaller "
+                    "files.")
         return None
 
 

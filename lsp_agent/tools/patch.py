@@ -29,7 +29,7 @@ from lsp_agent.core.edits import (
 from lsp_agent.core.ports import Document
 from lsp_agent.tools.patch_grammar import ADD, UPDATE, AddOp, DeleteOp, Hunk, ParsedPatch, UpdateOp
 from lsp_agent.tools.patch_match import Matcher, MatchError, hunk_regions, line_span
-from lsp_agent.tools.text_edits import FileText, Region, render
+from lsp_agent.tools.text_edits import FileText, Region, dominant_eol, render
 
 # UTF-8 decoding with surrogateescape turns undecodable bytes into these.
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
@@ -80,6 +80,15 @@ def _update(path: str, doc: Document, regions: list[Region], ft: FileText,
 
 
 def _text_problem(path: str, doc: Document) -> PlanFailure | None:
+    # Fast paths first: an ASCII text, or one that encodes strictly, has no undecodable bytes.
+    if doc.text.isascii():
+        return None
+    try:
+        doc.text.encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    else:
+        return None
     if _UNDECODABLE.search(doc.text):
         return PlanFailure(path, "invalid", f"{path} is not valid UTF-8 text; apply_patch only edits text files.")
     return None
@@ -139,7 +148,7 @@ def plan_patch(patch: ParsedPatch, docs: Mapping[str, Document | None]) -> Plann
 
 def _regions_for(op: UpdateOp, doc: Document) -> tuple[FileText, list[Region]] | PlanFailure:
     ft = FileText.split(doc.text)
-    matcher = Matcher(op.path, ft)
+    matcher = Matcher(op.path, ft, doc.text)
     regions: list[Region] = []
     cursor = 0
     for number, hunk in enumerate(op.hunks, 1):
@@ -174,13 +183,13 @@ def plan_replacement(path: str, doc: Document | None, old_text: str, new_text: s
     if (problem := _text_problem(path, doc)) is not None:
         return problem
     text = doc.text
-    ft = FileText.split(text)
+    eol = dominant_eol(text)  # not FileText.split: the exact path never needs the file as lines
     # The model saw lines, not their CRLF: text it writes gets the file's line ending.
-    if ft.eol != "\n" and "\r" not in new_text:
-        new_text = new_text.replace("\n", ft.eol)
+    if eol != "\n" and "\r" not in new_text:
+        new_text = new_text.replace("\n", eol)
     variants = [(old_text, new_text)]
-    if ft.eol != "\n" and "\r" not in old_text and "\n" in old_text:
-        variants.append((old_text.replace("\n", ft.eol), new_text))
+    if eol != "\n" and "\r" not in old_text and "\n" in old_text:
+        variants.append((old_text.replace("\n", eol), new_text))
     for old, new in variants:
         hits = _find_all(text, old)
         if len(hits) > 1:
@@ -208,8 +217,9 @@ def plan_replacement(path: str, doc: Document | None, old_text: str, new_text: s
             return Planned(EditPlan(ops=[op]), (change,))
     hunk = Hunk((), tuple([("-", s) for s in FileText.split(old_text).lines]
                           + [("+", s) for s in FileText.split(new_text).lines]))
+    ft = FileText.split(text)
     try:
-        start, index, lines = Matcher(path, ft).locate(hunk, 0, "old_text")
+        start, index, lines = Matcher(path, ft, text).locate(hunk, 0, "old_text")
     except MatchError as exc:
         return PlanFailure(path, exc.kind, exc.message)
     regions = hunk_regions(ft, start, index, lines)

@@ -9,7 +9,7 @@ show the closest lines, so the model can retry without guessing.
 from __future__ import annotations
 
 import difflib
-import heapq
+import re
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -43,10 +43,23 @@ class MatchError(Exception):
         self.message = message
 
 
-def _occurrences(hay: Sequence[str], needle: Sequence[str], lo: int) -> list[int]:
-    k, first = len(needle), needle[0]
-    return [p for p in range(lo, len(hay) - k + 1)
-            if hay[p] == first and all(hay[p + j] == needle[j] for j in range(1, k))]
+def _occurrences(hay: Sequence[str], needle: Sequence[str], lo: int, limit: int | None = None) -> list[int]:
+    """Every start at or after `lo` where `needle` occurs; `list.index` finds each candidate first
+    line at C speed, so a 100,000-line file is not walked line by line in Python."""
+    k, first, last = len(needle), needle[0], len(hay) - len(needle)
+    hits: list[int] = []
+    at = lo
+    while at <= last:
+        try:
+            at = hay.index(first, at, last + 1)
+        except ValueError:
+            break
+        if k == 1 or all(hay[at + j] == needle[j] for j in range(1, k)):
+            hits.append(at)
+            if limit is not None and len(hits) >= limit:
+                break
+        at += 1
+    return hits
 
 
 def line_span(start: int, count: int) -> str:
@@ -60,15 +73,27 @@ def _show(line: str, limit: int = 200) -> str:
 class Matcher:
     """Locates hunks in one file, front to back."""
 
-    def __init__(self, path: str, ft: FileText) -> None:
+    def __init__(self, path: str, ft: FileText, text: str | None = None) -> None:
         self.path = path
         self.ft = ft
+        #: the file as one string, when the caller has it: a pass whose lines are not even
+        #: substrings of it is skipped without normalising every line of a large file
+        self.text = text
         self._normalized: dict[int, list[str]] = {}
+        self._text: str | None = None
 
     def _hay(self, index: int) -> list[str]:
         if index not in self._normalized:
-            norm = PASSES[index][1]
-            self._normalized[index] = [norm(line) for line in self.ft.lines]
+            lines = self.ft.lines
+            if index == 0:
+                hay = lines
+            elif index in (1, 2):  # C-level map, not a Python loop per line
+                hay = list(map(str.rstrip if index == 1 else str.strip, lines))
+            elif all(map(str.isascii, lines)):  # nothing to fold: the same as ignoring indentation
+                hay = self._hay(2)
+            else:
+                hay = [PASSES[index][1](line) for line in lines]
+            self._normalized[index] = hay
         return self._normalized[index]
 
     def locate(self, hunk: Hunk, cursor: int, what: str) -> tuple[int, int, tuple[tuple[Kind, str], ...]]:
@@ -90,7 +115,10 @@ class Matcher:
                     raise self._ambiguous(sorted(set(starts)), 0, what, anchored=True)
                 return starts[0], 0, lines
             for index, (_, norm) in enumerate(PASSES):
-                hay, needle = self._hay(index), [norm(s) for s in old]
+                needle = [norm(s) for s in old]
+                if not self._may_match(index, needle):
+                    continue
+                hay = self._hay(index)
                 found: set[int] = set()
                 for lo in starts:
                     hits = _occurrences(hay, needle, lo)
@@ -102,6 +130,15 @@ class Matcher:
                 if found:
                     raise self._ambiguous(sorted(found), len(old), what, anchored=bool(hunk.anchors))
         raise self._not_found(hunk.old_lines, cursor, what, hunk.end_of_file)
+
+    def _may_match(self, index: int, needle: Sequence[str]) -> bool:
+        """False when a pass cannot match: every pass but the Unicode one on a non-ASCII file
+        compares lines that are substrings of the file, so a needle line absent from the whole
+        text (one C-level search) rules the pass out."""
+        text = self.text
+        if text is None or (PASSES[index][0] == "with Unicode punctuation normalised" and not text.isascii()):
+            return True
+        return all(line in text for line in needle if line)
 
     def _after_anchor(self, anchor: str, starts: list[int], what: str) -> list[int]:
         passes: list[Callable[[str, str], bool]] = [
@@ -165,36 +202,101 @@ class Matcher:
                                       f"(start_line={lo}, end_line={hi}) and retry with its current text.")
 
     def _closest(self, old: list[str]) -> tuple[int, float] | None:
-        """The window of len(old) lines most similar to `old` (difflib), if any is similar at all."""
-        lines = [line.strip() for line in self.ft.lines]
+        """The window of len(old) lines most similar to `old`, if any is similar at all.
+
+        Bounded, whatever the file's size: candidate windows come from anchor lines (file lines
+        equal to a patch line, ignoring indentation, found through a dict), else from lines that
+        share the patch's most distinctive words (substring tests at C speed); at most
+        MAX_CANDIDATES windows are then compared with difflib."""
+        lines = self._hay(2)
         want = [line.strip() for line in old]
         if not lines or not any(want):
             return None
         k = len(want)
-        # Seed candidate windows from the most distinctive (longest) patch lines, so a large file
-        # costs a few cheap line comparisons per line, not a full diff per window.
-        matcher = difflib.SequenceMatcher(autojunk=False)
+        last = max(len(lines) - k, 0)
         seeds: dict[int, None] = {}
-        for j in sorted(range(k), key=lambda j: -len(want[j]))[:3]:
-            if not want[j]:
-                continue
-            matcher.set_seq2(want[j])
-            scored = []
-            for i, line in enumerate(lines):
-                matcher.set_seq1(line)
-                if (matcher.real_quick_ratio() >= 0.5 and matcher.quick_ratio() >= 0.5
-                        and (r := matcher.ratio()) >= 0.5):
-                    scored.append((r, -i))
-            for _, neg in heapq.nlargest(10, scored):
-                seeds[min(max(-neg - j, 0), max(len(lines) - k, 0))] = None
+
+        def seed(line: int, j: int) -> None:
+            seeds[min(max(line - j, 0), last)] = None
+
+        # 1. anchor lines: file lines equal to one of the longest patch lines
+        for j in sorted((j for j, text in enumerate(want) if text), key=lambda j: -len(want[j]))[:ANCHOR_LINES]:
+            for line in _occurrences(lines, [want[j]], 0, PER_ANCHOR):
+                seed(line, j)
+        # 2. lines sharing the patch's most distinctive words
+        if not seeds:
+            joined = self._joined()
+            for word in _distinctive_words(want):
+                j = next(j for j, text in enumerate(want) if word in text)
+                for line in _containing(joined, word, PER_ANCHOR):
+                    seed(line, j)
+        # 3. a small file: every line compared (what the two bounded passes stand in for)
+        if not seeds and len(lines) <= FULL_SCAN_LINES:
+            for line, j in _similar_lines(lines, want):
+                seed(line, j)
+        if not seeds:
+            return None
         target = "\n".join(want)
         best: tuple[int, float] | None = None
-        for start in seeds:
+        for start in list(seeds)[:MAX_CANDIDATES]:
             ratio = difflib.SequenceMatcher(None, "\n".join(lines[start:start + k]), target,
                                             autojunk=False).ratio()
-            if best is None or ratio > best[1]:
+            if ratio >= MIN_SIMILARITY and (best is None or ratio > best[1]):
                 best = (start, ratio)
         return best
+
+    def _joined(self) -> str:
+        if self._text is None:
+            self._text = "\n".join(self._hay(2))
+        return self._text
+
+
+#: candidate windows compared with difflib, at most
+MAX_CANDIDATES = 40
+#: the longest patch lines used as anchors, and file lines taken per anchor
+ANCHOR_LINES = 4
+PER_ANCHOR = 10
+#: files up to this many lines also get a similarity scan of every line when nothing else matched
+FULL_SCAN_LINES = 2000
+#: a window less similar than this is not shown as the closest match
+MIN_SIMILARITY = 0.3
+
+
+def _distinctive_words(lines: Sequence[str]) -> list[str]:
+    """The patch's longest identifiers/words (longest first): rare in a file, so good seeds."""
+    words = {w for line in lines for w in re.findall(r"\w{4,}", line)}
+    return sorted(words, key=lambda w: (-len(w), w))[:ANCHOR_LINES]
+
+
+def _containing(joined: str, word: str, limit: int) -> list[int]:
+    """Up to `limit` line numbers of `joined` (lines joined by LF) containing `word`: found with
+    `str.find`, numbered with `str.count` from the previous hit (C-level, no loop per line)."""
+    hits: list[int] = []
+    line = prev = 0
+    at = joined.find(word)
+    while at >= 0 and len(hits) < limit:
+        line += joined.count("\n", prev, at)
+        if not hits or hits[-1] != line:
+            hits.append(line)
+        prev = at
+        at = joined.find(word, at + 1)
+    return hits
+
+
+def _similar_lines(lines: Sequence[str], want: Sequence[str]) -> list[tuple[int, int]]:
+    """(file line, patch line) pairs at least half similar, for the three longest patch lines."""
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    pairs: list[tuple[float, int, int]] = []
+    for j in sorted(range(len(want)), key=lambda j: -len(want[j]))[:3]:
+        if not want[j]:
+            continue
+        matcher.set_seq2(want[j])
+        for i, line in enumerate(lines):
+            matcher.set_seq1(line)
+            if (matcher.real_quick_ratio() >= 0.5 and matcher.quick_ratio() >= 0.5
+                    and (r := matcher.ratio()) >= 0.5):
+                pairs.append((r, i, j))
+    return [(i, j) for _, i, j in sorted(pairs, key=lambda p: (-p[0], p[1]))[:PER_ANCHOR * 3]]
 
 
 def _indent_shift(file_lines: Sequence[str], patch_lines: Sequence[str]) -> tuple[str, str] | None:

@@ -13,6 +13,16 @@ from dataclasses import dataclass
 from lsp_agent.core.edits import LINE_BREAK, Position, TextEdit, utf16_len
 
 
+def dominant_eol(text: str) -> str:
+    """The line ending new lines get: the file's most common one ("\n" on a tie or without any)."""
+    if "\r" not in text:
+        return "\n"
+    crlf = text.count("\r\n")
+    counts = {"\n": text.count("\n") - crlf, "\r\n": crlf, "\r": text.count("\r") - crlf}
+    best = max(counts.values())
+    return "\n" if best == 0 or counts["\n"] == best else ("\r\n" if counts["\r\n"] == best else "\r")
+
+
 @dataclass(frozen=True)
 class FileText:
     lines: list[str]  # without line endings
@@ -21,6 +31,14 @@ class FileText:
 
     @classmethod
     def split(cls, text: str) -> FileText:
+        if "\r" not in text:  # the common case: C-level split, no regex
+            contents = text.split("\n")
+            if contents[-1] == "":
+                contents.pop()
+                breaks = ["\n"] * len(contents)
+            else:
+                breaks = ["\n"] * (len(contents) - 1) + [""]
+            return cls(contents, breaks, "\n")
         parts = LINE_BREAK.split(text)
         breaks = LINE_BREAK.findall(text)
         contents = parts
@@ -28,10 +46,7 @@ class FileText:
             contents = contents[:-1]
         else:
             breaks = [*breaks, ""]
-        counts = {e: breaks.count(e) for e in ("\n", "\r\n", "\r")}
-        best = max(counts.values())
-        eol = "\n" if best == 0 or counts["\n"] == best else ("\r\n" if counts["\r\n"] == best else "\r")
-        return cls(contents, breaks, eol)
+        return cls(contents, breaks, dominant_eol(text))
 
     @property
     def missing_final_eol(self) -> bool:

@@ -265,8 +265,43 @@ async def test_new_content_over_the_write_limit_is_refused(tmp_path: Path) -> No
     ctx = make_ctx(tmp_path, Settings.model_validate({"limits": {"write_bytes": 10}}))
     write(tmp_path, "a.txt", b"short\n")
     result = await replace(ctx, "a.txt", "short", "much longer text")
-    assert not result.ok and "over the 10-byte limit" in result.output
+    assert not result.ok and "over the 10-byte limit of one edit" in result.output
     assert (tmp_path / "a.txt").read_bytes() == b"short\n"
+
+
+async def test_the_write_limit_judges_the_edit_not_the_file(tmp_path: Path) -> None:
+    """A 3-line edit to a 2.4 MB file: the edit is small, the file is under the 8 MB default."""
+    ctx = make_ctx(tmp_path)
+    assert ctx.settings.limits.write_bytes < 2_400_000 < ctx.settings.limits.file_bytes
+    body = "".join(f"line_{i} = {i}\n" for i in range(150_000))
+    write(tmp_path, "big.py", body)
+    assert len(body) > 2_400_000
+    old = "line_149990 = 149990\nline_149991 = 149991\nline_149992 = 149992\n"
+    result = await replace(ctx, "big.py", old, old.replace("= 1", "= -1"))
+    assert result.ok, result.output
+    assert "line_149991 = -149991\n" in (tmp_path / "big.py").read_text()
+
+
+@pytest.mark.parametrize("form", ["replacement", "patch"])
+async def test_the_file_size_limit_is_a_setting_checked_at_its_boundary(tmp_path: Path, form: str) -> None:
+    ctx = make_ctx(tmp_path, Settings.model_validate({"limits": {"file_bytes": 20}}))
+    write(tmp_path, "a.txt", b"0123456789\nabcdefgh\n")  # 20 bytes: at the limit
+
+    async def edit(old: str, new: str) -> ToolResult:
+        if form == "replacement":
+            return await replace(ctx, "a.txt", old, new)
+        return await apply(ctx, patch("*** Update File: a.txt", "@@", f"-{old}", f"+{new}"))
+
+    result = await edit("abcdefgh", "ABCDEFGH")  # stays at 20 bytes
+    assert result.ok, result.output
+    result = await edit("ABCDEFGH", "ABCDEFGHI")  # would be 21 bytes
+    assert not result.ok and "would be 21 bytes, over the 20-byte limit" in result.output
+    assert "limits.file_bytes" in result.output
+    assert (tmp_path / "a.txt").read_bytes() == b"0123456789\nABCDEFGH\n"
+    write(tmp_path, "a.txt", b"0123456789\nABCDEFGHI\n")  # 21 bytes: one past the limit
+    result = await edit("ABCDEFGHI", "x")
+    assert not result.ok and "a.txt is 21 bytes, over the 20-byte limit" in result.output
+    assert (tmp_path / "a.txt").read_bytes() == b"0123456789\nABCDEFGHI\n"
 
 
 async def test_unparsable_patch_names_the_line_and_changes_nothing(ctx: ToolContext) -> None:

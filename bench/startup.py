@@ -1,0 +1,116 @@
+"""Start-up: how long the command line takes before it is useful.
+
+- `python -c pass`: the interpreter alone (the floor every command pays);
+- `lsp-agent --help`: process start to exit;
+- `lsp-agent serve`: process start to the `initialize` response on stdio (the server is then
+  sent `shutdown` and `exit`).
+
+Each is run --repeat times as a real subprocess (`python -m lsp_agent`); the table shows the
+median and the minimum (the minimum is what a quiet machine gives; a loaded one inflates the
+median). Targets (issue 18): --help <= 60 ms, serve initialize <= 300 ms (medians).
+
+    python bench/startup.py                # 10 runs each
+    python bench/startup.py --repeat 1     # the CI smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGETS_MS = {"lsp-agent --help": 60.0, "lsp-agent serve → initialize": 300.0}
+
+
+def frame(payload: dict[str, object]) -> bytes:
+    body = json.dumps(payload).encode()
+    return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+def read_message(stream: object) -> dict[str, object]:
+    assert hasattr(stream, "readline") and hasattr(stream, "read")
+    length = 0
+    while (line := stream.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    if not length:
+        raise SystemExit("the server closed stdout before answering initialize")
+    message: dict[str, object] = json.loads(stream.read(length))
+    return message
+
+
+def time_help(env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "lsp_agent", "--help"], check=True, env=env, stdout=subprocess.DEVNULL)
+    return (time.perf_counter() - began) * 1000
+
+
+def time_floor(env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True, env=env)
+    return (time.perf_counter() - began) * 1000
+
+
+def time_serve(env: dict[str, str], root: Path) -> float:
+    began = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_agent", "serve"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+            "workspaceFolders": [{"uri": root.as_uri(), "name": "ws"}]}}))
+        proc.stdin.flush()
+        while (message := read_message(proc.stdout)).get("id") != 1:
+            pass  # notifications before the response (log messages)
+        elapsed = (time.perf_counter() - began) * 1000
+        if "result" not in message:
+            raise SystemExit(f"initialize failed: {message}")
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
+        proc.stdin.flush()
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--repeat", type=int, default=10, help="runs of each (default 10)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "ws"
+        root.mkdir()
+        env = {**os.environ, "LSP_AGENT_STATE_DIR": str(Path(tmp) / "state"),
+               "XDG_CONFIG_HOME": str(Path(tmp) / "config")}
+        samples: dict[str, list[float]] = {"python -c pass": [], "lsp-agent --help": [],
+                                           "lsp-agent serve → initialize": []}
+        for _ in range(args.repeat):  # interleaved, so load changes hit every row alike
+            samples["python -c pass"].append(time_floor(env))
+            samples["lsp-agent --help"].append(time_help(env))
+            samples["lsp-agent serve → initialize"].append(time_serve(env, root))
+    print("| command | median ms | min ms | target |")
+    print("|---|---:|---:|---|")
+    missed = 0
+    for name, values in samples.items():
+        median = statistics.median(values)
+        target = TARGETS_MS.get(name)
+        ok = target is None or median <= target
+        missed += not ok
+        shown = "" if target is None else f"≤ {target:g} ms {'met' if ok else '✗ missed'}"
+        print(f"| {name} | {median:.0f} | {min(values):.0f} | {shown} |")
+    return 0 if not missed else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,55 @@
+"""`lsp-agent --help` stays fast (issue 18): the command line imports only what the chosen command
+uses, and --help imports neither pydantic, asyncio nor the core."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from lsp_agent import cli
+
+PROBE = """
+import sys
+from lsp_agent.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+heavy = sorted(m for m in ("pydantic", "asyncio", "httpx", "lsprotocol", "pygls", "sqlite3", "lsp_agent.config",
+                            "lsp_agent.core.loop", "lsp_agent.eval.cli", "lsp_agent.skills.cli") if m in sys.modules)
+print("HEAVY:" + ",".join(heavy), file=sys.stderr)
+"""
+
+
+def imported_by(*argv: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=60)
+    line = next(x for x in done.stderr.splitlines() if x.startswith("HEAVY:"))
+    return [m for m in line.removeprefix("HEAVY:").split(",") if m]
+
+
+def test_help_imports_nothing_heavy() -> None:
+    assert imported_by("--help") == []
+
+
+def test_a_command_help_imports_only_that_command() -> None:
+    evaluating = imported_by("eval", "--help")
+    assert "lsp_agent.eval.cli" in evaluating
+    assert not {"lsp_agent.skills.cli", "lsp_agent.core.loop", "lsp_agent.config"} & set(evaluating)
+    assert "lsp_agent.eval.cli" not in imported_by("skill", "--help")
+
+
+@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+def test_every_command_is_listed_with_the_help_its_own_parser_gives(command: str) -> None:
+    full = cli._parser(command)
+    (sub,) = [a for a in full._actions if a.dest == "command"]
+    shown = {c.dest: c.help for c in sub._choices_actions}  # type: ignore[attr-defined]
+    assert shown[command] == cli.COMMANDS[command]
+
+
+def test_the_command_is_found_after_the_top_level_options() -> None:
+    assert cli._chosen(["--log-level", "INFO", "run", "x"]) == "run"
+    assert cli._chosen(["--log-level=INFO", "serve"]) == "serve"
+    assert cli._chosen(["--help"]) is None
+    assert cli._chosen(["bogus"]) is None

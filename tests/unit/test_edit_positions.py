@@ -1,0 +1,69 @@
+"""Positions and TextEdits on large texts are computed without per-line scans (issue 18); they
+must still agree with a plain scan of the text, for every LSP line break and UTF-16 width."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from lsp_agent.core.edits import LINE_BREAK, LineIndex, Position, TextEdit, apply_text_edits, position_at, utf16_len
+
+PIECES = ["a", "bc", "\n", "\r", "\r\n", "é", "😀", "\n\n"]
+
+
+def scan_position(text: str, offset: int) -> Position:
+    line = line_start = 0
+    for m in LINE_BREAK.finditer(text, 0, offset):
+        line, line_start = line + 1, m.end()
+    return Position(line=line, character=utf16_len(text[line_start:offset]))
+
+
+def scan_offset(text: str, pos: Position) -> int:
+    starts, ends = [0], []
+    for m in LINE_BREAK.finditer(text):
+        ends.append(m.start())
+        starts.append(m.end())
+    ends.append(len(text))
+    if pos.line >= len(starts):
+        return len(text)
+    offset, units = starts[pos.line], 0
+    while offset < ends[pos.line] and units < pos.character:
+        units += 2 if ord(text[offset]) > 0xFFFF else 1
+        offset += 1
+    return offset
+
+
+def test_positions_and_offsets_agree_with_a_scan_of_the_text() -> None:
+    rng = random.Random(18)
+    for _ in range(1500):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 25)))
+        index = LineIndex(text)
+        for offset in range(len(text) + 1):
+            assert position_at(text, offset) == scan_position(text, offset), (text, offset)
+            assert index.position(offset) == scan_position(text, offset), (text, offset)
+        for line in range(8):
+            for character in range(5):
+                pos = Position(line=line, character=character)
+                assert index.offset(pos) == scan_offset(text, pos), (text, pos)
+
+
+def test_edits_apply_as_a_scan_says_with_few_edits_and_with_many() -> None:
+    rng = random.Random(3)
+    for _ in range(3000):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 20)))
+        edits = []
+        for n in range(rng.choice([1, 2, 6])):  # few edits look lines up; many build an index
+            a = Position(line=rng.randint(0, 7), character=rng.randint(0, 4))
+            b = Position(line=rng.randint(0, 7), character=rng.randint(0, 4))
+            a, b = sorted([a, b], key=lambda p: (p.line, p.character))
+            edits.append(TextEdit(start=a, end=b, new_text=f"<{n}>"))
+        spans = sorted((scan_offset(text, e.start), scan_offset(text, e.end), i) for i, e in enumerate(edits))
+        overlapping = any(b[0] < a[1] for a, b in itertools.pairwise(spans)) or any(
+            s[1] < s[0] for s in spans)
+        if overlapping:
+            continue
+        expected, cursor = [], 0
+        for a, b, i in spans:
+            expected += [text[cursor:a], edits[i].new_text]
+            cursor = b
+        assert apply_text_edits(text, edits) == "".join([*expected, text[cursor:]]), (text, edits)
