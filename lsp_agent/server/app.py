@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
@@ -38,6 +39,7 @@ from lsp_agent.server.diagnostics import DiagnosticsPublisher
 from lsp_agent.server.documents import BufferDocuments
 from lsp_agent.server.edits import EditorCaps, LspApplier
 from lsp_agent.server.notify import LspEventSink
+from lsp_agent.server.transport import TransportLimits, serve_stdio
 from lsp_agent.server.watch import OwnWrites, Watcher
 from lsp_agent.store.paths import workspace_dir
 from lsp_agent.tools.defaults import default_registry
@@ -55,10 +57,22 @@ def _version() -> str:
 class AgentProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        # One runtime per server: a second initialize would replace it under a running generation.
+        if self._server.rt is not None:
+            raise JsonRpcInvalidRequest("initialize: the server is already initialized")
         # Edit plans carry UTF-16 positions (the LSP default); never negotiate another encoding.
         if params.capabilities.general is not None:
             params.capabilities.general.position_encodings = [types.PositionEncodingKind.Utf16]
         return (yield from super().lsp_initialize(params))
+
+    def _send_response(self, msg_id: Any, result: Any | None = None,
+                       error: types.ResponseError | None = None) -> None:
+        # pygls puts a traceback (with file paths) into `data` of internal errors: it goes to the
+        # log, the client gets the error class only.
+        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
+            log.error("internal error answering %r: %s\n%s", msg_id, error.message, "".join(error.data["traceback"]))
+            error = types.ResponseError(code=error.code, message="internal error (details in the server log)")
+        super()._send_response(msg_id, result, error)
 
 
 def unconfigured(problem: str) -> Provider:
@@ -255,7 +269,7 @@ def create_server() -> AgentServer:
     return server
 
 
-def serve(tcp: str | None = None) -> int:
+def serve(tcp: str | None = None, limits: TransportLimits | None = None) -> int:
     server = create_server()
     if tcp:
         host, _, port = tcp.rpartition(":")
@@ -266,5 +280,5 @@ def serve(tcp: str | None = None) -> int:
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
-    server.start_io(sys.stdin.buffer, protocol_out)
+    serve_stdio(server, sys.stdin.buffer, protocol_out, limits or TransportLimits())
     return 0
