@@ -13,7 +13,7 @@ from pydantic import ConfigDict, Field
 
 from lsp_agent.core.queue import MAX_STEER_CHARS, QueueStatus
 from lsp_agent.core.steering import MAX_PENDING, MAX_RECEIPTS, ReceiptStatus, RejectReason
-from lsp_agent.protocol.models import MAX_PROMPT_CHARS, Params, Result, RunResult, SessionID
+from lsp_agent.protocol.models import MAX_PROMPT_CHARS, Int64, Params, Result, RunResult, SessionID
 
 #: The steering clientID (SPEC 12). Length is part of the pattern so a long ID is an ordinary 400.
 CLIENT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,100}$"
@@ -169,7 +169,7 @@ class QueueItemResult(Result):
 class QueueEditParams(Params):
     task_id: TaskID
     text: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, description="The new text.")
-    expected_updated_at: int = Field(description="The row's `updatedAt` as the client saw it; a row changed since "
+    expected_updated_at: Int64 = Field(description="The row's `updatedAt` as the client saw it; a row changed since "
                                                  "is a conflict (-32009).")
 
 

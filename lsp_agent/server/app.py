@@ -58,7 +58,7 @@ class AgentProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
         # One runtime per server: a second initialize would replace it under a running generation.
-        if self._server.rt is not None:
+        if isinstance(self._server, AgentServer) and self._server.rt is not None:
             raise JsonRpcInvalidRequest("initialize: the server is already initialized")
         # Edit plans carry UTF-16 positions (the LSP default); never negotiate another encoding.
         if params.capabilities.general is not None:
