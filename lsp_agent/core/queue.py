@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from lsp_agent.core import ids
-from lsp_agent.core.errors import conflict, invalid, not_found
+from lsp_agent.core.errors import AgentError, conflict, invalid, not_found
 from lsp_agent.core.wire import WireModel
 from lsp_agent.store.db import Store, now_ms
 
@@ -56,6 +56,24 @@ class QueueItem(WireModel):
     steered_applied_at: int | None = None
     cancelled_at: int | None = None
     error: str | None = None
+
+
+def steer_refusal(item: QueueItem) -> AgentError | None:
+    """Why `item` cannot be steered into a running generation (SPEC 4), or None when it can. The one
+    statement of the rule: agent/queue/steer enforces it, and the protocol shows it on every row."""
+    if item.steered_into is not None:  # another client steered it first
+        return conflict(f"queued item {item.id} was already steered into generation {item.steered_into}")
+    if item.status not in WAITING:
+        return invalid(f"queued item {item.id} is {item.status.value}; only waiting rows can be steered",
+                       "not_steerable")
+    if item.kind != "follow_up":
+        return invalid(f"only text follow-ups can be steered, not {item.kind!r}", "not_steerable")
+    if item.attachments:
+        return invalid("a follow-up with attachments cannot be steered; send it as a new message", "not_steerable")
+    if len(item.text.strip()) > MAX_STEER_CHARS:
+        return invalid(f"the text is {len(item.text.strip())} characters; at most {MAX_STEER_CHARS} can be steered",
+                       "not_steerable")
+    return None
 
 
 def _item(row: sqlite3.Row) -> QueueItem:
@@ -167,19 +185,9 @@ class Queue:
     # --- steering and sending (called by the core, inside its transactions) ---------------------
 
     def check_steerable(self, item: QueueItem) -> None:
-        if item.steered_into is not None:  # another client steered it first
-            raise conflict(f"queued item {item.id} was already steered into generation {item.steered_into}")
-        if item.status not in WAITING:
-            raise invalid(f"queued item {item.id} is {item.status.value}; only waiting rows can be steered",
-                          "not_steerable")
-        if item.kind != "follow_up":
-            raise invalid(f"only text follow-ups can be steered, not {item.kind!r}", "not_steerable")
-        if item.attachments:
-            raise invalid("a follow-up with attachments cannot be steered; send it as a new message",
-                          "not_steerable")
-        if len(item.text.strip()) > MAX_STEER_CHARS:
-            raise invalid(f"the text is {len(item.text.strip())} characters; at most {MAX_STEER_CHARS} can be steered",
-                          "not_steerable")
+        refusal = steer_refusal(item)
+        if refusal is not None:
+            raise refusal
 
     def is_steerable(self, item: QueueItem) -> bool:
         try:

@@ -2,7 +2,8 @@
 
 `initialize` picks the workspace root and the settings and wires the core to the editor:
 buffers as the DocumentSource, workspace/applyEdit as the EditApplier, agent/event and
-$/progress as the EventSink. Handlers live in server/methods.py and stay thin.
+$/progress as the EventSink. Handlers are module-level routes (server/rpc.py): the standard LSP
+methods in server/lifecycle.py, the agent/* methods in server/*_methods.py.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from lsp_agent.server.convert import make_converter, to_plain
 from lsp_agent.server.diagnostics import DiagnosticsPublisher
 from lsp_agent.server.documents import BufferDocuments
 from lsp_agent.server.edits import EditorCaps, LspApplier
+from lsp_agent.server.hooks import Lifecycle
 from lsp_agent.server.notify import LspEventSink
 from lsp_agent.server.transport import TransportLimits, serve_stdio
 from lsp_agent.server.watch import OwnWrites, Watcher
@@ -105,6 +107,7 @@ class AgentServer(LanguageServer):
         self._initialized = False
         self._untold: list[str] = []
         self._background: set[asyncio.Future[None]] = set()
+        self.lifecycle = Lifecycle()
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -256,16 +259,15 @@ def _with_absolute_script(layer: Any, root: Path) -> Any:
 
 
 def create_server() -> AgentServer:
-    from lsp_agent.server.context_methods import register_context
-    from lsp_agent.server.methods import register
-    from lsp_agent.server.skill_methods import register_skills
-    from lsp_agent.server.steering_methods import register_steering
+    # The handler modules import AgentServer, so they are imported here, not at the top.
+    from lsp_agent.server import context_methods, lifecycle, methods, skill_methods, steering_methods
+    from lsp_agent.server.rpc import install
 
     server = AgentServer()
-    register(server)
-    register_steering(server)
-    register_skills(server)  # after register(): it chains onto the code-action and lifecycle handlers
-    register_context(server)  # agent/compact, agent/handoff
+    install(server, lifecycle.routes, methods.routes, steering_methods.routes, skill_methods.routes,
+            context_methods.routes)
+    server.lifecycle.participants.append(skill_methods.SkillWatch())
+    server.lifecycle.code_actions.append(skill_methods.skill_actions)
     return server
 
 

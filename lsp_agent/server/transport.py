@@ -47,7 +47,7 @@ class Pump:
         self.limits = limits
         self.decoder = FrameDecoder(limits.max_body)
 
-    def receive(self, data: bytes) -> None:
+    async def receive(self, data: bytes) -> None:
         pending = self.decoder.feed(data)
         while pending:
             event = pending.pop(0)
@@ -69,12 +69,15 @@ class Pump:
                     self.reply(verdict)
                 else:
                     self.dispatch(verdict.message)
+                    # One message per loop turn, as pygls' reader did: a handler it scheduled
+                    # (an async notification) starts before the next message is handled.
+                    await asyncio.sleep(0)
 
-    def stalled(self) -> None:
+    async def stalled(self) -> None:
         bad = self.decoder.stalled()
         log.warning("bad frame: %s", bad.reason)
         self.reply(envelope.Reject(None, envelope.PARSE_ERROR, f"Parse error: {bad.reason}"))
-        self.receive(b"")  # what the stalled frame had swallowed of the next one
+        await self.receive(b"")  # what the stalled frame had swallowed of the next one
 
     def reply(self, reject: envelope.Reject) -> None:
         self.protocol._send_data(envelope.error_response(reject))
@@ -143,11 +146,11 @@ async def pump(stdin: BinaryIO, protocol: JsonRPCProtocol, stop: threading.Event
         try:
             chunk = await asyncio.wait_for(queue.get(), timeout)
         except TimeoutError:
-            handler.stalled()
+            await handler.stalled()
             continue
         if not chunk:
             return
-        handler.receive(chunk)
+        await handler.receive(chunk)
 
 
 def serve_stdio(server: Any, stdin: BinaryIO, stdout: BinaryIO, limits: TransportLimits) -> None:
