@@ -75,3 +75,21 @@ async def test_integers_beyond_their_wire_range_are_invalid_params(workspace: Pa
         command="lsp-agent.fixDiagnostic",
         arguments=[{"uri": (workspace / "x.py").as_uri(), "line": INT32_MAX, "message": "m", "kind": "test"}]))
     assert (await editor.finished(fixed["generation"]))["stopReason"] == "final"
+
+
+async def test_queue_rows_carry_the_servers_steerability_verdict(workspace: Path, start_editor: StartEditor) -> None:
+    editor = await start_editor(workspace, [reply(text="slow", delay_ms=2500), reply(text="next")], repeat_last=True)
+    started = await editor.run("take your time")
+    session = started["sessionID"]
+    text = (await editor.request("agent/queue/add", {"sessionID": session, "text": "use tabs"}))["item"]
+    command = (await editor.request("agent/queue/add", {"sessionID": session, "text": "/compact",
+                                                        "kind": "command"}))["item"]
+    assert (text["steerable"], "steerBlocker" in text) == (True, False)
+    assert command["steerable"] is False and "not 'command'" in command["steerBlocker"]
+    listed = {row["id"]: row for row in (await editor.request("agent/queue/list", {"sessionID": session}))["items"]}
+    assert (listed[text["id"]]["steerable"], listed[command["id"]]["steerable"]) == (True, False)
+    # What the verdict says is what agent/queue/steer does.
+    refused = await error_of(editor, "agent/queue/steer", {"taskID": command["id"]})
+    assert refused.data["kind"] == "not_steerable" and refused.message == command["steerBlocker"]
+    await editor.request("agent/cancel", {"sessionID": session})
+    await editor.finished(started["generation"])
