@@ -41,7 +41,7 @@ from lsp_agent.server.documents import BufferDocuments
 from lsp_agent.server.edits import EditorCaps, LspApplier
 from lsp_agent.server.hooks import Lifecycle
 from lsp_agent.server.notify import LspEventSink
-from lsp_agent.server.transport import TransportLimits, serve_stdio
+from lsp_agent.server.transport import TransportLimits, serve_stdio, serve_tcp
 from lsp_agent.server.watch import OwnWrites, Watcher
 from lsp_agent.store.paths import workspace_dir
 from lsp_agent.tools.defaults import default_registry
@@ -275,7 +275,7 @@ def serve(tcp: str | None = None, limits: TransportLimits | None = None) -> int:
     server = create_server()
     if tcp:
         host, _, port = tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
+        serve_tcp(server, host or "127.0.0.1", int(port), limits or TransportLimits())
         return 0
     # The protocol keeps the real stdout; fd 1 then points at stderr, so a stray print or a child
     # process that inherits stdout can never corrupt the stream.

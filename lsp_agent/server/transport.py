@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -133,6 +134,24 @@ def _read_forever(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue
             return
 
 
+async def feed(read: Callable[[], Awaitable[bytes]], protocol: JsonRPCProtocol, stop: threading.Event,
+               limits: TransportLimits) -> None:
+    """Chunks from `read` (b"" at EOF) through the decoder, with the stall timeout mid-frame."""
+    handler = Pump(protocol, limits)
+    pending: asyncio.Future[bytes] | None = None
+    while not stop.is_set():
+        pending = pending or asyncio.ensure_future(read())
+        timeout = limits.stall_timeout if handler.decoder.mid_frame else None
+        done, _ = await asyncio.wait({pending}, timeout=timeout)
+        if not done:
+            await handler.stalled()  # the read stays pending: its bytes still count
+            continue
+        chunk, pending = pending.result(), None
+        if not chunk:
+            return
+        await handler.receive(chunk)
+
+
 async def pump(stdin: BinaryIO, protocol: JsonRPCProtocol, stop: threading.Event,
                limits: TransportLimits) -> None:
     loop = asyncio.get_running_loop()
@@ -140,17 +159,30 @@ async def pump(stdin: BinaryIO, protocol: JsonRPCProtocol, stop: threading.Event
     reader = threading.Thread(target=_read_forever, args=(stdin.fileno(), loop, queue), daemon=True,
                               name="lsp-stdin")
     reader.start()
-    handler = Pump(protocol, limits)
-    while not stop.is_set():
-        timeout = limits.stall_timeout if handler.decoder.mid_frame else None
-        try:
-            chunk = await asyncio.wait_for(queue.get(), timeout)
-        except TimeoutError:
-            await handler.stalled()
-            continue
-        if not chunk:
-            return
-        await handler.receive(chunk)
+    await feed(queue.get, protocol, stop, limits)
+
+
+def serve_tcp(server: Any, host: str, port: int, limits: TransportLimits) -> None:
+    """pygls' `start_tcp` (one client at a time, for debugging), with our reader."""
+    server._stop_event = stop = threading.Event()
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        server.protocol.set_writer(writer)
+        await feed(lambda: reader.read(_CHUNK), server.protocol, stop, limits)
+        server.shutdown()
+
+    async def listen() -> None:
+        listener = await asyncio.start_server(connection, host, port)
+        log.info("serving on %s:%s", host, port)
+        async with listener:
+            await listener.serve_forever()
+
+    try:
+        asyncio.run(listen())
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()
 
 
 def serve_stdio(server: Any, stdin: BinaryIO, stdout: BinaryIO, limits: TransportLimits) -> None:

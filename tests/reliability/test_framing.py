@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.reliability.framing_client import RawServer, frame, message
+from tests.reliability.framing_client import SERVER, RawServer, frame, message
 
 LIMIT = 1024 * 1024  # --max-message-bytes of the server under test
 STALL = 0.5  # --stall-timeout
@@ -270,3 +270,35 @@ def test_fuzzed_frames_never_silence_the_server(server: RawServer) -> None:
     assert server.proc.poll() is None
     print(f"\nframing fuzz: {len(tried)} bad frames, {len(must_answer)} with an id answered exactly once, "
           f"{len(server.received)} messages received")
+
+
+def test_the_tcp_transport_resyncs_too(tmp_path: Path) -> None:
+    """`serve --tcp` (for debugging) reads through the same framing layer."""
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([*SERVER, "--tcp", f"127.0.0.1:{port}", "--stall-timeout", str(STALL)], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=20)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the TCP server did not start"
+                time.sleep(0.1)
+        with conn:
+            conn.sendall(b"content-length: nope\r\n\r\n{}" + frame(status_body(7)))
+            data = b""
+            while b'"id": 7' not in data and b'"id":7' not in data:
+                chunk = conn.recv(65536)
+                assert chunk, data
+                data += chunk
+            assert b"-32700" in data  # the bad frame's error came first, then the answer to 7
+    finally:
+        proc.kill()
+        proc.wait()
