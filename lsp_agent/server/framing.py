@@ -1,6 +1,6 @@
 """LSP base-protocol framing that cannot be desynchronised: bytes in, whole bodies or bad frames out.
 
-Sans-IO: `FrameDecoder.feed(bytes)` returns what the bytes completed; the stdio pump
+Sans-IO: `FrameDecoder.push(bytes)`, then `next()` for each event the bytes completed; the stdio pump
 (server/transport.py) owns reading and timing. Tolerant where the spec leaves room (header names
 in any case, LF-only line endings, no space after the colon) and strict where a mistake
 would lose the stream (LSP has two headers; any other header line is garbage):
@@ -31,6 +31,7 @@ DEFAULT_STALL_TIMEOUT = 10.0
 MAX_HEADER_LINE = 8 * 1024
 
 _HEADER_START = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+_HEADER_NAME = b"content-length:"
 _KNOWN = (b"content-length", b"content-type")
 _DIGITS = re.compile(rb"[0-9]{1,19}")
 
@@ -71,15 +72,23 @@ class FrameDecoder:
         """True while a frame has started but is not complete (the stall timeout applies)."""
         return self._state is _State.BODY or self._in_block
 
-    def feed(self, data: bytes) -> list[Event]:
+    def push(self, data: bytes) -> None:
         self._buf += data
-        out: list[Event] = []
+
+    def next(self) -> Event | None:
+        """The next event the buffered bytes complete, or None until more arrive. One at a time:
+        the consumer may `reclaim` a bad body before the bytes after it are read."""
         while True:
             event, progressed = self._step()
             if event is not None:
-                out.append(event)
+                return event
             if not progressed:
-                return out
+                return None
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Every event `data` completes (for callers that never reclaim)."""
+        self.push(data)
+        return list(iter(self.next, None))
 
     def stalled(self) -> BadFrame:
         """The peer stopped in the middle of a frame: drop it and look for the next header."""
@@ -179,8 +188,17 @@ class FrameDecoder:
         """A body that was not JSON: if it holds the start of another frame (its declared length
         was too long and swallowed the next header), read that frame again. True if one was found."""
         match = _HEADER_START.search(body, 1)
-        if match is None:
-            return False
-        self._buf[:0] = body[match.start():]
+        if match is not None:
+            start = match.start()
+        else:
+            # It may have swallowed only the first bytes of that header (`Cont`): keep the longest
+            # tail that begins one. Reading a tail that was not a header costs nothing: it is a
+            # malformed line, and the scan for the next header starts after its first byte.
+            lower = body[-len(_HEADER_NAME):].lower()
+            cut = next((n for n in range(len(lower), 0, -1) if _HEADER_NAME.startswith(lower[-n:])), 0)
+            if cut == 0 or cut == len(body):
+                return False
+            start = len(body) - cut
+        self._buf[:0] = body[start:]
         self._restart(_State.HEADERS)
         return True

@@ -49,9 +49,8 @@ class Pump:
         self.decoder = FrameDecoder(limits.max_body)
 
     async def receive(self, data: bytes) -> None:
-        pending = self.decoder.feed(data)
-        while pending:
-            event = pending.pop(0)
+        self.decoder.push(data)
+        while (event := self.decoder.next()) is not None:
             if isinstance(event, BadFrame):
                 log.warning("bad frame: %s", event.reason)
                 self.reply(envelope.Reject(None, envelope.PARSE_ERROR, f"Parse error: {event.reason}"))
@@ -62,7 +61,6 @@ class Pump:
                 # The declared length swallowed the start of the next frame: report this one,
                 # then read the next frame from where its header begins.
                 self.reply(verdicts[0])
-                pending += self.decoder.feed(b"")
                 continue
             for verdict in verdicts:
                 if isinstance(verdict, envelope.Reject):

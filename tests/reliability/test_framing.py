@@ -265,7 +265,9 @@ def test_fuzzed_frames_never_silence_the_server(server: RawServer) -> None:
             counts[reply["id"]] = counts.get(reply["id"], 0) + 1
         if "error" in reply:
             clean(reply["error"])
-    assert all(n == 1 for n in counts.values()), {k: n for k, n in counts.items() if n != 1}
+    # Ids the fuzz drew itself (`"id": 0`, reused across examples) are the client's own doing;
+    # every id this test allocated is answered at most once, and exactly once when it must be.
+    assert all(counts.get(i, 0) <= 1 for i in tried), {i: counts[i] for i in tried if counts.get(i, 0) > 1}
     assert all(counts.get(i) == 1 for i in must_answer)
     assert server.proc.poll() is None
     print(f"\nframing fuzz: {len(tried)} bad frames, {len(must_answer)} with an id answered exactly once, "
