@@ -29,9 +29,9 @@ def message(**fields: Any) -> bytes:
 
 
 class RawServer:
-    def __init__(self, root: Path, *args: str) -> None:
+    def __init__(self, root: Path, *args: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen([*SERVER, *args], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=subprocess.DEVNULL, env=env)
         self.root = root
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.received: list[dict[str, Any]] = []

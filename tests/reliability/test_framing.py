@@ -23,13 +23,27 @@ STALL = 0.5  # --stall-timeout
 FUZZ_FRAMES = int(os.environ.get("LSP_AGENT_FUZZ_FRAMES", "200"))
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[RawServer]:
-    raw = RawServer(tmp_path, "--max-message-bytes", str(LIMIT), "--stall-timeout", str(STALL))
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawServer]:
+    """One server for the module: each test leaves it after a bad frame, and the next test's
+    first good request is one more check that it recovered."""
+    env = {**os.environ, "LSP_AGENT_STATE_DIR": str(tmp_path_factory.mktemp("state")),
+           "XDG_CONFIG_HOME": str(tmp_path_factory.mktemp("config"))}
+    raw = RawServer(tmp_path_factory.mktemp("ws"), "--max-message-bytes", str(LIMIT), "--stall-timeout", str(STALL),
+                    env=env)
     assert "capabilities" in raw.initialize()["result"]
     yield raw
     raw.close()
-    assert raw.proc.returncode is not None
+    assert raw.proc.returncode == 0  # shutdown and exit were still answered and obeyed
+
+
+@pytest.fixture(autouse=True)
+def fresh_inbox(request: pytest.FixtureRequest) -> None:
+    """Errors a previous test's frames caused are not this test's."""
+    if "server" in request.fixturenames:
+        raw: RawServer = request.getfixturevalue("server")
+        raw.drain(quiet=STALL * 2)
+        raw.unclaimed.clear()
 
 
 def answered(server: RawServer) -> None:
