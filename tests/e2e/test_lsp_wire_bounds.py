@@ -48,6 +48,7 @@ async def test_a_second_initialize_is_refused_and_changes_nothing(workspace: Pat
 
 BOUNDS = [
     # (method, params, field, accepted at the bound)
+    ("agent/queue/edit", {"taskID": "que_x", "text": "t", "expectedUpdatedAt": 1e19}, "expectedUpdatedAt"),
     ("agent/queue/edit", {"taskID": "que_x", "text": "t", "expectedUpdatedAt": 10**19}, "expectedUpdatedAt"),
     ("agent/queue/edit", {"taskID": "que_x", "text": "t", "expectedUpdatedAt": INT64_MAX + 1}, "expectedUpdatedAt"),
     ("agent/queue/edit", {"taskID": "que_x", "text": "t", "expectedUpdatedAt": -(2**63) - 1}, "expectedUpdatedAt"),
