@@ -86,6 +86,10 @@ def _serve_parser(sub: Any) -> None:
     serve = sub.add_parser("serve", help=COMMANDS["serve"])
     serve.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port instead of stdio")
+    serve.add_argument("--max-message-bytes", type=int, default=None, metavar="N",
+                       help="refuse a frame that declares a longer body (default 64 MiB)")
+    serve.add_argument("--stall-timeout", type=float, default=None, metavar="SECONDS",
+                       help="drop a frame whose next byte takes longer than this (default 10)")
 
 
 def _schema_parser(sub: Any) -> None:
@@ -198,7 +202,14 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.tcp is not None and ":" not in args.tcp:
         raise UsageError(f"--tcp takes HOST:PORT, got {args.tcp!r}")
-    return serve(tcp=args.tcp)
+    from lsp_agent.server.transport import TransportLimits
+
+    defaults = TransportLimits()
+    max_body = defaults.max_body if args.max_message_bytes is None else args.max_message_bytes
+    stall = defaults.stall_timeout if args.stall_timeout is None else args.stall_timeout
+    if max_body < 1 or stall <= 0:
+        raise UsageError("--max-message-bytes and --stall-timeout must be positive")
+    return serve(tcp=args.tcp, limits=TransportLimits(max_body=max_body, stall_timeout=stall))
 
 
 def _schema(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# CI for the VS Code client: install from the lockfile, lint, typecheck, bundle, then the unit
+# CI for the VS Code client: install from the lockfile, check the generated protocol types, lint,
+# typecheck, bundle, then the unit
 # tests and the protocol test against the real server (`$LSP_AGENT_PYTHON -m lsp_agent serve`).
 # VS Code itself is not downloaded (CI machines cannot): the extension host is not exercised;
 # activation runs against a stand-in `vscode` module in the unit tests instead.
@@ -19,6 +20,9 @@ fi
 
 step "npm ci"
 npm ci
+
+step "generated protocol types are current (src/protocol.gen.ts from lsp-agent schema)"
+npm run gen:protocol -- --check
 
 step "eslint"
 npm run lint

@@ -15,17 +15,36 @@ import time
 from typing import Any
 
 from lsp_agent.core import ids
-from lsp_agent.core.errors import AgentErrorKind, conflict, invalid, not_found
+from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid, not_found
 from lsp_agent.core.queue_model import WAITING, QueueItem, QueueStatus
 from lsp_agent.core.storage import QueueStore
 
-__all__ = ["MAX_STEER_CHARS", "WAITING", "Queue", "QueueItem", "QueueStatus", "owner_alive", "process_owner"]
+__all__ = ["MAX_STEER_CHARS", "WAITING", "Queue", "QueueItem", "QueueStatus", "owner_alive", "process_owner",
+           "steer_refusal"]
 
 MAX_STEER_CHARS = 16_000
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def steer_refusal(item: QueueItem) -> AgentError | None:
+    """Why `item` cannot be steered into a running generation (SPEC 4), or None when it can. The one
+    statement of the rule: agent/queue/steer enforces it, and the protocol shows it on every row."""
+    if item.steered_into is not None:  # another client steered it first
+        return conflict(f"queued item {item.id} was already steered into generation {item.steered_into}")
+    if item.status not in WAITING:
+        problem = f"queued item {item.id} is {item.status.value}; only waiting rows can be steered"
+    elif item.kind != "follow_up":
+        problem = f"only text follow-ups can be steered, not {item.kind!r}"
+    elif item.attachments:
+        problem = "a follow-up with attachments cannot be steered; send it as a new message"
+    elif len(item.text.strip()) > MAX_STEER_CHARS:
+        problem = f"the text is {len(item.text.strip())} characters; at most {MAX_STEER_CHARS} can be steered"
+    else:
+        return None
+    return invalid(problem, AgentErrorKind.NOT_STEERABLE)
 
 
 def process_owner() -> str:
@@ -104,19 +123,9 @@ class Queue:
     # --- steering -------------------------------------------------------------------------------
 
     def check_steerable(self, item: QueueItem) -> None:
-        if item.steered_into is not None:  # another client steered it first
-            raise conflict(f"queued item {item.id} was already steered into generation {item.steered_into}")
-        if item.status not in WAITING:
-            problem = f"queued item {item.id} is {item.status.value}; only waiting rows can be steered"
-        elif item.kind != "follow_up":
-            problem = f"only text follow-ups can be steered, not {item.kind!r}"
-        elif item.attachments:
-            problem = "a follow-up with attachments cannot be steered; send it as a new message"
-        elif len(item.text.strip()) > MAX_STEER_CHARS:
-            problem = f"the text is {len(item.text.strip())} characters; at most {MAX_STEER_CHARS} can be steered"
-        else:
-            return
-        raise invalid(problem, AgentErrorKind.NOT_STEERABLE)
+        refusal = steer_refusal(item)
+        if refusal is not None:
+            raise refusal
 
     def is_steerable(self, item: QueueItem) -> bool:
         try:

@@ -75,8 +75,14 @@ class ProtocolError(Exception):
         return self.data.wire()
 
 
+_UNION_TAGS = frozenset({"int", "str", "float", "bool", "list", "dict", "none"})
+
+
 def _field(loc: tuple[int | str, ...]) -> str | None:
-    return ".".join(str(p) for p in loc) or None
+    # A union's errors carry the member tried (`constrained-int`, `str`) in `loc`: not a field.
+    parts = [str(p) for i, p in enumerate(loc)
+             if not (isinstance(p, str) and i > 0 and ("-" in p or "[" in p or p in _UNION_TAGS))]
+    return ".".join(parts) or None
 
 
 def invalid_params(exc: ValidationError, method: str) -> ProtocolError:

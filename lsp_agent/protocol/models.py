@@ -22,6 +22,14 @@ DEFAULT_PAGE = 100
 MAX_PAGE = 500
 
 
+#: Integer ranges of the wire: LSP's `integer` (int32) and SQLite's INTEGER (int64). A value outside
+#: them is InvalidParams naming the field, never an overflow deeper in the server.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
+Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+
+
 class Params(WireModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
@@ -46,7 +54,7 @@ class RunParams(Params):
                               description="`provider/model` for this generation only; default: the setting.")
     max_steps: int | None = Field(None, ge=1, le=10_000,
                                   description="Step budget of this generation; default: the `maxSteps` setting.")
-    work_done_token: int | str | None = Field(
+    work_done_token: Int32 | str | None = Field(
         None, description="A client-created `$/progress` token (LSP WorkDoneProgressParams); without it the "
                           "server creates one when the client supports window.workDoneProgress.")
 
@@ -223,7 +231,7 @@ class FixDiagnosticArgs(Params):
     """The single argument of the `lsp-agent.fixDiagnostic` command (built by the code action)."""
 
     uri: str = Field(min_length=1, max_length=4096)
-    line: int = Field(ge=1, description="1-based line of the failure.")
+    line: int = Field(ge=1, le=INT32_MAX, description="1-based line of the failure.")
     message: str = Field(max_length=MAX_PROMPT_CHARS // 2)
     kind: str = Field(description="The check kind: test, typecheck or lint.")
     session_id: SessionID | None = Field(None, description="The session whose check reported the failure.")

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, computed_field
 
-from lsp_agent.core.queue import MAX_STEER_CHARS, QueueStatus
+from lsp_agent.core.errors import AgentError
+from lsp_agent.core.queue import MAX_STEER_CHARS, QueueItem, QueueStatus, steer_refusal
 from lsp_agent.core.steering import MAX_PENDING, MAX_RECEIPTS, ReceiptStatus, RejectReason
-from lsp_agent.protocol.models import MAX_PROMPT_CHARS, Params, Result, RunResult, SessionID
+from lsp_agent.protocol.models import MAX_PROMPT_CHARS, Int64, Params, Result, RunResult, SessionID
 
 #: The steering clientID (SPEC 12). Length is part of the pattern so a long ID is an ordinary 400.
 CLIENT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,100}$"
@@ -92,10 +93,17 @@ class SteerParams(Params):
 # --- the follow-up queue ----------------------------------------------------------------------
 
 
+def _blocker_optional(schema: dict[str, Any]) -> None:
+    # Null fields are omitted on the wire, computed ones too.
+    schema["required"] = [name for name in schema.get("required", []) if name != "steerBlocker"]
+
+
 class QueueItemOut(_Out):
     """A queued message and its audit trail. Waiting rows are `queued` or `paused` (after an
     interrupt: they never start by themselves); `sent` rows became a generation's prompt;
     `cancelled` rows with `steeredInto` were steered into that generation."""
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_blocker_optional)
 
     id: str = Field(description="The `taskID` of the agent/queue/* methods.")
     session_id: str
@@ -114,6 +122,23 @@ class QueueItemOut(_Out):
                                                              "became; absent while the correction is pending.")
     cancelled_at: int | None = None
     error: str | None = None
+
+    @computed_field(description="Whether agent/queue/steer would admit this row now (SPEC 4): a waiting text "  # type: ignore[prop-decorator]
+                                "follow-up without attachments, not steered yet, at most "
+                                f"{MAX_STEER_CHARS:,} characters.")
+    @property
+    def steerable(self) -> bool:
+        return self._refusal() is None
+
+    @computed_field(description="Why the row cannot be steered, when `steerable` is false.")  # type: ignore[prop-decorator]
+    @property
+    def steer_blocker(self) -> str | None:
+        refusal = self._refusal()
+        return refusal.message if refusal is not None else None
+
+    def _refusal(self) -> AgentError | None:
+        # The core's rule, on the core's record: the client never re-derives it.
+        return steer_refusal(QueueItem.model_validate(self.model_dump(exclude={"steerable", "steer_blocker"})))
 
 
 class QueueListParams(Params):
@@ -169,7 +194,7 @@ class QueueItemResult(Result):
 class QueueEditParams(Params):
     task_id: TaskID
     text: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, description="The new text.")
-    expected_updated_at: int = Field(description="The row's `updatedAt` as the client saw it; a row changed since "
+    expected_updated_at: Int64 = Field(description="The row's `updatedAt` as the client saw it; a row changed since "
                                                  "is a conflict (-32009).")
 
 

@@ -2,7 +2,8 @@
 
 `initialize` picks the workspace root and the settings and wires the core to the editor:
 buffers as the DocumentSource, workspace/applyEdit as the EditApplier, agent/event and
-$/progress as the EventSink. Handlers live in server/methods.py and stay thin.
+$/progress as the EventSink. Handlers are module-level routes (server/rpc.py): the standard LSP
+methods in server/lifecycle.py, the agent/* methods in server/*_methods.py.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
@@ -38,7 +40,9 @@ from lsp_agent.server.convert import make_converter, to_plain
 from lsp_agent.server.diagnostics import DiagnosticsPublisher
 from lsp_agent.server.documents import BufferDocuments
 from lsp_agent.server.edits import EditorCaps, LspApplier
+from lsp_agent.server.hooks import Lifecycle
 from lsp_agent.server.notify import LspEventSink
+from lsp_agent.server.transport import TransportLimits, serve_stdio, serve_tcp
 from lsp_agent.server.watch import OwnWrites, Watcher
 from lsp_agent.store.db import Store
 from lsp_agent.store.paths import workspace_dir
@@ -60,10 +64,22 @@ def _version() -> str:
 class AgentProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        # One runtime per server: a second initialize would replace it under a running generation.
+        if isinstance(self._server, AgentServer) and self._server.rt is not None:
+            raise JsonRpcInvalidRequest("initialize: the server is already initialized")
         # Edit plans carry UTF-16 positions (the LSP default); never negotiate another encoding.
         if params.capabilities.general is not None:
             params.capabilities.general.position_encodings = [types.PositionEncodingKind.Utf16]
         return (yield from super().lsp_initialize(params))
+
+    def _send_response(self, msg_id: Any, result: Any | None = None,
+                       error: types.ResponseError | None = None) -> None:
+        # pygls puts a traceback (with file paths) into `data` of internal errors: it goes to the
+        # log, the client gets the error class only.
+        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
+            log.error("internal error answering %r: %s\n%s", msg_id, error.message, "".join(error.data["traceback"]))
+            error = types.ResponseError(code=error.code, message="internal error (details in the server log)")
+        super()._send_response(msg_id, result, error)
 
 
 def unconfigured(problem: str) -> Provider:
@@ -98,6 +114,7 @@ class AgentServer(LanguageServer):
         self._initialized = False
         self._untold: list[str] = []
         self._background: set[asyncio.Future[None]] = set()
+        self.lifecycle = Lifecycle()
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -285,31 +302,28 @@ def _with_absolute_script(layer: Any, root: Path) -> Any:
 
 
 def create_server() -> AgentServer:
-    from lsp_agent.server.context_methods import register_context
-    from lsp_agent.server.mcp_methods import register_mcp
-    from lsp_agent.server.methods import register
-    from lsp_agent.server.skill_methods import register_skills
-    from lsp_agent.server.steering_methods import register_steering
+    # The handler modules import AgentServer, so they are imported here, not at the top.
+    from lsp_agent.server import context_methods, lifecycle, methods, skill_methods, steering_methods
+    from lsp_agent.server.rpc import install
 
     server = AgentServer()
-    register(server)
-    register_steering(server)
-    register_skills(server)  # after register(): it chains onto the code-action and lifecycle handlers
-    register_context(server)  # agent/compact, agent/handoff
-    register_mcp(server)  # agent/mcp/list
+    install(server, lifecycle.routes, methods.routes, steering_methods.routes, skill_methods.routes,
+            context_methods.routes)
+    server.lifecycle.participants.append(skill_methods.SkillWatch())
+    server.lifecycle.code_actions.append(skill_methods.skill_actions)
     return server
 
 
-def serve(tcp: str | None = None) -> int:
+def serve(tcp: str | None = None, limits: TransportLimits | None = None) -> int:
     server = create_server()
     if tcp:
         host, _, port = tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
+        serve_tcp(server, host or "127.0.0.1", int(port), limits or TransportLimits())
         return 0
     # The protocol keeps the real stdout; fd 1 then points at stderr, so a stray print or a child
     # process that inherits stdout can never corrupt the stream.
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
-    server.start_io(sys.stdin.buffer, protocol_out)
+    serve_stdio(server, sys.stdin.buffer, protocol_out, limits or TransportLimits())
     return 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -41,11 +40,6 @@ def fix_prompt(args: FixDiagnosticArgs, rel: str) -> str:
     return (f"verify_project reported a {args.kind} failure in {rel} at line {args.line}:\n"
             f"{args.message}\n\n"
             f"Read {rel} around line {args.line}, find the cause, fix it, then run verify_project again.")
-
-
-def command_argument(arguments: tuple[Any, ...]) -> Any:
-    """The command's single argument (an object), or what was sent instead (validation names it)."""
-    return arguments[0] if len(arguments) == 1 else list(arguments)
 
 
 # --- skill candidates (SPEC 7) ------------------------------------------------------------------

@@ -1,12 +1,10 @@
 """`agent/compact` and `agent/handoff`: thin handlers over `Agent.compact` / `Agent.handoff`.
 
 Both may ask the model (a summary, a handoff note), so they are async; refusals (a busy session,
-a compaction already running, the provider failing) leave through `answers` as JSON-RPC errors.
+a compaction already running, the provider failing) leave through the routes (server/rpc.py) as JSON-RPC errors.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from lsp_agent.protocol.context_models import (
     AGENT_COMPACT,
@@ -18,8 +16,9 @@ from lsp_agent.protocol.context_models import (
 )
 from lsp_agent.protocol.errors import NOT_FOUND, ProtocolError
 from lsp_agent.server.app import AgentServer
-from lsp_agent.server.convert import parse
-from lsp_agent.server.methods import answers
+from lsp_agent.server.rpc import Routes
+
+routes = Routes()
 
 
 def _known(ls: AgentServer, session_id: str) -> None:
@@ -28,20 +27,15 @@ def _known(ls: AgentServer, session_id: str) -> None:
         raise ProtocolError(NOT_FOUND, f"no session {session_id!r} in this workspace", kind="unknown_session")
 
 
-def register_context(server: AgentServer) -> None:
-    @server.feature(AGENT_COMPACT)
-    @answers(AGENT_COMPACT)
-    async def agent_compact(ls: AgentServer, raw: Any) -> dict[str, object]:
-        params = parse(CompactParams, raw, AGENT_COMPACT)
-        _known(ls, params.session_id)
-        outcome = await ls.runtime().agent.compact(params.session_id)
-        return CompactResult.model_validate(outcome.wire()).wire()
+@routes.rpc(AGENT_COMPACT, CompactParams)
+async def agent_compact(ls: AgentServer, params: CompactParams) -> CompactResult:
+    _known(ls, params.session_id)
+    outcome = await ls.runtime().agent.compact(params.session_id)
+    return CompactResult.model_validate(outcome.wire())
 
-    @server.feature(AGENT_HANDOFF)
-    @answers(AGENT_HANDOFF)
-    async def agent_handoff(ls: AgentServer, raw: Any) -> dict[str, object]:
-        params = parse(HandoffParams, raw, AGENT_HANDOFF)
-        _known(ls, params.session_id)
-        started = await ls.runtime().agent.handoff(params.session_id)
-        return HandoffResult(session_id=started.session_id, generation=started.generation,
-                             parent_id=params.session_id).wire()
+
+@routes.rpc(AGENT_HANDOFF, HandoffParams)
+async def agent_handoff(ls: AgentServer, params: HandoffParams) -> HandoffResult:
+    _known(ls, params.session_id)
+    started = await ls.runtime().agent.handoff(params.session_id)
+    return HandoffResult(session_id=started.session_id, generation=started.generation, parent_id=params.session_id)

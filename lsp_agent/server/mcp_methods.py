@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from lsp_agent.protocol.mcp_models import (
     AGENT_MCP_LIST,
@@ -13,11 +13,12 @@ from lsp_agent.protocol.mcp_models import (
     McpToolOut,
 )
 from lsp_agent.server.app import AgentServer
-from lsp_agent.server.convert import parse
-from lsp_agent.server.methods import answers
+from lsp_agent.server.rpc import Routes
 
 if TYPE_CHECKING:
     from lsp_agent.mcp.manager import McpManager
+
+routes = Routes()
 
 
 def describe(manager: McpManager | None, discovery: bool) -> McpListResult:
@@ -40,12 +41,9 @@ def describe(manager: McpManager | None, discovery: bool) -> McpListResult:
     return McpListResult(servers=sorted(servers, key=lambda s: s.name), discovery=discovery)
 
 
-def register_mcp(server: AgentServer) -> None:
-    @server.feature(AGENT_MCP_LIST)
-    @answers(AGENT_MCP_LIST)
-    async def agent_mcp_list(ls: AgentServer, raw: Any) -> dict[str, object]:
-        params = parse(McpListParams, raw, AGENT_MCP_LIST)
-        env = ls.runtime().agent.env
-        if params.start and env.mcp is not None:
-            await env.mcp.start()
-        return describe(cast("McpManager | None", env.mcp), env.settings.experimental.mcp_tool_discovery).wire()
+@routes.rpc(AGENT_MCP_LIST, McpListParams)
+async def agent_mcp_list(ls: AgentServer, params: McpListParams) -> McpListResult:
+    env = ls.runtime().agent.env
+    if params.start and env.mcp is not None:
+        await env.mcp.start()
+    return describe(cast("McpManager | None", env.mcp), env.settings.experimental.mcp_tool_discovery)

@@ -2,21 +2,18 @@
 commands, the "Propose / Validate / Promote skill candidate NAME" code actions, and live refresh of
 the skills list (watchfiles) reported as `agent/skill/changed`.
 
-Handlers stay thin: parse the protocol model, call the SkillService, return the protocol model.
-Code actions and lifecycle hooks are chained onto the handlers server/methods.py registered (one
-handler per LSP method in pygls): the skill actions need awaiting — promotion is offered only when
-the evidence checks pass right now — and the watcher starts once the workspace is known.
+Handlers stay thin: the protocol model in, one SkillService call, the protocol model out. The
+code actions are a source of the one codeAction handler (`skill_actions`, awaited: promotion is
+offered only when the evidence checks pass right now) and the watcher is a lifecycle participant
+(`SkillWatch`, started once the workspace is known); server/hooks.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -55,12 +52,10 @@ from lsp_agent.server.code_actions import (
     PROPOSE_TITLE,
     VALIDATE_TITLE,
     SkillDocument,
-    command_argument,
     skill_action,
     skill_document,
 )
-from lsp_agent.server.convert import parse
-from lsp_agent.server.methods import answers
+from lsp_agent.server.rpc import Routes
 from lsp_agent.skills.discovery import SkillInfo, index_for
 from lsp_agent.skills.records import MAX_PROPOSAL_BYTES, Citation, State
 from lsp_agent.skills.rules import RuleFailed, check_name
@@ -166,149 +161,111 @@ async def _offer(service: SkillService, doc: SkillDocument, name: str, uri: str)
     return []
 
 
-def _chain(server: AgentServer, method: str, after: Callable[[Any, Any], Any]) -> None:
-    """Run `after(params, previous_result)` after the handler already registered for `method`,
-    staying synchronous when both are (pygls runs a plain function in the same loop turn)."""
-    features = server.protocol.fm.features
-    previous = features.get(method)
-    if not asyncio.iscoroutinefunction(previous) and not asyncio.iscoroutinefunction(after):
-        def chained_sync(params: Any) -> Any:
-            return after(params, previous(params) if previous is not None else None)
+class SkillWatch:
+    """Live refresh of the skills list while the workspace is open (a lifecycle participant)."""
 
-        features[method] = chained_sync
-        return
+    def __init__(self) -> None:
+        self.watcher: SkillWatcher | None = None
 
-    async def chained(params: Any) -> Any:
-        result = previous(params) if previous is not None else None
-        if inspect.isawaitable(result):
-            result = await result
-        result = after(params, result)
-        return await result if inspect.isawaitable(result) else result
+    def started(self, ls: AgentServer) -> None:
+        if ls.rt is None or self.watcher is not None:
+            return
 
-    features[method] = chained
+        def changed(skills: list[SkillInfo]) -> None:
+            ls.protocol.notify(AGENT_SKILL_CHANGED, SkillChangedParams(skills=[skill_out(s) for s in skills]).wire())
 
+        self.watcher = SkillWatcher(index_for(ls.rt.root), changed)
+        self.watcher.start()
 
-# --- registration -------------------------------------------------------------------------------
+    def stopping(self, ls: AgentServer) -> None:
+        if self.watcher is not None:
+            self.watcher.stop_soon()
+            self.watcher = None
 
 
-def register_skills(server: AgentServer) -> None:
-    watchers: list[SkillWatcher] = []
+# --- requests -----------------------------------------------------------------------------------
 
-    def changed(skills: list[SkillInfo]) -> None:
-        server.protocol.notify(AGENT_SKILL_CHANGED, SkillChangedParams(skills=[skill_out(s) for s in skills]).wire())
+routes = Routes()
 
-    def after_initialized(params: Any, result: Any) -> Any:
-        if server.rt is not None and not watchers:
-            watcher = SkillWatcher(index_for(server.rt.root), changed)
-            watcher.start()
-            watchers.append(watcher)
-        return result
 
-    def after_shutdown(params: Any, result: Any) -> Any:
-        while watchers:
-            watchers.pop().stop_soon()
-        return result
+@routes.rpc(AGENT_SKILL_PROPOSE, ProposeParams)
+async def skill_propose(ls: AgentServer, params: ProposeParams) -> SkillResult:
+    text = await _proposal_text(ls, params, AGENT_SKILL_PROPOSE)
+    return _result(ls, await _service(ls).propose(text))
 
-    async def after_code_action(params: types.CodeActionParams, result: Any) -> Any:
-        try:
-            extra = await skill_actions(server, params)
-        except Exception:  # the diagnostics' actions must still be answered
-            log.exception("skill code actions failed")
-            extra = []
-        return [*(result or []), *extra]
 
-    _chain(server, types.INITIALIZED, after_initialized)
-    _chain(server, types.SHUTDOWN, after_shutdown)
-    _chain(server, types.TEXT_DOCUMENT_CODE_ACTION, after_code_action)
+@routes.rpc(AGENT_SKILL_SHOW, NameParams)
+def skill_show(ls: AgentServer, params: NameParams) -> SkillResult:
+    return _result(ls, _service(ls).show(params.name), view=True)
 
-    @server.feature(AGENT_SKILL_PROPOSE)
-    @answers(AGENT_SKILL_PROPOSE)
-    async def skill_propose(ls: AgentServer, raw: Any) -> dict[str, object]:
-        params = parse(ProposeParams, raw, AGENT_SKILL_PROPOSE)
-        text = await _proposal_text(ls, params, AGENT_SKILL_PROPOSE)
-        return _result(ls, await _service(ls).propose(text)).wire()
 
-    @server.feature(AGENT_SKILL_SHOW)
-    @answers(AGENT_SKILL_SHOW)
-    def skill_show(ls: AgentServer, raw: Any) -> dict[str, object]:
-        params = parse(NameParams, raw, AGENT_SKILL_SHOW)
-        return _result(ls, _service(ls).show(params.name), view=True).wire()
+@routes.rpc(AGENT_SKILL_VALIDATE, ValidateParams)
+async def skill_validate(ls: AgentServer, params: ValidateParams) -> SkillResult:
+    text = await _proposal_text(ls, params, AGENT_SKILL_VALIDATE)
+    return _result(ls, await _service(ls).validate(params.name, text))
 
-    @server.feature(AGENT_SKILL_VALIDATE)
-    @answers(AGENT_SKILL_VALIDATE)
-    async def skill_validate(ls: AgentServer, raw: Any) -> dict[str, object]:
-        params = parse(ValidateParams, raw, AGENT_SKILL_VALIDATE)
-        text = await _proposal_text(ls, params, AGENT_SKILL_VALIDATE)
-        return _result(ls, await _service(ls).validate(params.name, text)).wire()
 
-    @server.feature(AGENT_SKILL_PROMOTE)
-    @answers(AGENT_SKILL_PROMOTE)
-    async def skill_promote(ls: AgentServer, raw: Any) -> dict[str, object]:
-        params = parse(NameParams, raw, AGENT_SKILL_PROMOTE)
-        return _result(ls, await _service(ls).promote(params.name)).wire()
+@routes.rpc(AGENT_SKILL_PROMOTE, NameParams)
+async def skill_promote(ls: AgentServer, params: NameParams) -> SkillResult:
+    return _result(ls, await _service(ls).promote(params.name))
 
-    @server.feature(AGENT_SKILL_RETIRE)
-    @answers(AGENT_SKILL_RETIRE)
-    async def skill_retire(ls: AgentServer, raw: Any) -> dict[str, object]:
-        params = parse(NameParams, raw, AGENT_SKILL_RETIRE)
-        return _result(ls, await _service(ls).retire(params.name)).wire()
 
-    @server.feature(AGENT_SKILL_LIST)
-    @answers(AGENT_SKILL_LIST)
-    async def skill_list(ls: AgentServer, raw: Any) -> dict[str, object]:
-        parse(ListParams, raw, AGENT_SKILL_LIST)
-        index = index_for(ls.runtime().root)
-        await asyncio.to_thread(index.refresh)
-        return SkillListResult(candidates=[candidate_out(c) for c in _service(ls).list()],
-                               skills=[skill_out(s) for s in index.skills()]).wire()
+@routes.rpc(AGENT_SKILL_RETIRE, NameParams)
+async def skill_retire(ls: AgentServer, params: NameParams) -> SkillResult:
+    return _result(ls, await _service(ls).retire(params.name))
 
-    # --- commands (code actions and the client's palette) ---------------------------------------
 
-    @server.command(COMMAND_SKILL_PROPOSE)
-    @answers(COMMAND_SKILL_PROPOSE)
-    async def command_propose(ls: AgentServer, *arguments: Any) -> dict[str, object]:
-        params = parse(ProposeParams, command_argument(arguments), COMMAND_SKILL_PROPOSE)
-        outcome = await _service(ls).propose(await _proposal_text(ls, params, COMMAND_SKILL_PROPOSE))
+@routes.rpc(AGENT_SKILL_LIST, ListParams)
+async def skill_list(ls: AgentServer, params: ListParams) -> SkillListResult:
+    index = index_for(ls.runtime().root)
+    await asyncio.to_thread(index.refresh)
+    return SkillListResult(candidates=[candidate_out(c) for c in _service(ls).list()],
+                           skills=[skill_out(s) for s in index.skills()])
+
+
+# --- commands (code actions and the client's palette) -------------------------------------------
+
+
+@routes.command(COMMAND_SKILL_PROPOSE, ProposeParams)
+async def command_propose(ls: AgentServer, params: ProposeParams) -> SkillResult:
+    outcome = await _service(ls).propose(await _proposal_text(ls, params, COMMAND_SKILL_PROPOSE))
+    _tell(ls, outcome)
+    return _result(ls, outcome)
+
+
+@routes.command(COMMAND_SKILL_VALIDATE, ValidateParams)
+async def command_validate(ls: AgentServer, params: ValidateParams) -> SkillResult:
+    text = await _proposal_text(ls, params, COMMAND_SKILL_VALIDATE)
+    outcome = await _service(ls).validate(params.name, text)
+    _tell(ls, outcome)
+    return _result(ls, outcome)
+
+
+@routes.command(COMMAND_SKILL_PROMOTE, NameParams)
+async def command_promote(ls: AgentServer, params: NameParams) -> SkillResult:
+    result = _result(ls, await _service(ls).promote(params.name))
+    if result.ok and result.uri is not None:
+        await _show(ls, result.uri)
+    elif not result.ok:
+        ls.window_show_message(types.ShowMessageParams(
+            type=types.MessageType.Warning, message=f"lsp-agent: ERROR: {result.rule}: {result.message}"))
+    return result
+
+
+@routes.command(COMMAND_SKILL_DRAFT, DraftParams)
+async def command_draft(ls: AgentServer, params: DraftParams) -> DraftResult:
+    citation = Citation(session_id=params.session_id, message_id=params.message_id, part_id=params.part_id)
+    outcome = await _service(ls).draft(citation, params.name)
+    if not outcome.ok:
         _tell(ls, outcome)
-        return _result(ls, outcome).wire()
-
-    @server.command(COMMAND_SKILL_VALIDATE)
-    @answers(COMMAND_SKILL_VALIDATE)
-    async def command_validate(ls: AgentServer, *arguments: Any) -> dict[str, object]:
-        params = parse(ValidateParams, command_argument(arguments), COMMAND_SKILL_VALIDATE)
-        text = await _proposal_text(ls, params, COMMAND_SKILL_VALIDATE)
-        outcome = await _service(ls).validate(params.name, text)
-        _tell(ls, outcome)
-        return _result(ls, outcome).wire()
-
-    @server.command(COMMAND_SKILL_PROMOTE)
-    @answers(COMMAND_SKILL_PROMOTE)
-    async def command_promote(ls: AgentServer, *arguments: Any) -> dict[str, object]:
-        params = parse(NameParams, command_argument(arguments), COMMAND_SKILL_PROMOTE)
-        result = _result(ls, await _service(ls).promote(params.name))
-        if result.ok and result.uri is not None:
-            await _show(ls, result.uri)
-        elif not result.ok:
-            ls.window_show_message(types.ShowMessageParams(
-                type=types.MessageType.Warning, message=f"lsp-agent: ERROR: {result.rule}: {result.message}"))
-        return result.wire()
-
-    @server.command(COMMAND_SKILL_DRAFT)
-    @answers(COMMAND_SKILL_DRAFT)
-    async def command_draft(ls: AgentServer, *arguments: Any) -> dict[str, object]:
-        params = parse(DraftParams, command_argument(arguments), COMMAND_SKILL_DRAFT)
-        citation = Citation(session_id=params.session_id, message_id=params.message_id, part_id=params.part_id)
-        outcome = await _service(ls).draft(citation, params.name)
-        if not outcome.ok:
-            _tell(ls, outcome)
-            return DraftResult(ok=False, rule=outcome.rule, message=outcome.message).wire()
-        stem = _UNSAFE.sub("_", params.part_id)
-        if params.name is not None:
-            stem = f"{params.name}-validation-{stem}"
-        path = workspace_dir(ls.runtime().root) / DRAFTS_DIR / f"{stem}.json"
-        await asyncio.to_thread(_write_draft, path, outcome.message)
-        await _show(ls, path.as_uri())
-        return DraftResult(ok=True, message=f"draft written to {path}", path=str(path), uri=path.as_uri()).wire()
+        return DraftResult(ok=False, rule=outcome.rule, message=outcome.message)
+    stem = _UNSAFE.sub("_", params.part_id)
+    if params.name is not None:
+        stem = f"{params.name}-validation-{stem}"
+    path = workspace_dir(ls.runtime().root) / DRAFTS_DIR / f"{stem}.json"
+    await asyncio.to_thread(_write_draft, path, outcome.message)
+    await _show(ls, path.as_uri())
+    return DraftResult(ok=True, message=f"draft written to {path}", path=str(path), uri=path.as_uri())
 
 
 def _write_draft(path: Path, text: str) -> None:

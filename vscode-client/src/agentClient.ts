@@ -25,6 +25,7 @@ import type {
 import { decideSteerNow, isWaiting } from './queueState.js';
 import type { SteerNowAction } from './queueState.js';
 import { errorFacts } from './rpc.js';
+import * as wire from './wire.js';
 import type { Disposable, Rpc } from './rpc.js';
 import { Transcript } from './transcript.js';
 
@@ -65,67 +66,6 @@ export interface AgentClientOptions {
   newClientID?: () => string;
   /** most transcript entries kept */
   transcriptLimit?: number;
-}
-
-function record(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
-}
-
-function looksLikeItem(value: unknown): value is QueueItem {
-  const obj = record(value);
-  return typeof obj?.id === 'string' && typeof obj.status === 'string' && typeof obj.text === 'string';
-}
-
-/** The queue row in an answer (`{item}` or the row itself). */
-export function itemOf(result: unknown): QueueItem | undefined {
-  const obj = record(result);
-  if (looksLikeItem(obj?.item)) {
-    return obj.item;
-  }
-  return looksLikeItem(result) ? result : undefined;
-}
-
-/** The rows in an answer (`{items}` or a list). */
-export function itemsOf(result: unknown): QueueItem[] {
-  const list = Array.isArray(result) ? result : record(result)?.items;
-  return Array.isArray(list) ? list.filter(looksLikeItem) : [];
-}
-
-/** The generation an answer says was started (`started`: a queued row ran at once). */
-export function startedOf(result: unknown): RunResult | undefined {
-  const started = record(record(result)?.started);
-  return typeof started?.sessionID === 'string' && typeof started.generation === 'string'
-    ? { sessionID: started.sessionID, generation: started.generation }
-    : undefined;
-}
-
-/** The per-row results of agent/steerPrefix (`{results}` or a list). */
-export function steerResultsOf(result: unknown): QueueSteerResult[] {
-  const list = Array.isArray(result) ? result : record(result)?.results;
-  if (!Array.isArray(list)) {
-    return [];
-  }
-  return list
-    .map((entry): QueueSteerResult | undefined => {
-      const obj = record(entry);
-      const item = itemOf(entry);
-      if (!obj || !item) {
-        return undefined;
-      }
-      const receipt = record(obj.receipt) ? (obj.receipt as Receipt) : null;
-      const steer: QueueSteerResult = { item, receipt };
-      if (typeof obj.reason === 'string') {
-        steer.reason = obj.reason;
-      }
-      const started = startedOf(obj);
-      if (started) {
-        steer.started = started;
-      }
-      return steer;
-    })
-    .filter((r): r is QueueSteerResult => r !== undefined);
 }
 
 export class AgentClient {
@@ -360,12 +300,12 @@ export class AgentClient {
     this.transcript.steer(clientID, correction);
     this.changed();
     try {
-      const receipt = await this.request<Receipt>(Methods.steer, {
+      const receipt = wire.receipt(await this.request<unknown>(Methods.steer, {
         sessionID,
         expectedGeneration: generation,
         clientID,
         text: correction,
-      });
+      }), Methods.steer);
       this.transcript.receipt(receipt);
       return receipt;
     } catch (error) {
@@ -393,7 +333,7 @@ export class AgentClient {
 
   async steerPrefix(): Promise<QueueSteerResult[]> {
     const sessionID = this.needSession();
-    const results = steerResultsOf(await this.request<unknown>(Methods.steerPrefix, { sessionID }));
+    const results = wire.steerPrefixResult(await this.request<unknown>(Methods.steerPrefix, { sessionID }));
     for (const result of results) {
       this.upsertItem(result.item);
       if (result.receipt) {
@@ -419,12 +359,8 @@ export class AgentClient {
       return { run: await this.run(body) };
     }
     const answer = await this.request<unknown>(Methods.queueAdd, { sessionID: this.state.sessionID, text: body });
-    const item = itemOf(answer);
-    if (!item) {
-      return {};
-    }
+    const { item, started } = wire.itemResult(answer, Methods.queueAdd);
     this.upsertItem(item);
-    const started = startedOf(answer);
     if (started) {
       this.adoptStarted(started, item);
     }
@@ -434,7 +370,7 @@ export class AgentClient {
 
   async queueList(): Promise<QueueItem[]> {
     const sessionID = this.needSession();
-    const items = itemsOf(await this.request<unknown>(Methods.queueList, { sessionID }));
+    const items = wire.queueItems(await this.request<unknown>(Methods.queueList, { sessionID }));
     if (sessionID === this.state.sessionID) {
       this.replaceQueue(items);
       this.changed();
@@ -443,11 +379,7 @@ export class AgentClient {
   }
 
   async queueSteer(taskID: string): Promise<QueueSteerResult> {
-    const result = await this.request<unknown>(Methods.queueSteer, { taskID });
-    const [steer] = steerResultsOf([result]);
-    if (!steer) {
-      throw new Error('agent/queue/steer answered without the row');
-    }
+    const steer = wire.steerResult(await this.request<unknown>(Methods.queueSteer, { taskID }));
     this.upsertItem(steer.item);
     if (steer.receipt) {
       this.transcript.receipt(steer.receipt, steer.item.text);
@@ -459,16 +391,16 @@ export class AgentClient {
     return steer;
   }
 
-  async queueSendNow(taskID: string): Promise<QueueItem | undefined> {
+  async queueSendNow(taskID: string): Promise<QueueItem> {
     return this.itemRequest(Methods.queueSendNow, { taskID });
   }
 
-  async queueCancel(taskID: string): Promise<QueueItem | undefined> {
+  async queueCancel(taskID: string): Promise<QueueItem> {
     return this.itemRequest(Methods.queueCancel, { taskID });
   }
 
   /** Edit a waiting row's text; a row that changed since it was shown is a 409 conflict. */
-  async queueEdit(taskID: string, text: string): Promise<QueueItem | undefined> {
+  async queueEdit(taskID: string, text: string): Promise<QueueItem> {
     const current = this.state.queue.find((i) => i.id === taskID);
     if (!current) {
       throw new UserError('That follow-up is no longer in the queue.');
@@ -481,17 +413,13 @@ export class AgentClient {
     return this.request<unknown>(Methods.compact, { sessionID });
   }
 
-  private async itemRequest(method: string, params: unknown): Promise<QueueItem | undefined> {
-    const answer = await this.request<unknown>(method, params);
-    const item = itemOf(answer);
-    if (item) {
-      this.upsertItem(item);
-      const started = startedOf(answer);
-      if (started) {
-        this.adoptStarted(started, item);
-      }
-      this.changed();
+  private async itemRequest(method: string, params: unknown): Promise<QueueItem> {
+    const { item, started } = wire.itemResult(await this.request<unknown>(method, params), method);
+    this.upsertItem(item);
+    if (started) {
+      this.adoptStarted(started, item);
     }
+    this.changed();
     return item;
   }
 
@@ -607,7 +535,14 @@ export class AgentClient {
     if (!params || params.sessionID !== this.state.sessionID) {
       return;
     }
-    this.replaceQueue(itemsOf(params.items));
+    let items: QueueItem[];
+    try {
+      items = wire.queueItems(params, Notifications.queueChanged);
+    } catch (error) {
+      this.log.warn(`ignored agent/queueChanged: ${String(error)}`);
+      return;
+    }
+    this.replaceQueue(items);
     this.changed();
   }
 

@@ -6,7 +6,7 @@ import type { AgentClient, Logger } from './agentClient.js';
 import { selectionCorrection, lineRange } from './corrections.js';
 import type { Composer, Host, PickItem } from './host.js';
 import { MAX_STEER_CHARS } from './protocol.js';
-import type { QueueItem, Receipt } from './protocol.js';
+import type { QueueItem, ReceiptView } from './protocol.js';
 import { steerBlocker, waitingItems } from './queueState.js';
 import { describeError, errorFacts, isConflict, isMethodNotFound } from './rpc.js';
 
@@ -46,7 +46,7 @@ export function itemIdOf(arg: ItemArg): string | undefined {
   return arg?.id;
 }
 
-export function receiptMessage(receipt: Receipt): string {
+export function receiptMessage(receipt: ReceiptView): string {
   switch (receipt.status) {
     case 'accepted':
       return 'Correction accepted: it lands at the next step boundary.';
@@ -316,7 +316,7 @@ export class AgentCommands {
     });
   }
 
-  private reportReceipt(receipt: Receipt): void {
+  private reportReceipt(receipt: ReceiptView): void {
     if (receipt.status === 'rejected') {
       void this.host.showWarning(receiptMessage(receipt));
     } else {

@@ -1,35 +1,20 @@
 // Queue UI state: which rows are waiting, which form the steerable prefix, what the queue view
 // shows for each row, and what the Steer Now gesture (ctrl+s) does. Pure: no `vscode`.
 //
-// The server decides (agent/steerPrefix applies the rule itself); the client mirrors the rule
-// to label rows and to say in advance what ctrl+s will do.
+// The server decides: every row carries its verdict (`steerable`, and `steerBlocker` saying why
+// not), computed by the core's rule; the client only reads it to label rows and to say in advance
+// what ctrl+s will do.
 
-import { MAX_STEER_CHARS } from './protocol.js';
 import type { QueueItem } from './protocol.js';
 
 export function isWaiting(item: QueueItem): boolean {
   return item.status === 'queued' || item.status === 'paused';
 }
 
-/** Why a row cannot be steered into the running generation, or undefined when it can (SPEC 4). */
+/** Why a row cannot be steered into the running generation, or undefined when it can: the
+ *  server's verdict on the row (`steerable`, `steerBlocker`), never re-derived here. */
 export function steerBlocker(item: QueueItem): string | undefined {
-  if (item.steeredInto) {
-    return 'already steered';
-  }
-  if (!isWaiting(item)) {
-    return `it is ${item.status}`;
-  }
-  if (item.kind !== 'follow_up') {
-    return `only text follow-ups can be steered, not ${item.kind}`;
-  }
-  if (item.attachments.length > 0) {
-    return 'it has attachments: send it as a new message';
-  }
-  const length = item.text.trim().length;
-  if (length > MAX_STEER_CHARS) {
-    return `${length} characters; at most ${MAX_STEER_CHARS} can be steered`;
-  }
-  return undefined;
+  return item.steerable ? undefined : (item.steerBlocker ?? 'the server says it cannot be steered');
 }
 
 /** Waiting rows in FIFO order (position, then creation time). */

@@ -4,6 +4,9 @@
 
 import type { SaveDocumentsParams, SaveDocumentsResult } from './protocol.js';
 
+/** What this client always sends back: both lists, possibly empty. */
+export type SaveAnswer = Required<SaveDocumentsResult>;
+
 export interface SavableDocument {
   readonly isDirty: boolean;
   save(): PromiseLike<boolean>;
@@ -19,8 +22,8 @@ function uris(params: unknown): string[] {
   return Array.isArray(raw) ? raw.filter((u): u is string => typeof u === 'string') : [];
 }
 
-export async function saveDocuments(params: unknown, documents: OpenDocuments): Promise<SaveDocumentsResult> {
-  const result: SaveDocumentsResult = { saved: [], failed: [] };
+export async function saveDocuments(params: unknown, documents: OpenDocuments): Promise<SaveAnswer> {
+  const result: SaveAnswer = { saved: [], failed: [] };
   for (const uri of uris(params)) {
     const document = documents.find(uri);
     if (!document) {

@@ -4,7 +4,7 @@
 import type {
   AgentEvent,
   ErrorInfo,
-  Receipt,
+  ReceiptView,
   ReceiptStatus,
   StopReason,
   Tokens,
@@ -183,7 +183,7 @@ export class Transcript {
   }
 
   /** A correction the user sent; its receipt updates the same entry later. */
-  steer(clientID: string, text: string, receipt?: Receipt): void {
+  steer(clientID: string, text: string, receipt?: ReceiptView): void {
     const key = `steer:${clientID}`;
     if (!this.byKey.has(key)) {
       this.push({ kind: 'steer', key, clientID, text, status: 'sending' });
@@ -194,7 +194,7 @@ export class Transcript {
   }
 
   /** A receipt (from the steer answer or an agent/receipt notification). */
-  receipt(receipt: Receipt, text?: string): void {
+  receipt(receipt: ReceiptView, text?: string): void {
     const key = `steer:${receipt.clientID}`;
     let entry = this.byKey.get(key) as SteerEntry | undefined;
     if (!entry) {

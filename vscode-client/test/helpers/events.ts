@@ -69,6 +69,7 @@ export function item(overrides: Partial<QueueItem> = {}): QueueItem {
     position: counter,
     createdAt: 1000 + counter,
     updatedAt: 1000 + counter,
+    steerable: true,
     ...overrides,
   };
 }

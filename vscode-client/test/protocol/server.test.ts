@@ -185,8 +185,8 @@ describe('protocol: the real server over vscode-jsonrpc', () => {
       const b = (await client.queueAdd('follow B')).item!;
       const c = (await client.queueAdd('follow C')).item!;
       assert.deepEqual([a.status, b.status, c.status], ['queued', 'queued', 'queued']);
-      assert.equal((await client.queueEdit(b.id, 'follow B, edited'))!.text, 'follow B, edited');
-      assert.equal((await client.queueCancel(c.id))!.status, 'cancelled');
+      assert.equal((await client.queueEdit(b.id, 'follow B, edited')).text, 'follow B, edited');
+      assert.equal((await client.queueCancel(c.id)).status, 'cancelled');
 
       // A row changed since it was read is a conflict (-32009, data.status 409).
       const stale = await editor.connection
@@ -204,7 +204,7 @@ describe('protocol: the real server over vscode-jsonrpc', () => {
       assert.deepEqual(outcome.results.map((r) => [r.item.id, r.receipt?.status]), [[b.id, 'accepted']]);
 
       const d = (await client.queueAdd('follow D')).item!;
-      assert.equal((await client.queueSendNow(d.id))!.status, 'queued', 'sendNow waits for the running generation');
+      assert.equal((await client.queueSendNow(d.id)).status, 'queued', 'sendNow waits for the running generation');
 
       const finish = await client.waitForFinish(run.generation);
       assert.equal(finish.stopReason, 'final');

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { AgentClient, UserError, itemOf, itemsOf, steerResultsOf } from '../../src/agentClient.js';
+import { AgentClient, UserError } from '../../src/agentClient.js';
 import { Methods, Notifications } from '../../src/protocol.js';
 import { GEN, SESSION, item, runEvents } from '../helpers/events.js';
 import { FakeRpc, rpcError } from '../helpers/fakes.js';
+import { ProtocolMismatch, itemResult, queueItems, steerPrefixResult, steerResult } from '../../src/wire.js';
 
 function connected(): { client: AgentClient; rpc: FakeRpc } {
   const rpc = new FakeRpc();
@@ -176,14 +177,32 @@ describe('AgentClient steering', () => {
   });
 });
 
-describe('answer shapes', () => {
-  it('reads rows from {item} / {items} / bare answers and skips junk', () => {
+describe('answer shapes: exactly the generated one', () => {
+  it('reads the declared shapes', () => {
     const a = item();
-    assert.equal(itemOf({ item: a }), a);
-    assert.equal(itemOf(a), a);
-    assert.equal(itemOf({ nope: 1 }), undefined);
-    assert.deepEqual(itemsOf({ items: [a, { bad: true }] }), [a]);
-    assert.deepEqual(itemsOf([a]), [a]);
-    assert.deepEqual(steerResultsOf([{ item: a, receipt: null, reason: 'generation_not_active' }]), [{ item: a, receipt: null, reason: 'generation_not_active' }]);
+    assert.deepEqual(itemResult({ item: a }, Methods.queueCancel), { item: a });
+    assert.deepEqual(itemResult({ item: a, started: { sessionID: SESSION, generation: GEN } }, Methods.queueAdd),
+      { item: a, started: { sessionID: SESSION, generation: GEN } });
+    assert.deepEqual(queueItems({ items: [a] }), [a]);
+    assert.deepEqual(steerResult({ item: a, receipt: null, reason: 'generation_not_active' }),
+      { item: a, receipt: null, reason: 'generation_not_active' });
+    assert.equal(steerPrefixResult({ results: [] }).length, 0);
+  });
+
+  it('refuses every other shape with a ProtocolMismatch naming what is wrong', () => {
+    const a = item();
+    const unjudged: Record<string, unknown> = { ...a };
+    delete unjudged.steerable;
+    const cases: [() => unknown, RegExp][] = [
+      [() => itemResult(a, Methods.queueCancel), /item: expected an object/],
+      [() => queueItems([a]), /expected an object/],
+      [() => queueItems({ items: [a, { bad: true }] }), /`id` must be a string/],
+      [() => queueItems({ items: [unjudged] }), /`steerable` must be a boolean/],
+      [() => steerResult({ item: a }), /`receipt` is missing/],
+      [() => steerPrefixResult([{ item: a, receipt: null }]), /expected an object/],
+    ];
+    for (const [read, message] of cases) {
+      assert.throws(read, (error: unknown) => error instanceof ProtocolMismatch && message.test(error.message));
+    }
   });
 });

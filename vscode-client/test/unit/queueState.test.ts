@@ -1,28 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { MAX_STEER_CHARS } from '../../src/protocol.js';
 import { decideSteerNow, queueRows, steerBlocker, steerablePrefix, waitingItems } from '../../src/queueState.js';
 import { item } from '../helpers/events.js';
 
 const ids = (items: { id: string }[]): string[] => items.map((i) => i.id);
 
+const ATTACHMENTS = 'a follow-up with attachments cannot be steered; send it as a new message';
+const COMMAND = "only text follow-ups can be steered, not 'command'";
+
 describe('steerBlocker', () => {
-  it('accepts a waiting text follow-up (queued or paused)', () => {
+  it("reports the server's verdict on the row, not a rule of its own", () => {
     assert.equal(steerBlocker(item()), undefined);
-    assert.equal(steerBlocker(item({ status: 'paused' })), undefined);
-  });
-
-  it('refuses attachments, other kinds, settled rows and steered rows', () => {
-    assert.match(steerBlocker(item({ attachments: [{ uri: 'file:///a.png' }] }))!, /attachments/);
-    assert.match(steerBlocker(item({ kind: 'command' }))!, /not command/);
-    assert.match(steerBlocker(item({ status: 'sent' }))!, /sent/);
-    assert.match(steerBlocker(item({ status: 'cancelled', steeredInto: 'gen-1' }))!, /already steered/);
-  });
-
-  it('accepts exactly 16,000 characters and refuses one more (after trimming)', () => {
-    assert.equal(steerBlocker(item({ text: `  ${'x'.repeat(MAX_STEER_CHARS)}\n` })), undefined);
-    assert.match(steerBlocker(item({ text: 'x'.repeat(MAX_STEER_CHARS + 1) }))!, /16001 characters/);
+    assert.equal(steerBlocker(item({ steerable: false, steerBlocker: ATTACHMENTS })), ATTACHMENTS);
+    // The client does not re-derive the rule: a row the server calls steerable is steerable.
+    assert.equal(steerBlocker(item({ kind: 'command', attachments: ['x'] })), undefined);
+    assert.match(steerBlocker(item({ steerable: false }))!, /cannot be steered/);
   });
 });
 
@@ -36,7 +29,7 @@ describe('steerablePrefix', () => {
 
   it('stops at the first row that cannot be steered, so later rows never jump ahead', () => {
     const first = item();
-    const blocked = item({ attachments: ['x'] });
+    const blocked = item({ attachments: ['x'], steerable: false, steerBlocker: ATTACHMENTS });
     const later = item();
     assert.deepEqual(ids(steerablePrefix([first, blocked, later])), [first.id]);
     assert.deepEqual(steerablePrefix([blocked, later]), []);
@@ -61,7 +54,7 @@ describe('decideSteerNow', () => {
   it('promotes the steerable prefix with an empty input', () => {
     const a = item();
     const b = item();
-    const action = decideSteerNow('   ', true, [a, b, item({ kind: 'command' })]);
+    const action = decideSteerNow('   ', true, [a, b, item({ kind: 'command', steerable: false, steerBlocker: COMMAND })]);
     assert.ok(action.kind === 'promotePrefix');
     assert.deepEqual(ids(action.items), [a.id, b.id]);
   });
@@ -72,9 +65,9 @@ describe('decideSteerNow', () => {
 
   it('says why nothing happens', () => {
     assert.deepEqual(decideSteerNow('', true, []), { kind: 'none', reason: 'Nothing to steer: type a correction first.' });
-    const blocked = decideSteerNow('', true, [item({ attachments: ['x'] }), item()]);
+    const blocked = decideSteerNow('', true, [item({ attachments: ['x'], steerable: false, steerBlocker: ATTACHMENTS }), item()]);
     assert.ok(blocked.kind === 'none');
-    assert.match(blocked.reason, /cannot be steered \(it has attachments/);
+    assert.match(blocked.reason, /cannot be steered \(a follow-up with attachments/);
   });
 });
 
@@ -82,7 +75,7 @@ describe('queueRows', () => {
   it('lists waiting rows in order with their place, prefix marks and actions', () => {
     const a = item({ text: 'first\nsecond line' });
     const paused = item({ status: 'paused' });
-    const blocked = item({ kind: 'command', text: '/compact' });
+    const blocked = item({ kind: 'command', text: '/compact', steerable: false, steerBlocker: COMMAND });
     const rows = queueRows([blocked, paused, a], true);
     assert.deepEqual(
       rows.map((r) => [r.label, r.description, r.contextValue, r.icon, r.prefixIndex]),

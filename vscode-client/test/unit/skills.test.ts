@@ -19,7 +19,9 @@ import { FakeHost, FakeRpc, rpcError } from '../helpers/fakes.js';
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 function candidate(name: string, state: SkillCandidate['state'], validated = false): SkillCandidate {
-  return { name, state, validated, description: `how to ${name}` };
+  const source = { sessionID: 'ses_a', messageID: 'msg_a', partID: 'prt_a', digest: 'd', revision: 'r', fingerprint: 'f' };
+  return { name, state, validated, description: `how to ${name}`, applicability: 'always', procedure: 'do it', source,
+    createdAt: 1, updatedAt: 1 };
 }
 
 const CANDIDATES = [

@@ -1,0 +1,204 @@
+"""LSP base-protocol framing that cannot be desynchronised: bytes in, whole bodies or bad frames out.
+
+Sans-IO: `FrameDecoder.push(bytes)`, then `next()` for each event the bytes completed; the stdio pump
+(server/transport.py) owns reading and timing. Tolerant where the spec leaves room (header names
+in any case, LF-only line endings, no space after the colon) and strict where a mistake
+would lose the stream (LSP has two headers; any other header line is garbage):
+
+- a header block without a usable `Content-Length` (missing, negative, non-numeric) is a bad
+  frame, and the decoder resynchronises at the next `Content-Length` header it sees;
+- a declared length above `max_body` is refused at once, and its body is scanned past for the next
+  header instead of buffered (memory stays bounded by one header line plus `max_body`);
+- a body that is not JSON is searched for a following header, so a length shorter *or* longer
+  than its body costs that frame only, not the next one.
+
+Why scanning for the header text is safe: a body is only scanned when it is already garbage;
+well-formed frames are always consumed by their declared length.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+#: Default bound on one message body (64 MiB): far above any real request (prompts are capped at
+#: 200,000 characters, proposals at 1 MB) and small enough that a bogus length cannot exhaust memory.
+DEFAULT_MAX_BODY = 64 * 1024 * 1024
+#: Default seconds a started frame may wait for its next byte before it is dropped.
+DEFAULT_STALL_TIMEOUT = 10.0
+#: A header line longer than this is garbage (real ones are under 100 bytes).
+MAX_HEADER_LINE = 8 * 1024
+
+_HEADER_START = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+_HEADER_NAME = b"content-length:"
+_KNOWN = (b"content-length", b"content-type")
+_DIGITS = re.compile(rb"[0-9]{1,19}")
+
+
+@dataclass(frozen=True)
+class Frame:
+    body: bytes
+
+
+@dataclass(frozen=True)
+class BadFrame:
+    """A frame that could not be read; `reason` is safe to send to the client."""
+
+    reason: str
+
+
+Event = Frame | BadFrame
+
+
+class _State(Enum):
+    HEADERS = "headers"
+    BODY = "body"
+    RESYNC = "resync"
+
+
+class FrameDecoder:
+    def __init__(self, max_body: int = DEFAULT_MAX_BODY) -> None:
+        self.max_body = max_body
+        self._buf = bytearray()
+        self._state = _State.HEADERS
+        self._length: int | None = None
+        self._in_block = False  # at least one header line of the current block was read
+        self.frames = 0  # whole frames decoded
+        self.bad = 0  # bad frames reported
+
+    @property
+    def mid_frame(self) -> bool:
+        """True while a frame has started but is not complete (the stall timeout applies)."""
+        return self._state is _State.BODY or self._in_block
+
+    def push(self, data: bytes) -> None:
+        self._buf += data
+
+    def next(self) -> Event | None:
+        """The next event the buffered bytes complete, or None until more arrive. One at a time:
+        the consumer may `reclaim` a bad body before the bytes after it are read."""
+        while True:
+            event, progressed = self._step()
+            if event is not None:
+                return event
+            if not progressed:
+                return None
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Every event `data` completes (for callers that never reclaim)."""
+        self.push(data)
+        return list(iter(self.next, None))
+
+    def stalled(self) -> BadFrame:
+        """The peer stopped in the middle of a frame: drop it and look for the next header."""
+        if self._state is _State.BODY:
+            reason = f"frame body stalled ({len(self._buf)} of {self._length} bytes arrived)"
+            # A length longer than its body swallows the next frame's start: keep that.
+            partial = bytes(self._buf)
+            self._buf.clear()
+            self._restart(_State.RESYNC)
+            self.reclaim(partial)
+        else:
+            reason = "frame header stalled"
+            self._buf.clear()
+            self._restart(_State.RESYNC)
+        return self._bad(reason)
+
+    # --- the machine ------------------------------------------------------------------------------
+
+    def _restart(self, state: _State) -> None:
+        self._state = state
+        self._length = None
+        self._in_block = False
+
+    def _bad(self, reason: str) -> BadFrame:
+        self.bad += 1
+        return BadFrame(reason)
+
+    def _step(self) -> tuple[Event | None, bool]:
+        if self._state is _State.BODY:
+            return self._body()
+        if self._state is _State.RESYNC:
+            return self._resync()
+        return self._header_line()
+
+    def _resync(self) -> tuple[Event | None, bool]:
+        match = _HEADER_START.search(self._buf)
+        if match is None:
+            # Keep a tail that could be the start of a header split across reads.
+            del self._buf[:max(0, len(self._buf) - len(b"content-length :"))]
+            return None, False
+        del self._buf[:match.start()]
+        self._restart(_State.HEADERS)
+        return None, True
+
+    def _header_line(self) -> tuple[Event | None, bool]:
+        end = self._buf.find(b"\n")
+        if end < 0:
+            if len(self._buf) > MAX_HEADER_LINE:
+                self._buf.clear()
+                self._restart(_State.RESYNC)
+                return self._bad("header line too long"), True
+            return None, False
+        line = bytes(self._buf[:end]).rstrip(b"\r")
+        if not line.strip():
+            del self._buf[:end + 1]
+            if not self._in_block:
+                return None, True  # stray blank lines between frames are harmless
+            if self._length is None:
+                self._restart(_State.HEADERS)
+                return self._bad("header block without Content-Length"), True
+            self._state = _State.BODY
+            return None, True
+        name, colon, value = line.partition(b":")
+        if not colon or name.strip().lower() not in _KNOWN:
+            # LSP has two headers; anything else is garbage, perhaps glued to the next header
+            # (`xyzContent-Length: 5`): look for that header from the next byte.
+            del self._buf[:1]
+            self._restart(_State.RESYNC)
+            return self._bad("malformed header line"), True
+        del self._buf[:end + 1]
+        self._in_block = True
+        if name.strip().lower() != b"content-length":
+            return None, True  # Content-Type: the body is UTF-8 JSON whatever it says
+        value = value.strip()
+        if _DIGITS.fullmatch(value) is None:
+            self._restart(_State.RESYNC)
+            return self._bad("Content-Length is not a non-negative integer"), True
+        length = int(value)
+        if length > self.max_body:
+            # Refused before a byte of it is buffered; its body is skipped by scanning.
+            self._restart(_State.RESYNC)
+            return self._bad(f"declared length {length} exceeds the limit of {self.max_body} bytes"), True
+        self._length = length
+        return None, True
+
+    def _body(self) -> tuple[Event | None, bool]:
+        assert self._length is not None
+        if len(self._buf) < self._length:
+            return None, False
+        body = bytes(self._buf[:self._length])
+        del self._buf[:self._length]
+        self._restart(_State.HEADERS)
+        self.frames += 1
+        return Frame(body), True
+
+    def reclaim(self, body: bytes) -> bool:
+        """A body that was not JSON: if it holds the start of another frame (its declared length
+        was too long and swallowed the next header), read that frame again. True if one was found."""
+        match = _HEADER_START.search(body, 1)
+        if match is not None:
+            start = match.start()
+        else:
+            # It may have swallowed only the first bytes of that header (`Cont`): keep the longest
+            # tail that begins one. Reading a tail that was not a header costs nothing: it is a
+            # malformed line, and the scan for the next header starts after its first byte.
+            lower = body[-len(_HEADER_NAME):].lower()
+            cut = next((n for n in range(len(lower), 0, -1) if _HEADER_NAME.startswith(lower[-n:])), 0)
+            if cut == 0 or cut == len(body):
+                return False
+            start = len(body) - cut
+        self._buf[:0] = body[start:]
+        self._restart(_State.HEADERS)
+        return True

@@ -1,0 +1,197 @@
+"""The stdio transport: our own reader in front of pygls.
+
+pygls' reader (pygls.io_.run_async) matches only `Content-Length: N\\r\\n` exactly, waits forever
+for a body that is shorter than declared, and drops malformed messages unanswered; it cannot be
+fixed from outside, so the bytes are read here, framed by server/framing.py, checked by
+server/envelope.py, and only well-formed messages reach `protocol.handle_message`. Everything
+else (dispatch, responses, the writer) stays pygls'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import cattrs
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.io_ import StdoutWriter
+from pygls.protocol import JsonRPCProtocol
+
+from lsp_agent.server import envelope
+from lsp_agent.server.framing import DEFAULT_MAX_BODY, DEFAULT_STALL_TIMEOUT, BadFrame, FrameDecoder
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 64 * 1024
+_CAMEL = re.compile(r"_([a-z])")
+
+
+@dataclass(frozen=True)
+class TransportLimits:
+    """`lsp-agent serve --max-message-bytes/--stall-timeout`."""
+
+    max_body: int = DEFAULT_MAX_BODY
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT
+
+
+class Pump:
+    """Frames in, messages to pygls, error responses for everything that is not a message."""
+
+    def __init__(self, protocol: JsonRPCProtocol, limits: TransportLimits) -> None:
+        self.protocol = protocol
+        self.limits = limits
+        self.decoder = FrameDecoder(limits.max_body)
+
+    async def receive(self, data: bytes) -> None:
+        self.decoder.push(data)
+        while (event := self.decoder.next()) is not None:
+            if isinstance(event, BadFrame):
+                log.warning("bad frame: %s", event.reason)
+                self.reply(envelope.Reject(None, envelope.PARSE_ERROR, f"Parse error: {event.reason}"))
+                continue
+            verdicts = envelope.check_body(event.body)
+            if len(verdicts) == 1 and isinstance(verdicts[0], envelope.Reject) \
+                    and verdicts[0].code == envelope.PARSE_ERROR and self.decoder.reclaim(event.body):
+                # The declared length swallowed the start of the next frame: report this one,
+                # then read the next frame from where its header begins.
+                self.reply(verdicts[0])
+                continue
+            for verdict in verdicts:
+                if isinstance(verdict, envelope.Reject):
+                    log.warning("rejected message: %s", verdict.message)
+                    self.reply(verdict)
+                else:
+                    self.dispatch(verdict.message)
+                    # One message per loop turn, as pygls' reader did: a handler it scheduled
+                    # (an async notification) starts before the next message is handled.
+                    await asyncio.sleep(0)
+
+    async def stalled(self) -> None:
+        bad = self.decoder.stalled()
+        log.warning("bad frame: %s", bad.reason)
+        self.reply(envelope.Reject(None, envelope.PARSE_ERROR, f"Parse error: {bad.reason}"))
+        await self.receive(b"")  # what the stalled frame had swallowed of the next one
+
+    def reply(self, reject: envelope.Reject) -> None:
+        self.protocol._send_data(envelope.error_response(reject))
+
+    def dispatch(self, raw: dict[str, Any]) -> None:
+        request_id = envelope.usable_id(raw.get("id")) if "method" in raw else None
+        method = raw.get("method")
+        try:
+            message = self.protocol.structure_message(raw)
+        except JsonRpcInvalidParams as exc:
+            # A standard LSP method whose params lsprotocol cannot structure.
+            detail = "; ".join(_problems(exc.__cause__))
+            if request_id is not None:
+                self.reply(envelope.Reject(request_id, envelope.INVALID_PARAMS,
+                                           f"Invalid params for {method}: {detail}"))
+            else:
+                log.warning("notification %s with invalid params dropped: %s", method, detail)
+            return
+        except Exception:
+            log.exception("cannot read message %s", method)
+            if request_id is not None:
+                self.reply(envelope.Reject(request_id, envelope.INVALID_REQUEST, f"Invalid Request: {method}"))
+            return
+        if request_id is not None and getattr(self.protocol, "_shutdown", False) and method != "exit":
+            # pygls drops requests after shutdown without a word; answer them.
+            self.reply(envelope.Reject(request_id, envelope.INVALID_REQUEST,
+                                       "Invalid Request: the server is shutting down"))
+            return
+        self.protocol.handle_message(message)
+
+
+def _problems(cause: BaseException | None) -> list[str]:
+    """cattrs' account of what did not fit, with the wire's field names (`processId`)."""
+    if not isinstance(cause, cattrs.ClassValidationError | cattrs.IterableValidationError):
+        return ["wrong shape"]
+    out = []
+    for line in cattrs.transform_error(cause, path="$")[:5]:
+        what, _, where = line.rpartition(" @ ")
+        field = _CAMEL.sub(lambda m: m.group(1).upper(), where.removeprefix("$.params").lstrip("."))
+        out.append(f"`{field}`: {what}" if field else what)
+    return out
+
+
+def _read_forever(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes]) -> None:
+    """Blocking reads on a daemon thread (stdin may be a pipe on any platform); b"" is EOF."""
+    while True:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except OSError:
+            chunk = b""
+        loop.call_soon_threadsafe(queue.put_nowait, chunk)
+        if not chunk:
+            return
+
+
+async def feed(read: Callable[[], Awaitable[bytes]], protocol: JsonRPCProtocol, stop: threading.Event,
+               limits: TransportLimits) -> None:
+    """Chunks from `read` (b"" at EOF) through the decoder, with the stall timeout mid-frame."""
+    handler = Pump(protocol, limits)
+    pending: asyncio.Future[bytes] | None = None
+    while not stop.is_set():
+        pending = pending or asyncio.ensure_future(read())
+        timeout = limits.stall_timeout if handler.decoder.mid_frame else None
+        done, _ = await asyncio.wait({pending}, timeout=timeout)
+        if not done:
+            await handler.stalled()  # the read stays pending: its bytes still count
+            continue
+        chunk, pending = pending.result(), None
+        if not chunk:
+            return
+        await handler.receive(chunk)
+
+
+async def pump(stdin: BinaryIO, protocol: JsonRPCProtocol, stop: threading.Event,
+               limits: TransportLimits) -> None:
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[bytes] = asyncio.Queue()
+    reader = threading.Thread(target=_read_forever, args=(stdin.fileno(), loop, queue), daemon=True,
+                              name="lsp-stdin")
+    reader.start()
+    await feed(queue.get, protocol, stop, limits)
+
+
+def serve_tcp(server: Any, host: str, port: int, limits: TransportLimits) -> None:
+    """pygls' `start_tcp` (one client at a time, for debugging), with our reader."""
+    server._stop_event = stop = threading.Event()
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        server.protocol.set_writer(writer)
+        await feed(lambda: reader.read(_CHUNK), server.protocol, stop, limits)
+        server.shutdown()
+
+    async def listen() -> None:
+        listener = await asyncio.start_server(connection, host, port)
+        log.info("serving on %s:%s", host, port)
+        async with listener:
+            await listener.serve_forever()
+
+    try:
+        asyncio.run(listen())
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()
+
+
+def serve_stdio(server: Any, stdin: BinaryIO, stdout: BinaryIO, limits: TransportLimits) -> None:
+    """pygls' `start_io`, with our reader."""
+    server._stop_event = stop = threading.Event()
+    server.protocol.set_writer(StdoutWriter(stdout))
+    try:
+        asyncio.run(pump(stdin, server.protocol, stop, limits))
+    except BrokenPipeError:
+        log.error("the connection to the client is lost; shutting down")
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()
