@@ -303,12 +303,12 @@ def _with_absolute_script(layer: Any, root: Path) -> Any:
 
 def create_server() -> AgentServer:
     # The handler modules import AgentServer, so they are imported here, not at the top.
-    from lsp_agent.server import context_methods, lifecycle, methods, skill_methods, steering_methods
+    from lsp_agent.server import context_methods, lifecycle, mcp_methods, methods, skill_methods, steering_methods
     from lsp_agent.server.rpc import install
 
     server = AgentServer()
     install(server, lifecycle.routes, methods.routes, steering_methods.routes, skill_methods.routes,
-            context_methods.routes)
+            context_methods.routes, mcp_methods.routes)
     server.lifecycle.participants.append(skill_methods.SkillWatch())
     server.lifecycle.code_actions.append(skill_methods.skill_actions)
     return server

@@ -38,6 +38,13 @@ export interface CandidateOut {
   retiredAt?: number | null;
 }
 
+/** Where a part is stored: the `evidence` block of a skill proposal, verbatim. */
+export interface Citation {
+  sessionID: string;
+  messageID: string;
+  partID: string;
+}
+
 export interface CompactParams {
   /** The session whose older history to compact. */
   sessionID: string;
@@ -108,7 +115,7 @@ export interface ErrorInfo {
 export interface EventParams {
   sessionID: string;
   generation: string;
-  event: StepStart | TextDelta | ReasoningDelta | TextEvent | ReasoningEvent | ToolStart | ToolUse | StepFinish | ErrorEvent | NoticeEvent | RunFinish;
+  event: StepStart | TextDeltaEvent | ReasoningDeltaEvent | TextEvent | ReasoningEvent | ToolStart | ToolUse | StepFinish | ErrorEvent | NoticeEvent | RunFinish;
 }
 
 /** A citation that passed the evidence rules, with what was seen when it did. */
@@ -151,6 +158,45 @@ export interface HandoffResult {
 /** No fields; params may be omitted. */
 export interface ListParams {
 
+}
+
+export interface McpListParams {
+  /** Start the servers not started yet (they start on first need anyway). */
+  start?: boolean;
+}
+
+export interface McpListResult {
+  servers: McpServerOut[];
+  /** `mcp_tool_discovery` is on: tools are offered only after tool_search. */
+  discovery: boolean;
+}
+
+export interface McpServerOut {
+  name: string;
+  transport: 'stdio' | 'http';
+  state: 'stopped' | 'starting' | 'ready' | 'failed' | 'disabled';
+  error?: string | null;
+  trusted: boolean;
+  /** The server's own name and version, once connected. */
+  server?: string | null;
+  tools?: McpToolOut[];
+  /** Tools not offered, and why. */
+  skipped?: McpSkippedOut[];
+}
+
+export interface McpSkippedOut {
+  tool: string;
+  reason: string;
+}
+
+export interface McpToolOut {
+  /** The name the model calls: `mcp__<server>__<tool>`. */
+  name: string;
+  /** The server's own name for it. */
+  tool: string;
+  description: string;
+  /** Shares the parallel lane: annotated read-only and the server is trusted. */
+  readOnly: boolean;
 }
 
 export interface MessageOut {
@@ -288,7 +334,7 @@ export interface QueueTaskParams {
   taskID: string;
 }
 
-export interface ReasoningDelta {
+export interface ReasoningDeltaEvent {
   sessionID: string;
   generation: string;
   type: 'reasoning_delta';
@@ -343,15 +389,18 @@ export interface RepairedItem {
   text: string;
 }
 
-export type Rule = 'proposal_too_large' | 'proposal_not_json' | 'proposal_invalid' | 'bad_name' | 'unknown_candidate' | 'name_taken' | 'locked' | 'wrong_state' | 'not_validated' | 'part_missing' | 'citation_mismatch' | 'other_workspace' | 'reverted' | 'compacted' | 'not_tool_result' | 'not_verify_project' | 'not_harness_result' | 'envelope_invalid' | 'envelope_inconsistent' | 'not_passed' | 'check_failed' | 'nothing_executed' | 'not_git' | 'not_clean_at_verify' | 'revision_moved' | 'dirty_tree' | 'sources_changed' | 'fingerprint_failed' | 'same_session' | 'revision_mismatch' | 'source_changed' | 'symlink' | 'not_a_directory' | 'skill_exists' | 'skill_modified' | 'io_error';
+export type Rule = 'proposal_too_large' | 'proposal_not_json' | 'proposal_invalid' | 'bad_name' | 'unknown_candidate' | 'name_taken' | 'locked' | 'wrong_state' | 'not_validated' | 'unknown_session' | 'no_verification' | 'part_missing' | 'citation_mismatch' | 'other_workspace' | 'reverted' | 'compacted' | 'not_tool_result' | 'not_verify_project' | 'not_harness_result' | 'envelope_invalid' | 'envelope_inconsistent' | 'not_passed' | 'check_failed' | 'nothing_executed' | 'not_git' | 'not_clean_at_verify' | 'revision_moved' | 'dirty_tree' | 'sources_changed' | 'fingerprint_failed' | 'same_session' | 'revision_mismatch' | 'source_changed' | 'symlink' | 'not_a_directory' | 'skill_exists' | 'skill_modified' | 'io_error';
 
 export interface RunFinish {
   sessionID: string;
   generation: string;
   type: 'run_finish';
+  /** `final` (the model answered without calls), `step_limit`, `cancelled` (by the user, a signal or a closed output), `error`, `loop` (the loop guard tripped), `handoff` (the same check failed the same way too often: the work goes on in the fresh session `handoffTo`; the editor starts it, a headless run continues there within its step budget). */
   stopReason: StopReason;
   verification: VerificationStatus;
   verificationPartID?: string | null;
+  /** `{sessionID, messageID, partID}` of the verify_project result the status was derived from: paste it as a skill proposal's `evidence`. */
+  verificationCitation?: Citation | null;
   steps: number;
   toolCalls: number;
   toolErrors: number;
@@ -360,6 +409,10 @@ export interface RunFinish {
   model: string;
   scripted: boolean;
   error?: ErrorInfo | null;
+  /** With stop reason `handoff`: the fresh session that continues the work. */
+  handoffTo?: string | null;
+  /** Sessions this run worked in before `sessionID`, oldest first (headless runs continue after a handoff); the counts and tokens cover all of them. */
+  previousSessionIDs?: string[] | null;
 }
 
 /** Start a generation: in a new session, or in an existing idle one. */
@@ -494,6 +547,8 @@ export interface StatusResult {
   step: number;
   /** Step budget of the running generation. */
   maxSteps?: number | null;
+  /** `name: error` of each MCP server that failed to start or died (their tools are not offered; details in agent/mcp/list); absent when none did. */
+  mcpUnavailable?: string[] | null;
 }
 
 /** Correct the running generation. The text is written as a user message at the next step boundary (after the current step's tool results). A refusal by the rules of SPEC 3 is a `rejected` receipt, not an error. */
@@ -552,9 +607,9 @@ export interface StepStart {
   maxSteps: number;
 }
 
-export type StopReason = 'final' | 'step_limit' | 'cancelled' | 'error' | 'loop';
+export type StopReason = 'final' | 'step_limit' | 'cancelled' | 'error' | 'loop' | 'handoff';
 
-export interface TextDelta {
+export interface TextDeltaEvent {
   sessionID: string;
   generation: string;
   type: 'text_delta';
@@ -692,6 +747,7 @@ export interface MethodTypes {
   'lsp-agent.skill.propose': { kind: 'command'; params: ProposeParams; result: SkillResult };
   'lsp-agent.skill.validate': { kind: 'command'; params: ValidateParams; result: SkillResult };
   'lsp-agent.skill.promote': { kind: 'command'; params: NameParams; result: SkillResult };
+  'agent/mcp/list': { kind: 'request'; params: McpListParams; result: McpListResult };
 }
 
 export type MethodName = keyof MethodTypes;
