@@ -35,6 +35,9 @@ class Limits(_Section):
     result_chars: int = Field(
         50_000, ge=500, description="Bound on any one tool result text (800 typical code lines fit).")
     trace_result_chars: int = Field(2_000, ge=100, description="Tool result chars kept in the trace.")
+    sessions_in_memory: int = Field(
+        8, ge=1, description="Idle sessions a long-lived server keeps loaded; the least recently used "
+        "beyond this are dropped from memory (they stay in the store and reload on demand).")
 
 
 class VerifyCommand(_Section):
