@@ -141,6 +141,7 @@ class Agent:
 
     def session_page(self, session_id: str, after: str | None = None, limit: int = 100) -> SessionPage:
         """Up to `limit` stored messages after message `after` (from the start when None)."""
+        self.session(session_id)  # loaded (and so repaired) first: the pages show the history a run would see
         record = self.env.store.session(session_id)
         if record is None:
             raise not_found(f"no session {session_id!r} in this workspace", AgentErrorKind.UNKNOWN_SESSION)
