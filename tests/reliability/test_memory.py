@@ -38,9 +38,9 @@ def rss_mb() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-async def finish(agent: object, session_id: str | None, prompt: str, max_steps: int | None = None) -> str:
-    started = agent.start(prompt, session_id, max_steps=max_steps)  # type: ignore[attr-defined]
-    result = await agent.wait(started.generation)  # type: ignore[attr-defined]
+async def finish(agent: Agent, session_id: str | None, prompt: str, max_steps: int | None = None) -> str:
+    started = agent.start(prompt, session_id, max_steps=max_steps)
+    result = await agent.wait(started.generation)
     assert result is not None and result.stop_reason in (StopReason.FINAL, StopReason.STEP_LIMIT), result
     return str(started.session_id)
 
