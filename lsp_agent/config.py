@@ -50,6 +50,9 @@ class Limits(_Section):
     recipe_output_chars: int = Field(16_000, ge=200, description="Bound on read_recipe's final output.")
     read_bytes: int = Field(10_000_000, ge=1, description="read_file and search_code refuse (and never read) "
                                                           "files larger than this many bytes.")
+    sessions_in_memory: int = Field(
+        8, ge=1, description="Idle sessions a long-lived server keeps loaded; the least recently used "
+        "beyond this are dropped from memory (they stay in the store and reload on demand).")
 
 
 class VerifyCommand(_Section):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -79,7 +80,8 @@ class Agent:
         self.queue = Queue(env.store)
         self.steering = Steering(self.queue, env.store, admission_hook, self._receipt_changed)
         self.env = replace(env, steering=self.steering)
-        self.sessions: dict[str, AgentSession] = {}
+        #: loaded sessions, least recently used first; idle ones beyond `limits.sessions_in_memory` are dropped
+        self.sessions: OrderedDict[str, AgentSession] = OrderedDict()
         self.tasks: dict[str, asyncio.Task[RunFinish]] = {}
         for correction in self.steering.recover():
             log.info("correction %s of session %s was accepted but never applied (the process died): queued",
@@ -100,6 +102,7 @@ class Agent:
         if session_id is None:
             session = AgentSession(self.env, title=title)
         elif session_id in self.sessions:
+            self.sessions.move_to_end(session_id)
             return self.sessions[session_id]
         else:
             try:
@@ -108,7 +111,19 @@ class Agent:
                 raise not_found(f"no session {session_id!r} in this workspace",
                                 AgentErrorKind.UNKNOWN_SESSION) from None
         self.sessions[session.id] = session
+        self._evict(keep=session.id)
         return session
+
+    def _evict(self, keep: str | None = None) -> None:
+        """Bounded memory: drop the least recently used idle sessions beyond the setting. Their record is
+        in the store and reloads on demand; a session that runs, compacts or holds unsent notes stays."""
+        excess = len(self.sessions) - self.env.settings.limits.sessions_in_memory
+        if excess <= 0:
+            return
+        idle = [sid for sid, s in self.sessions.items()
+                if sid != keep and s.active is None and not s.context.compacting and not s.pending_notes]
+        for sid in idle[:excess]:
+            del self.sessions[sid]
 
     # --- reading sessions (live or stored) -------------------------------------------------------
 
@@ -126,6 +141,7 @@ class Agent:
 
     def session_page(self, session_id: str, after: str | None = None, limit: int = 100) -> SessionPage:
         """Up to `limit` stored messages after message `after` (from the start when None)."""
+        self.session(session_id)  # loaded (and so repaired) first: the pages show the history a run would see
         record = self.env.store.session(session_id)
         if record is None:
             raise not_found(f"no session {session_id!r} in this workspace", AgentErrorKind.UNKNOWN_SESSION)
@@ -189,6 +205,7 @@ class Agent:
             self._start_next(session)
         elif reason is not None and self.queue.pause_waiting(session.id):
             self._queue_changed(session.id)
+        self._evict()  # it may be idle now
 
     def _start_next(self, session: AgentSession) -> Started | None:
         """The next queued follow-up becomes the next generation (its row is marked sent in the

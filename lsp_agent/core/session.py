@@ -6,6 +6,7 @@ the store on resume and appended to as each message is created.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from lsp_agent.core.edits import EditApplier
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.history import Message, Role, TextPart
 from lsp_agent.core.ports import DocumentSource, EventSink, NoSkills, Provider, SkillsSource, TraceOpener
+from lsp_agent.core.repair import interrupted_results
 from lsp_agent.core.storage import PendingCorrection, Store
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import FileTracker
@@ -36,6 +38,7 @@ class ToolServers(Protocol):
     async def aclose(self) -> None: ...
 
     def unavailable(self) -> list[str]: ...
+log = logging.getLogger(__name__)
 
 
 class NullSink:
@@ -107,7 +110,18 @@ class AgentSession:
                 raise KeyError(session_id)
             self.id = session_id
             self.history = env.store.messages(session_id)
+            self.repair()
             self.context = ContextState.load(env.store, session_id, self.history)
+
+    def repair(self) -> int:
+        """Answer the tool calls a dead process left without results (see core/repair.py), so the
+        history is valid for every provider. Written once: afterwards every call has its result."""
+        repairs = interrupted_results(self.history, self.env.registry)
+        for message in repairs:
+            log.warning("session %s: %d tool call(s) of step %s were interrupted by a restart; answered as such",
+                        self.id, len(message.parts), message.step)
+            self.append(message)
+        return len(repairs)
 
     def context_view(self) -> list[Message]:
         """The history the model sees: after the latest compaction, with folded results shortened.

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lsp_agent.config import Settings
 from lsp_agent.core import ids
-from lsp_agent.core.history import ReasoningPart, ToolCallPart, Usage, assistant_turns
+from lsp_agent.core.history import Message, ReasoningPart, Role, ToolCallPart, Usage, assistant_turns
 from lsp_agent.core.ports import (
     AssistantReply,
     ModelRequest,
@@ -68,6 +68,8 @@ class Script(BaseModel):
     replies: list[ScriptedReply]
     #: replies past the end repeat the last one instead of ending the run
     repeat_last: bool = False
+    #: answer HTTP 400, as OpenAI-style servers do, when a tool call is not answered right after its message
+    reject_unanswered_calls: bool = False
 
 
 EXHAUSTED = "[scripted] The script has no more replies."
@@ -121,6 +123,10 @@ class ScriptedProvider:
     async def stream(self, request: ModelRequest, body: bytes | None = None) -> AsyncIterator[ProviderEvent]:
         if self._record:
             self.requests.append(request)
+        if self.script.reject_unanswered_calls and (missing := unanswered_call(request.messages)):
+            raise ProviderError(ProviderErrorKind.HTTP_STATUS,
+                                f"400: an assistant message with tool_calls must be followed by tool messages "
+                                f"answering each call; missing {missing}", 400)
         reply = self.reply_for(request)
         if reply.delay_ms:
             await asyncio.sleep(reply.delay_ms / 1000)
@@ -144,6 +150,21 @@ class ScriptedProvider:
         usage = reply.usage or _estimate_usage(request, reply)
         reasoning = [ReasoningPart(id=ids.part_id(), text=reply.reasoning)] if reply.reasoning else []
         yield ReplyDone(reply=AssistantReply(text=reply.text, reasoning=reasoning, tool_calls=calls, usage=usage))
+
+
+def unanswered_call(messages: list[Message]) -> str | None:
+    """The first call ID not answered by the tool messages right after its assistant message."""
+    for n, message in enumerate(messages):
+        calls = [c.call_id for c in message.tool_calls()] if message.role is Role.ASSISTANT else []
+        answered: set[str] = set()
+        for later in messages[n + 1:]:
+            if later.role is not Role.TOOL:
+                break
+            answered.update(r.call_id for r in later.tool_results())
+        missing = [c for c in calls if c not in answered]
+        if missing:
+            return missing[0]
+    return None
 
 
 def _estimate_usage(request: ModelRequest, reply: ScriptedReply) -> Usage:

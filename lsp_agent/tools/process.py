@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import errno
+import functools
 import os
 import shutil
 import signal
@@ -55,6 +58,22 @@ async def _pump(stream: asyncio.StreamReader, sink: bytearray, flag: list[bool])
             flag[0] = True
 
 
+_PR_SET_PDEATHSIG = 1
+# Loaded once in the parent: the child, between fork and exec, only calls it.
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if os.uname().sysname == "Linux" else None
+
+
+def _die_with_parent(parent: int) -> None:
+    """preexec_fn (bound to the server's pid): the kernel SIGKILLs the tool process when the server
+    dies (even by kill -9), so no tool outlives it. If the server died before the mark was set, the
+    child exits at once. Grandchildren are not covered (the sandbox's PID namespace is)."""
+    if _LIBC is None:
+        return
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(137)
+
+
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -86,6 +105,7 @@ async def run_process(argv: list[str], cwd: Path, timeout_s: float,
         *command, cwd=str(cwd), env=environment,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+        preexec_fn=functools.partial(_die_with_parent, os.getpid()),
     )
     sink = bytearray()
     truncated = [False]

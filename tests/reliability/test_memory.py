@@ -1,0 +1,124 @@
+"""Bounded memory (issue 14 item 6): a long-lived Agent keeps at most `limits.sessions_in_memory` idle
+sessions loaded (least recently used dropped; they reload from the store on demand), never drops one
+that runs, and its RSS stays flat over many sessions and many steps.
+
+The RSS figures run the real core in this process: sqlite store on disk, real tools, scripted model.
+LSP_AGENT_SOAK_SCALE=N multiplies the step and session counts (the soak version; see docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from lsp_agent.core.agent import Agent
+from lsp_agent.core.events import StopReason
+from lsp_agent.providers.scripted import Script, ScriptedProvider
+from tests.helpers import RecordingSink, call, make_agent, make_env, reply
+
+SCALE = max(1, int(os.environ.get("LSP_AGENT_SOAK_SCALE", "1")))
+FLAT_MB = 10.0
+
+
+class DroppingSink(RecordingSink):
+    """Forgets every event (the recording double would itself grow without end)."""
+
+    def emit(self, event: Any) -> None:
+        pass
+
+
+def rss_mb() -> float:
+    """Resident set size of this process, from /proc (Linux)."""
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        pages = int(statm.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+async def finish(agent: Agent, session_id: str | None, prompt: str, max_steps: int | None = None) -> str:
+    started = agent.start(prompt, session_id, max_steps=max_steps)
+    result = await agent.wait(started.generation)
+    assert result is not None and result.stop_reason in (StopReason.FINAL, StopReason.STEP_LIMIT), result
+    return str(started.session_id)
+
+
+# --- the cache's rules --------------------------------------------------------------------------
+
+
+async def test_idle_sessions_beyond_the_setting_are_dropped_least_recently_used_first(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="done")], limits={"sessions_in_memory": 2})
+    a = await finish(agent, None, "a")
+    b = await finish(agent, None, "b")
+    assert list(agent.sessions) == [a, b]  # at the limit: nothing dropped
+    agent.session(a)  # a is used again: b is now the least recently used
+    c = await finish(agent, None, "c")
+    assert list(agent.sessions) == [a, c]  # one past the limit: b goes
+    # b reloads from the store on demand, whole.
+    reloaded = agent.session(b)
+    assert [m.text() for m in reloaded.history] == ["b", "done"]
+    assert list(agent.sessions) == [c, b]
+
+
+async def test_a_running_session_is_never_dropped(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [reply(text="slow", delay_ms=300)], limits={"sessions_in_memory": 1})
+    first = agent.start("runs")
+    second = agent.start("runs too")  # one past the limit, but both run: both stay
+    assert list(agent.sessions) == [first.session_id, second.session_id]
+    assert all(s.active is not None for s in agent.sessions.values())
+    await agent.wait(first.generation)
+    await agent.wait(second.generation)
+    assert list(agent.sessions) == [second.session_id]  # idle now: the least recently used went
+    assert agent.status(first.session_id).state == "idle"  # reloads on demand
+    assert list(agent.sessions) == [first.session_id]
+
+
+# --- RSS ------------------------------------------------------------------------------------------
+
+
+async def test_rss_is_flat_over_many_sessions_opened_in_one_agent(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x = 1\n" * 200, encoding="utf-8")
+    agent = make_agent(tmp_path, [reply(call("read_file", path="a.txt")), reply(text="done " * 200)],
+                       sink=DroppingSink())
+    for n in range(10):  # warm up: caches, imports, the session cache full
+        await finish(agent, None, f"warm {n}")
+    gc.collect()
+    before = rss_mb()
+    count = 100 * SCALE
+    for n in range(count):
+        await finish(agent, None, f"session {n}")
+    gc.collect()
+    grown = rss_mb() - before
+    print(f"\nRSS over {count} sessions: {before:.1f} -> {before + grown:.1f} MB ({grown:+.1f} MB); "
+          f"{len(agent.sessions)} loaded")
+    assert len(agent.sessions) == agent.env.settings.limits.sessions_in_memory
+    assert grown <= FLAT_MB
+
+
+async def test_rss_is_flat_over_a_long_session(tmp_path: Path) -> None:
+    """200 steps (SCALE=5: 1,000) of read_file calls in one session, as generations of 20 steps, with other
+    sessions used in between, so the long one goes idle and is dropped and reloaded each round. The fast
+    version is short because every step costs O(history) (the request is rebuilt and estimated whole)."""
+    (tmp_path / "a.txt").write_text("x = 1\n" * 200, encoding="utf-8")
+    env = make_env(tmp_path, [], DroppingSink(), limits={"sessions_in_memory": 2, "loop_stop_repeats": 10_000,
+                                         "loop_warn_repeats": 10_000})
+    script = Script(label="steps", replies=[reply(call("read_file", path="a.txt"), text="reading")], repeat_last=True)
+    agent = Agent(replace(env, provider=ScriptedProvider(script)))
+    sid = await finish(agent, None, "warm up", max_steps=20)
+    gc.collect()
+    before = rss_mb()
+    rounds = 10 * SCALE - 1
+    for n in range(rounds):
+        await finish(agent, sid, f"round {n}", max_steps=20)
+        for m in range(2):  # two other sessions push the long one out of memory
+            await finish(agent, None, f"other {n}.{m}", max_steps=1)
+    await asyncio.sleep(0)
+    gc.collect()
+    grown = rss_mb() - before
+    steps = sum(1 for m in agent.env.store.messages(sid) if m.role.value == "assistant")
+    print(f"\nRSS over a {steps}-step session: {before:.1f} -> {before + grown:.1f} MB ({grown:+.1f} MB)")
+    assert steps == 20 * (rounds + 1)
+    assert sid not in agent.sessions
+    assert grown <= FLAT_MB
