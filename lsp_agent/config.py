@@ -98,6 +98,15 @@ class ProviderConfig(_Section):
     timeout_s: float = Field(60, gt=0, alias="timeoutS")
     idle_timeout_s: float = Field(60, gt=0, alias="idleTimeoutS")
     max_retries: int = Field(4, ge=0, le=10, alias="maxRetries")
+    max_output_tokens: int | None = Field(
+        None, ge=1, alias="maxOutputTokens",
+        description="Output-token limit sent with each request (max_tokens / max_output_tokens); "
+                    "default: the model's (registry or declaration), else 4096.")
+    tool_call_format: Literal["auto", "native", "text"] = Field(
+        "native", alias="toolCallFormat",
+        description="native: only the server's structured tool calls; text: also <tool_call>{...}</tool_call> "
+                    "or fenced JSON calls written in the reply text; auto: switch to text once a reply "
+                    "carries a valid one (and say so).")
 
 
 class ModelInfo(_Section):
@@ -105,6 +114,7 @@ class ModelInfo(_Section):
     reasoning: bool | None = None
     tools: bool | None = None
     efforts: list[str] = Field(default_factory=list)
+    max_output_tokens: int | None = Field(None, ge=1, alias="maxOutputTokens")
 
 
 class Settings(_Section):

@@ -10,7 +10,7 @@ import pytest
 
 from lsp_agent.config import ProviderConfig
 from lsp_agent.providers.chat_completions import ChatCompletionsProvider
-from lsp_agent.providers.http_base import HttpStreamingProvider
+from lsp_agent.providers.http_base import HttpStreamingProvider, RetryPolicy
 from lsp_agent.providers.responses import ResponsesProvider
 from tests.providers.loopback import LoopbackServer, ProviderFactory, Wire
 
@@ -42,7 +42,7 @@ async def make_provider() -> AsyncIterator[ProviderFactory]:
             "base_url": base_url, "wire": wire, "api_key_env": api_key_env, "headers": headers or {},
             "max_retries": max_retries, "idle_timeout_s": idle_timeout_s, "timeout_s": 5.0,
         })
-        kwargs.setdefault("retry_base_s", 0.005)
+        kwargs.setdefault("retry", RetryPolicy(base_s=0.005))
         kwargs.setdefault("model", "test-model")
         cls = ChatCompletionsProvider if wire == "chat" else ResponsesProvider
         provider = cls(config, **kwargs)
