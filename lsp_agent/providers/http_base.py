@@ -37,7 +37,7 @@ from lsp_agent.core.ports import (
     TextDelta,
 )
 from lsp_agent.providers.sse import SSEDecoder, SSEEvent
-from lsp_agent.providers.text_calls import TextCallParser, ToolCallFormat
+from lsp_agent.providers.text_calls import TextCallParser
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",
@@ -49,17 +49,17 @@ __all__ = [
     "StreamProblem",
     "WireCache",
     "as_dict",
-    "assemble_body",
     "as_int",
+    "assemble_body",
     "backoff_delay",
     "encode_json",
     "error_message",
     "find_error_message",
     "http_error",
-    "request_is_the_problem",
-    "valid_arguments",
     "load_event_object",
     "parse_retry_after",
+    "request_is_the_problem",
+    "valid_arguments",
 ]
 
 DEFAULT_API_KEY_ENV = "LSP_AGENT_API_KEY"
@@ -163,7 +163,8 @@ class WireCache:
         for message in messages:
             refs = _refs(message)
             entry = self._entries.get(message.id)
-            if entry is None or len(entry[0]) != len(refs) or any(a is not b for a, b in zip(entry[0], refs)):
+            if entry is None or len(entry[0]) != len(refs) or any(
+                    a is not b for a, b in zip(entry[0], refs, strict=True)):
                 entry = (refs, b",".join(encode_json(item) for item in mapper(message)))
             fresh[message.id] = entry
             if entry[1]:
@@ -291,7 +292,8 @@ def _hint(status: int, detail: str, raw: bytes, url: str, base_url: str, protoco
             return ("the server may not offer the Responses API (/responses): try --wire chat "
                     "(or wire = \"chat\" in the provider's configuration)")
         if not base_url.rstrip("/").endswith("/v1"):
-            return f"check the base URL: OpenAI-compatible servers usually serve under /v1 (try {base_url.rstrip('/')}/v1)"
+            return ("check the base URL: OpenAI-compatible servers usually serve under /v1 "
+                    f"(try {base_url.rstrip('/')}/v1)")
         return "check the base URL and the model name"
     if status in (401, 403):
         if not os.environ.get(key_env):
@@ -303,7 +305,8 @@ def _hint(status: int, detail: str, raw: bytes, url: str, base_url: str, protoco
         prompt, context = _numbers(raw)
         numbers = ""
         if prompt is not None or context is not None:
-            numbers = f" (prompt {prompt if prompt is not None else '?'} tokens, context {context if context is not None else '?'} tokens)"
+            shown = ["?" if n is None else str(n) for n in (prompt, context)]
+            numbers = f" (prompt {shown[0]} tokens, context {shown[1]})"
         return (f"the request is larger than the server's context{numbers}: start the server with a larger "
                 "context (llama-server -c N, Ollama num_ctx, vLLM --max-model-len) or set "
                 "compaction.contextWindow to the server's size so the history is compacted in time")

@@ -142,7 +142,8 @@ async def test_client_errors_are_not_retried_and_carry_the_servers_message(
     assert error is not None
     assert (error.kind, error.status, error.attempts) == (ProviderErrorKind.HTTP_STATUS, 400, 1)
     path = "/chat/completions" if wire == "chat" else "/responses"
-    assert error.message == f"{server.url}{path} answered HTTP 400: Invalid 'tools[0].name': bad (invalid_request_error)"
+    assert error.message == (f"{server.url}{path} answered HTTP 400: "
+                             "Invalid 'tools[0].name': bad (invalid_request_error)")
     assert len(server.requests) == 1
 
 
