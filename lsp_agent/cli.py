@@ -79,12 +79,22 @@ def _override(pairs: list[str]) -> dict[str, Any]:
     return layer
 
 
+def _base_urls(flag: str | None) -> dict[str, str]:
+    """Base URLs for provider sections that lack one: --base-url for any, else the built-ins'."""
+    from lsp_agent.providers.registry import BUILTIN_PROVIDERS
+
+    urls = {name: entry.base_url for name, entry in BUILTIN_PROVIDERS.items() if entry.base_url}
+    if flag:
+        urls["*"] = flag
+    return urls
+
+
 def _sink(as_json: bool) -> EventSink:
     return JsonLinesSink() if as_json else TranscriptSink()
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from lsp_agent.headless import make_provider, open_environment, run_once
+    from lsp_agent.headless import discover_server, make_provider, open_environment, run_header, run_once
 
     root: Path = args.workspace
     if not await asyncio.to_thread(root.is_dir):
@@ -99,11 +109,14 @@ async def _run(args: argparse.Namespace) -> int:
             raise UsageError("--max-steps must be at least 1")
         layer["maxSteps"] = args.max_steps
     try:
-        settings = load_settings(root, layer)
+        settings = load_settings(root, layer, base_urls=_base_urls(args.base_url))
         provider = make_provider(settings, args.base_url, args.wire)
     except (ConfigError, ProviderError) as exc:
         raise UsageError(str(exc)) from exc
-    env = open_environment(root, settings, provider, _sink(args.json), wire=args.wire)
+    server = await discover_server(provider, settings)
+    env = open_environment(root, settings, provider, _sink(args.json), wire=args.wire, server=server)
+    if not provider.scripted:
+        print(run_header(env, server), file=sys.stderr, flush=True)
     result = await run_once(env, args.prompt, args.max_steps, args.session)
     return EXIT_OK if result.stop_reason is StopReason.FINAL else EXIT_STOPPED
 

@@ -309,7 +309,7 @@ def _hint(status: int, detail: str, raw: bytes, url: str, base_url: str, protoco
             numbers = f" (prompt {shown[0]} tokens, context {shown[1]})"
         return (f"the request is larger than the server's context{numbers}: start the server with a larger "
                 "context (llama-server -c N, Ollama num_ctx, vLLM --max-model-len) or set "
-                "compaction.contextWindow to the server's size so the history is compacted in time")
+                "compaction.context_window to the server's size so the history is compacted in time")
     return None
 
 

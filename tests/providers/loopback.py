@@ -69,6 +69,10 @@ class LoopbackServer:
         self.keep_alive = False
         #: TCP connections accepted so far
         self.connections = 0
+        #: answers to the discovery probes (GET /v1/models, GET /props, POST /api/show) by path;
+        #: they never take a queued reply and are recorded apart, in `probes` (404 when absent)
+        self.routes: dict[str, Reply] = {}
+        self.probes: list[Received] = []
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = 0
@@ -118,8 +122,13 @@ class LoopbackServer:
             headers[name.strip().lower()] = value.strip()
         body = await reader.readexactly(int(headers.get("content-length", "0")))
         received = Received(method, path, headers, body, time.monotonic())
-        self.requests.append(received)
-        reply = self.replies.popleft() if self.replies else self.fallback
+        reply: Reply | None
+        if method == "GET" or path.endswith("/api/show"):
+            self.probes.append(received)
+            reply = self.routes.get(path) or json_reply(404, {"error": {"message": "Not Found"}})
+        else:
+            self.requests.append(received)
+            reply = self.replies.popleft() if self.replies else self.fallback
         assert reply is not None, "the test queued no reply for this request"
         head = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}",
                 "Transfer-Encoding: chunked", "Connection: " + ("keep-alive" if self.keep_alive else "close")]

@@ -132,7 +132,7 @@ async def test_a_context_overflow_says_so_with_the_numbers(
 
     assert error is not None and error.attempts == 1
     assert "larger than the server's context (prompt 9120 tokens, context 8192)" in error.message
-    assert "compaction.contextWindow" in error.message
+    assert "compaction.context_window" in error.message
 
 
 # --- output limits ---------------------------------------------------------------------------------
