@@ -4,8 +4,9 @@ A history of N steps (assistant read_file call + its ~1.5 KB result) is encoded 
 way the loop does it — once per step, one message pair more each time — with the
 incremental encoder (`encode_request`: each stored message mapped and encoded once,
 by message id) and with a full re-map of every message (`encode_json(request_body)`,
-what every step cost before). Prints the median per-step time at a few history
-lengths for both wire protocols. No network; a few seconds.
+what every step cost before). Prints the median per-step CPU time (process time, so
+other load on the machine does not count) at a few history lengths for both wire
+protocols. No network.
 
     python bench/wire_encode.py              # N = 30, 200, 1000
     python bench/wire_encode.py -n 50        # a short smoke run
@@ -37,7 +38,9 @@ def step_messages(i: int) -> list[Message]:
 def request(messages: list[Message]) -> ModelRequest:
     tools = [ToolSpec(name="read_file", description="Read a file.",
                       parameters={"type": "object", "properties": {"path": {"type": "string"}}})]
-    return ModelRequest(model="m", instructions="You are a coding agent. " * 40, tools=tools, messages=messages)
+    # Built without re-validating the history (the loop's request holds already-valid messages).
+    return ModelRequest.model_construct(model="m", instructions="You are a coding agent. " * 40, tools=tools,
+                                        messages=messages, tail=[], reasoning_effort=None)
 
 
 def measure(provider: HttpStreamingProvider, steps: int, incremental: bool) -> dict[int, float]:
@@ -49,12 +52,12 @@ def measure(provider: HttpStreamingProvider, steps: int, incremental: bool) -> d
     for i in range(1, steps + 1):
         history.extend(step_messages(i))
         req = request(list(history))
-        start = time.perf_counter()
+        start = time.process_time()
         if incremental:
             provider.encode_request(req)
         else:
             encode_json(provider.request_body(req))  # type: ignore[attr-defined]
-        samples.append((time.perf_counter() - start) * 1000)
+        samples.append((time.process_time() - start) * 1000)
         if i in checkpoints:
             out[i] = statistics.median(samples[-10:])
     return out

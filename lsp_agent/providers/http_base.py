@@ -151,33 +151,50 @@ def _refs(message: Message) -> tuple[object, ...]:
 
 class WireCache:
     """Each stored message's encoded wire items, by message id. History is append-only, so a step
-    encodes only its new messages; an entry whose parts are not the very same objects (a folded
-    copy) is re-mapped, and entries for messages a request no longer carries (compacted) drop out."""
+    encodes only its new messages. Fast path: the leading messages that are the very objects of
+    the previous call reuse its bytes without a lookup. Otherwise the same Message object is a hit;
+    a copy (a folded view) is a hit when its parts are the same objects, else it is re-mapped;
+    entries for messages a request no longer carries (compacted away) drop out."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[tuple[object, ...], bytes]] = {}
+        self._entries: dict[str, tuple[Message, tuple[object, ...] | None, bytes]] = {}
+        self._last: list[Message] = []
+        self._last_bytes: list[bytes] = []
 
     def encode(self, messages: list[Message], mapper: Callable[[Message], list[dict[str, Any]]]) -> list[bytes]:
-        fresh: dict[str, tuple[tuple[object, ...], bytes]] = {}
-        out: list[bytes] = []
-        for message in messages:
-            refs = _refs(message)
-            entry = self._entries.get(message.id)
-            if entry is None or len(entry[0]) != len(refs) or any(
-                    a is not b for a, b in zip(entry[0], refs, strict=True)):
-                entry = (refs, b",".join(encode_json(item) for item in mapper(message)))
-            fresh[message.id] = entry
-            if entry[1]:
-                out.append(entry[1])
-        self._entries = fresh
-        return out
+        last, same = self._last, 0
+        limit = min(len(last), len(messages))
+        while same < limit and last[same] is messages[same]:
+            same += 1
+        encoded = self._last_bytes[:same]
+        for message in messages[same:]:
+            encoded.append(self._lookup(message, mapper))
+        if same < len(last):  # something was compacted or folded: forget what is gone
+            keep = {m.id for m in messages}
+            self._entries = {k: v for k, v in self._entries.items() if k in keep}
+        self._last, self._last_bytes = list(messages), encoded
+        return [b for b in encoded if b]
+
+    def _lookup(self, message: Message, mapper: Callable[[Message], list[dict[str, Any]]]) -> bytes:
+        entry = self._entries.get(message.id)
+        if entry is not None and entry[0] is message:
+            return entry[2]
+        refs = _refs(message)
+        cached = (entry[1] or _refs(entry[0])) if entry is not None else None
+        if entry is None or cached is None or len(cached) != len(refs) or any(
+                a is not b for a, b in zip(cached, refs, strict=True)):
+            entry = (message, refs, b",".join(encode_json(item) for item in mapper(message)))
+        else:
+            entry = (message, refs, entry[2])
+        self._entries[message.id] = entry
+        return entry[2]
 
 
 def assemble_body(head: dict[str, Any], key: str, items: list[bytes], tail: dict[str, Any]) -> bytes:
     """`encode_json({**head, key: [items...], **tail})` from pre-encoded items (byte-identical)."""
     opening = encode_json(head)[:-1] + (b"," if head else b"") + encode_json(key) + b":["
     closing = b"]" + (b"," + encode_json(tail)[1:] if tail else b"}")
-    return opening + b",".join(items) + closing
+    return b"".join((opening, b",".join(items), closing))
 
 
 def backoff_delay(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
