@@ -89,7 +89,6 @@ async def test_the_demo_task_through_the_cli_reaches_verified(llama: LlamaServer
     verify = await until_called(llama, root, "verify_project", session)
 
     assert verify.finish["verification"] == "verified", verify.finish
-    assert verify.finish["tokens"]["input"] > 0 and verify.finish["tokens"]["unknown"] is False
 
 
 async def test_the_responses_wire_reads_llama_server(llama: LlamaServer, tmp_path: Path) -> None:
