@@ -314,3 +314,17 @@ def test_encode_request_is_incremental_and_byte_identical(wire: Wire, make_provi
     assert b"[folded: read_file a.py]" in body and b"1: x = 1" not in body
     _, ids = encode(history[1:])
     assert ids == [history[2].id]  # the unfolded original is a different object again
+
+
+def test_the_transcript_says_unknown_instead_of_zero_tokens() -> None:
+    from lsp_agent.core.events import RunFinish, StopReason, Tokens, VerificationStatus
+    from lsp_agent.sinks import summary_line
+
+    def finish(tokens: Tokens) -> RunFinish:
+        return RunFinish(session_id="s", generation="g", stop_reason=StopReason.FINAL,
+                         verification=VerificationStatus.NOT_RUN, steps=1, tool_calls=0, tool_errors=0,
+                         tokens=tokens, files_changed=[], model="m", scripted=False)
+
+    assert "tokens unknown (the server reported no usage)" in summary_line(finish(Tokens(unknown=True)))
+    assert "tokens in 5 out 2 (incomplete" in summary_line(finish(Tokens(input=5, output=2, unknown=True)))
+    assert "tokens in 0 out 0 ·" in summary_line(finish(Tokens()))
