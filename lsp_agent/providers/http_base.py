@@ -295,10 +295,24 @@ def _numbers(raw: bytes) -> tuple[int | None, int | None]:
     if isinstance(prompt, int) and isinstance(context, int):
         return prompt, context
     text = raw.decode("utf-8", errors="replace")
-    found_context = re.search(r"maximum context length is (\d+)", text)
-    found_prompt = re.search(r"(?:resulted in|requested) (\d+) tokens", text)
-    return (int(found_prompt.group(1)) if found_prompt else None,
-            int(found_context.group(1)) if found_context else None)
+    found_context = re.search(r"maximum context length is (\d+)|context size \((\d+) tokens\)", text)
+    found_prompt = re.search(r"(?:resulted in|requested) (\d+) tokens|request \((\d+) tokens\)", text)
+    return (int(next(g for g in found_prompt.groups() if g)) if found_prompt else None,
+            int(next(g for g in found_context.groups() if g)) if found_context else None)
+
+
+def context_hint(detail: str, raw: bytes) -> str | None:
+    """For a context overflow (before the stream or reported in it): both sizes and what to change."""
+    if not _CONTEXT_PROBLEM.search(detail):
+        return None
+    prompt, context = _numbers(raw)
+    numbers = ""
+    if prompt is not None or context is not None:
+        shown = ["?" if n is None else str(n) for n in (prompt, context)]
+        numbers = f" (prompt {shown[0]} tokens, context {shown[1]})"
+    return (f"the request is larger than the server's context{numbers}: start the server with a larger "
+            "context (llama-server -c N, Ollama num_ctx, vLLM --max-model-len) or set "
+            "compaction.context_window to the server's size so the history is compacted in time")
 
 
 def _hint(status: int, detail: str, raw: bytes, url: str, base_url: str, protocol: str,
@@ -318,16 +332,7 @@ def _hint(status: int, detail: str, raw: bytes, url: str, base_url: str, protoco
         return f"the server refused the API key in {key_env}: check it"
     if status == 405:
         return f"the server does not accept POST at {url}: check the base URL"
-    if _CONTEXT_PROBLEM.search(detail):
-        prompt, context = _numbers(raw)
-        numbers = ""
-        if prompt is not None or context is not None:
-            shown = ["?" if n is None else str(n) for n in (prompt, context)]
-            numbers = f" (prompt {shown[0]} tokens, context {shown[1]})"
-        return (f"the request is larger than the server's context{numbers}: start the server with a larger "
-                "context (llama-server -c N, Ollama num_ctx, vLLM --max-model-len) or set "
-                "compaction.context_window to the server's size so the history is compacted in time")
-    return None
+    return context_hint(detail, raw)
 
 
 def http_error(status: int, raw: bytes, *, url: str, base_url: str, protocol: str, key_env: str,
@@ -487,7 +492,10 @@ class HttpStreamingProvider(ABC):
                 ProviderErrorKind.MALFORMED, f"the stream from {self.url} is not UTF-8 ({exc})", attempts=attempts
             ) from exc
         except StreamProblem as exc:
-            raise ProviderError(exc.kind, exc.message, attempts=attempts) from exc
+            reported = exc.kind is ProviderErrorKind.HTTP_STATUS  # the server's own error event
+            hint = context_hint(exc.message, exc.message.encode()) if reported else None
+            message = f"{exc.message} -- {hint}" if hint else exc.message
+            raise ProviderError(exc.kind, message, attempts=attempts) from exc
         finally:
             await response.aclose()
         if reply is None:

@@ -328,3 +328,15 @@ def test_the_transcript_says_unknown_instead_of_zero_tokens() -> None:
     assert "tokens unknown (the server reported no usage)" in summary_line(finish(Tokens(unknown=True)))
     assert "tokens in 5 out 2 (incomplete" in summary_line(finish(Tokens(input=5, output=2, unknown=True)))
     assert "tokens in 0 out 0 ·" in summary_line(finish(Tokens()))
+
+
+async def test_a_context_overflow_reported_in_the_stream_says_so_with_the_numbers(
+        server: LoopbackServer, make_provider: ProviderFactory) -> None:
+    server.queue(Reply(chunks=[chat_sse([{"error": {
+        "code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": 9120, "n_ctx": 4096,
+        "message": "request (9120 tokens) exceeds the available context size (4096 tokens), try increasing it"}}])]))
+    _, error = await collect(make_provider("chat", server.url), simple_request())
+
+    assert error is not None
+    assert "mid-stream" in error.message
+    assert "larger than the server's context (prompt 9120 tokens, context 4096)" in error.message
