@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from lsp_agent.tools.base import FileTracker, ToolContext  # noqa: E402
+from lsp_agent.core.tools import FileTracker, ToolContext  # noqa: E402
 
 from lsp_agent.config import Settings  # noqa: E402
 from lsp_agent.core.disk_applier import DiskApplier  # noqa: E402

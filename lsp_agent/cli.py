@@ -142,6 +142,16 @@ def _override(pairs: list[str]) -> dict[str, Any]:
     return layer
 
 
+def _base_urls(flag: str | None) -> dict[str, str]:
+    """Base URLs for provider sections that lack one: --base-url for any, else the built-ins'."""
+    from lsp_agent.providers.registry import BUILTIN_PROVIDERS
+
+    urls = {name: entry.base_url for name, entry in BUILTIN_PROVIDERS.items() if entry.base_url}
+    if flag:
+        urls["*"] = flag
+    return urls
+
+
 def _sink(as_json: bool) -> JsonLinesSink | TranscriptSink:
     from lsp_agent.sinks import JsonLinesSink, TranscriptSink
 
@@ -155,7 +165,15 @@ async def _run(args: argparse.Namespace) -> int:
     from lsp_agent.config import ConfigError, load_settings
     from lsp_agent.core.events import StopReason
     from lsp_agent.core.ports import ProviderError
-    from lsp_agent.headless import HeadlessRun, UnknownSession, cancel_on_signals, make_provider, open_environment
+    from lsp_agent.headless import (
+        HeadlessRun,
+        UnknownSession,
+        cancel_on_signals,
+        discover_server,
+        make_provider,
+        open_environment,
+        run_header,
+    )
 
     root: Path = args.workspace
     if not await asyncio.to_thread(root.is_dir):
@@ -172,7 +190,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.sandbox:
         layer["sandboxMode"] = args.sandbox
     try:
-        settings = load_settings(root, layer)
+        settings = load_settings(root, layer, base_urls=_base_urls(args.base_url))
         provider = make_provider(settings, args.base_url, args.wire)
     except (ConfigError, ProviderError) as exc:
         raise UsageError(str(exc)) from exc
@@ -181,8 +199,11 @@ async def _run(args: argparse.Namespace) -> int:
     notice = await asyncio.to_thread(startup_notice, settings.sandbox_mode)
     if notice:
         print(notice, file=sys.stderr, flush=True)
+    server = await discover_server(provider, settings)
     sink = _sink(args.json)
-    env = open_environment(root, settings, provider, sink, wire=args.wire)
+    env = open_environment(root, settings, provider, sink, wire=args.wire, server=server)
+    if not provider.scripted:
+        print(run_header(env, server), file=sys.stderr, flush=True)
     try:
         run = HeadlessRun(env, args.prompt, args.max_steps, args.session)
     except UnknownSession as exc:

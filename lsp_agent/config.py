@@ -116,6 +116,18 @@ class ProviderConfig(_Section):
     timeout_s: float = Field(60, gt=0, alias="timeoutS")
     idle_timeout_s: float = Field(60, gt=0, alias="idleTimeoutS")
     max_retries: int = Field(4, ge=0, le=10, alias="maxRetries")
+    discover: bool = Field(
+        True, description="Ask the server for its context window and model id (/v1/models, /props, /api/show) "
+                          "before a run; the user's own declarations still win.")
+    max_output_tokens: int | None = Field(
+        None, ge=1, alias="maxOutputTokens",
+        description="Output-token limit sent with each request (max_tokens / max_output_tokens); "
+                    "default: the model's (registry or declaration), else 4096.")
+    tool_call_format: Literal["auto", "native", "text"] = Field(
+        "native", alias="toolCallFormat",
+        description="native: only the server's structured tool calls; text: also <tool_call>{...}</tool_call> "
+                    "or fenced JSON calls written in the reply text; auto: switch to text once a reply "
+                    "carries a valid one (and say so).")
 
 
 class ModelInfo(_Section):
@@ -123,6 +135,7 @@ class ModelInfo(_Section):
     reasoning: bool | None = None
     tools: bool | None = None
     efforts: list[str] = Field(default_factory=list)
+    max_output_tokens: int | None = Field(None, ge=1, alias="maxOutputTokens")
 
 
 class Settings(_Section):
@@ -189,8 +202,13 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}") from exc
 
 
-def load_settings(workspace: Path | None, *layers: dict[str, Any]) -> Settings:
-    """Merge the files and the given layers (lowest first) and validate once."""
+def load_settings(workspace: Path | None, *layers: dict[str, Any],
+                  base_urls: dict[str, str] | None = None) -> Settings:
+    """Merge the files and the given layers (lowest first) and validate once.
+
+    `base_urls` fills a provider section that sets other fields but no base URL (e.g.
+    `--config providers.X.idleTimeoutS=10` beside `--base-url`, or a tweak of a built-in
+    provider): name -> URL, with "*" for any provider."""
     merged: dict[str, Any] = _read_toml(user_config_path())
     if workspace is not None:
         from_workspace = _read_toml(workspace_config_path(workspace))
@@ -199,6 +217,12 @@ def load_settings(workspace: Path | None, *layers: dict[str, Any]) -> Settings:
         merged = deep_merge(merged, from_workspace)
     for layer in layers:
         merged = deep_merge(merged, layer)
+    providers = merged.get("providers")
+    if base_urls and isinstance(providers, dict):
+        for name, entry in providers.items():
+            url = base_urls.get(name) or base_urls.get("*")
+            if isinstance(entry, dict) and url and "baseUrl" not in entry and "base_url" not in entry:
+                entry["baseUrl"] = url
     try:
         return Settings.model_validate(merged)
     except ValidationError as exc:

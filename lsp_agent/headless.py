@@ -29,6 +29,9 @@ from lsp_agent.toolset import default_registry
 if TYPE_CHECKING:
     from lsp_agent.mcp.manager import McpManager
 
+if TYPE_CHECKING:
+    from lsp_agent.providers.discovery import ServerFacts
+
 
 def make_provider(settings: Settings, base_url: str | None = None, wire: str | None = None) -> Provider:
     from lsp_agent.providers.registry import build_provider
@@ -36,7 +39,16 @@ def make_provider(settings: Settings, base_url: str | None = None, wire: str | N
     return build_provider(settings, settings.model, base_url=base_url, wire=wire)
 
 
-def model_facts(settings: Settings, wire: str | None = None) -> ModelFacts:
+def _window_declared(settings: Settings, provider: str, model_id: str) -> bool:
+    if settings.compaction.context_window is not None:
+        return True
+    return any(declared is not None and "context_window" in declared.model_fields_set
+               for declared in (settings.models.get(model_id), settings.models.get(f"{provider}/{model_id}")))
+
+
+def model_facts(settings: Settings, wire: str | None = None, server: ServerFacts | None = None) -> ModelFacts:
+    """Registry facts with the user's declarations; the server's context window beats the
+    registry's (it is what the model runs with) but not the user's own declaration."""
     from lsp_agent.providers.registry import resolve_model
 
     try:
@@ -44,17 +56,52 @@ def model_facts(settings: Settings, wire: str | None = None) -> ModelFacts:
     except ProviderError:
         return ModelFacts(name=settings.model)
     protocol = wire or (resolved.provider_config.wire if resolved.provider_config else "chat")
-    return ModelFacts(name=resolved.name, info=resolved.info, known=resolved.known, protocol=protocol)
+    info = resolved.info
+    if (server is not None and server.context_window is not None
+            and not _window_declared(settings, resolved.provider_name, resolved.model_id)):
+        info = info.model_copy(update={"context_window": server.context_window})
+    return ModelFacts(name=resolved.name, info=info, known=resolved.known, protocol=protocol)
+
+
+async def discover_server(provider: Provider, settings: Settings) -> ServerFacts | None:
+    """The server's own facts (context window, model id), for HTTP providers that allow it."""
+    from lsp_agent.providers.discovery import discover
+    from lsp_agent.providers.http_base import HttpStreamingProvider
+
+    if not isinstance(provider, HttpStreamingProvider) or not provider.config.discover:
+        return None
+    return await discover(provider.config, provider.model or settings.model)
+
+
+def run_header(env: Environment, server: ServerFacts | None) -> str:
+    """One line before the run: model, endpoint, wire, and the context window with its source."""
+    from lsp_agent.providers.http_base import HttpStreamingProvider
+
+    provider, facts = env.provider, env.model
+    where = f" via {provider.url} ({provider.protocol})" if isinstance(provider, HttpStreamingProvider) else ""
+    window = env.settings.compaction.context_window or facts.info.context_window
+    if env.settings.compaction.context_window is not None:
+        source = "configuration: compaction.context_window"
+    elif server is not None and server.context_window is not None and window == server.context_window:
+        source = f"from the server: {server.source}"
+    elif facts.known:
+        source = "registry or configuration"
+    else:
+        source = "configuration or default: the server did not report it"
+    served = f" · server model {server.model_id}" if server is not None and server.model_id else ""
+    context = f"{window} tokens" if window is not None else "unknown"
+    return f"lsp-agent: {facts.name}{where}{served} · context window {context} ({source})"
 
 
 def open_environment(root: Path, settings: Settings, provider: Provider, sink: EventSink,
-                     state: Path | None = None, wire: str | None = None, store: Store | None = None) -> Environment:
+                     state: Path | None = None, wire: str | None = None, store: Store | None = None,
+                     server: ServerFacts | None = None) -> Environment:
     base = state or workspace_dir(root)
     return Environment(
         root=root.resolve(), settings=settings, store=store or Store(base / "store.db"),
         registry=default_registry(settings), provider=provider, documents=DiskDocuments(root),
         applier=DiskApplier(root.resolve()), sink=sink, traces=TraceDir(base / "traces"),
-        model=model_facts(settings, wire), skills=WorkspaceSkills(root.resolve()),
+        model=model_facts(settings, wire, server), skills=WorkspaceSkills(root.resolve()),
         mcp=mcp_manager(settings, root), tool_view=session_tools,
     )
 

@@ -117,6 +117,11 @@ def summary_line(result: events.RunFinish) -> str:
         chain = f" · session {result.session_id} → handed off to {result.handoff_to}"
     else:
         chain = f" · session {result.session_id}"
+    if t.unknown and not (t.input or t.output):
+        tokens = "tokens unknown (the server reported no usage)"
+    else:
+        tokens = f"tokens in {t.input} out {t.output}"
+        tokens += " (incomplete: some replies had no usage)" if t.unknown else ""
     return (f"── stop: {result.stop_reason.value} · verification: {check} · steps {result.steps} · "
-            f"tool calls {result.tool_calls} ({result.tool_errors} errors) · tokens in {t.input} out {t.output} · "
+            f"tool calls {result.tool_calls} ({result.tool_errors} errors) · {tokens} · "
             f"files changed: {files}{chain}")

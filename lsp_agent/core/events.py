@@ -33,6 +33,8 @@ class Tokens(WireModel):
     output: int = 0
     reasoning: int = 0
     cache: dict[str, int] = Field(default_factory=lambda: {"read": 0, "write": 0})
+    #: Some reply came without usage from the server: the counts are unknown (or incomplete), not 0.
+    unknown: bool = False
 
 
 class _Event(WireModel):
@@ -106,7 +108,8 @@ class ToolUse(_Event):
 class StepFinishInfo(WireModel):
     id: str
     step: int
-    reason: Literal["tool-calls", "stop"]
+    #: "length": the reply was cut by the output-token limit (its calls were not run).
+    reason: Literal["tool-calls", "stop", "length"]
     tokens: Tokens
 
 

@@ -28,6 +28,7 @@ from lsp_agent.core.deltas import DeltaCoalescer
 from lsp_agent.core.dispatch import CallRunner
 from lsp_agent.core.events import StopReason
 from lsp_agent.core.history import (
+    ErrorKind,
     Message,
     Role,
     TextPart,
@@ -55,9 +56,16 @@ from lsp_agent.core.tools import ToolContext
 log = logging.getLogger(__name__)
 
 
-def _tokens(usage: Usage) -> events.Tokens:
+def _tokens(usage: Usage, unknown: bool = False) -> events.Tokens:
     return events.Tokens(input=usage.input, output=usage.output, reasoning=usage.reasoning,
-                         cache={"read": usage.cache_read, "write": 0})
+                         cache={"read": usage.cache_read, "write": 0}, unknown=unknown)
+
+
+def _cut_short_note(calls: int) -> str:
+    what = f" Its {calls} tool call(s) were not run (their arguments may be incomplete)." if calls else ""
+    return ("[note from lsp-agent] Your previous reply was cut off by the output-token limit." + what +
+            " Continue from where it stopped in smaller pieces: one tool call at a time, shorter edits "
+            "(several small apply_patch calls instead of one large one), less text.")
 
 
 def _input_of(call: ToolCallPart) -> dict[str, Any] | str:
@@ -126,6 +134,8 @@ class Generation:
         self.tool_calls = 0
         self.tool_errors = 0
         self.usage = Usage()
+        #: a reply came without usage: the token counts are shown as unknown, not as 0
+        self.usage_unknown = False
         self.files_changed: dict[str, None] = {}
         self.cancel_event = asyncio.Event()
         limits = self.env.settings.limits
@@ -231,6 +241,10 @@ class Generation:
                 return self._finish(StopReason.ERROR, info)
             if reply is None:
                 return self._finish(StopReason.CANCELLED)
+            if reply.truncated:
+                self._cut_short(reply)
+                self._step_finished(reply)
+                continue  # the model is told and asked to go on in smaller pieces
             results = await self._dispatch(reply.tool_calls) if reply.tool_calls else []
             self._step_finished(reply)
             if self.guard.tripped():
@@ -374,6 +388,8 @@ class Generation:
         self._stream_task = asyncio.ensure_future(consume())
         try:
             reply = await self._stream_task
+            for note in reply.notes:
+                self.emit(events.NoticeEvent(**self._base(), kind="provider", message=note))
         except asyncio.CancelledError:
             if not self.cancel_event.is_set():
                 raise
@@ -384,6 +400,7 @@ class Generation:
         finally:
             self._stream_task = None
         self.usage = self.usage + (reply.usage or Usage())
+        self.usage_unknown = self.usage_unknown or reply.usage is None
         counter.observe(estimated, reply.usage.input if reply.usage else None)
         parts: list[Any] = []
         parts.extend(reply.reasoning)
@@ -402,6 +419,22 @@ class Generation:
         return reply
 
     # --- tool calls ---------------------------------------------------------------------------
+
+    def _cut_short(self, reply: AssistantReply) -> None:
+        """A reply cut by the output limit: its calls get 'not run' results (so every call has
+        its result on the wire) and the model is told, at the next step, to continue smaller."""
+        if reply.tool_calls:
+            results = [ToolResultPart(call_id=c.call_id, name=c.name, ok=False, error_kind=ErrorKind.CANCELLED,
+                                      output="not run: the reply was cut off by the output-token limit "
+                                             "before this call was known to be complete")
+                       for c in reply.tool_calls]
+            stored = Message(role=Role.TOOL, parts=list(results), generation=self.id, step=self.steps)
+            self.session.append(stored)
+            for call, result in zip(reply.tool_calls, results, strict=True):
+                self._record_call(call, result, stored.id)
+        message = _cut_short_note(len(reply.tool_calls))
+        self.emit(events.NoticeEvent(**self._base(), kind="truncated", message=message))
+        self.session.pending_notes.append(TextPart(text=message, synthetic=True))
 
     async def _dispatch(self, calls: list[ToolCallPart]) -> list[ToolResultPart]:
         ctx = ToolContext(root=self.env.root, settings=self.env.settings, documents=self.env.documents,
@@ -452,8 +485,9 @@ class Generation:
     def _step_finished(self, reply: AssistantReply) -> None:
         usage = reply.usage or Usage()
         self.emit(events.StepFinish(**self._base(), part=events.StepFinishInfo(
-            id=_new_part_id(), step=self.steps, reason="tool-calls" if reply.tool_calls else "stop",
-            tokens=_tokens(usage))))
+            id=_new_part_id(), step=self.steps,
+            reason="length" if reply.truncated else "tool-calls" if reply.tool_calls else "stop",
+            tokens=_tokens(usage, reply.usage is None))))
         if self.trace is not None:
             self.trace.write({"step": self.steps, "stepFinish": True, "tokens": usage.model_dump()})
 
@@ -465,8 +499,8 @@ class Generation:
         result = events.RunFinish(
             **self._base(), stop_reason=reason, verification=check.status,
             verification_part_id=check.part_id, verification_citation=citation, steps=self.steps,
-            tool_calls=self.tool_calls,
-            tool_errors=self.tool_errors, tokens=_tokens(self.usage), files_changed=sorted(self.files_changed),
+            tool_calls=self.tool_calls, tool_errors=self.tool_errors, tokens=_tokens(self.usage, self.usage_unknown),
+            files_changed=sorted(self.files_changed),
             model=self.env.provider.label if self.env.provider.scripted else self.env.settings.model,
             scripted=self.env.provider.scripted, error=error, handoff_to=self.handoff_to,
             previous_session_ids=self.previous_session_ids or None)

@@ -75,8 +75,14 @@ class AssistantReply(BaseModel):
     text: str = ""
     reasoning: list[ReasoningPart] = Field(default_factory=list)
     tool_calls: list[ToolCallPart] = Field(default_factory=list)
+    #: None when the server reported no usage (shown as unknown, never as 0).
     usage: Usage | None = None
     response_id: str | None = None
+    #: Cut by the output-token limit (finish_reason "length", status "incomplete"): its
+    #: tool calls may be partial and are never run.
+    truncated: bool = False
+    #: Provider remarks a user should see (e.g. switching to text-form tool calls).
+    notes: list[str] = Field(default_factory=list)
 
 
 class ReplyDone(BaseModel):

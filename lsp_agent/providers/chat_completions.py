@@ -8,11 +8,8 @@ arguments stay the raw string the model produced: the controller parses them.
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from lsp_agent.config import ProviderConfig
 from lsp_agent.core import ids
@@ -34,13 +31,17 @@ from lsp_agent.core.ports import (
 )
 from lsp_agent.providers.http_base import (
     HttpStreamingProvider,
+    ProviderOptions,
     ReplyAssembler,
     StreamProblem,
+    WireCache,
     as_dict,
     as_int,
+    assemble_body,
     encode_json,
     find_error_message,
     load_event_object,
+    valid_arguments,
 )
 from lsp_agent.providers.sse import SSEEvent
 
@@ -58,52 +59,53 @@ class ChatCompletionsProvider(HttpStreamingProvider):
     path = "/chat/completions"
     protocol = "chat"
 
-    def __init__(
-        self,
-        config: ProviderConfig,
-        *,
-        model: str | None = None,
-        label: str | None = None,
-        retry_base_s: float = 0.5,
-        retry_cap_s: float = 8.0,
-        retry_after_cap_s: float = 30.0,
-        client: httpx.AsyncClient | None = None,
-        rng: random.Random | None = None,
-        send_reasoning: bool = False,
-    ) -> None:
-        super().__init__(config, model=model, label=label, retry_base_s=retry_base_s,
-                         retry_cap_s=retry_cap_s, retry_after_cap_s=retry_after_cap_s,
-                         client=client, rng=rng)
+    def __init__(self, config: ProviderConfig, *, send_reasoning: bool = False,
+                 **options: Unpack[ProviderOptions]) -> None:
+        super().__init__(config, **options)
         self.send_reasoning = send_reasoning
+        self._wire = WireCache()
 
     def encode_request(self, request: ModelRequest) -> bytes:
-        return encode_json(self.request_body(request))
+        head, tail = self._fields(request)
+        items = [encode_json(m) for m in self._system(request)]
+        items += self._wire.encode(request.messages, self._map_message)
+        items += [encode_json(m) for m in self._tail(request)]
+        return assemble_body(head, "messages", items, tail)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
-        # Key order is part of the bytes: static first (tools, system), the growing history
-        # next, the one value that may change between calls (effort) last.
-        messages: list[dict[str, Any]] = []
-        if request.instructions:
-            messages.append({"role": "system", "content": request.instructions})
+        """The body as a dict (encode_request builds the same bytes incrementally)."""
+        head, tail = self._fields(request)
+        messages = self._system(request)
         for message in request.messages:
             messages.extend(self._map_message(message))
-        if request.tail:
-            messages.append({"role": "user", "content": "\n\n".join(request.tail)})
-        body: dict[str, Any] = {
+        messages += self._tail(request)
+        return {**head, "messages": messages, **tail}
+
+    def _fields(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        # Key order is part of the bytes: static first (limits, tools, system), the growing history
+        # next, the one value that may change between calls (effort) last.
+        head: dict[str, Any] = {
             "model": self.wire_model(request),
             "stream": True,
             "stream_options": {"include_usage": True},
+            "max_tokens": self.max_output_tokens,
         }
         if request.tools:
-            body["tools"] = [
+            head["tools"] = [
                 {"type": "function",
                  "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
                 for t in request.tools
             ]
-        body["messages"] = messages
-        if request.reasoning_effort:
-            body["reasoning_effort"] = request.reasoning_effort
-        return body
+        tail = {"reasoning_effort": request.reasoning_effort} if request.reasoning_effort else {}
+        return head, tail
+
+    @staticmethod
+    def _system(request: ModelRequest) -> list[dict[str, Any]]:
+        return [{"role": "system", "content": request.instructions}] if request.instructions else []
+
+    @staticmethod
+    def _tail(request: ModelRequest) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": "\n\n".join(request.tail)}] if request.tail else []
 
     def new_assembler(self) -> ReplyAssembler:
         return ChatAssembler()
@@ -139,7 +141,8 @@ class ChatCompletionsProvider(HttpStreamingProvider):
                 entry["reasoning_content"] = reasoning
         if calls:
             entry["tool_calls"] = [
-                {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                {"id": c.call_id, "type": "function",
+                 "function": {"name": c.name, "arguments": valid_arguments(c.arguments)}}
                 for c in calls
             ]
         out = [entry]
@@ -172,6 +175,7 @@ class ChatAssembler:
         self._last_index: int | None = None
         self._usage: Usage | None = None
         self._response_id: str | None = None
+        self._finish_reason: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -200,6 +204,8 @@ class ChatAssembler:
                 raise _malformed("a choice is not an object")
             if choice.get("index", 0) != 0:
                 continue  # only one completion is requested
+            if isinstance(choice.get("finish_reason"), str):
+                self._finish_reason = choice["finish_reason"]
             delta = choice.get("delta") or {}
             if not isinstance(delta, dict):
                 raise _malformed("`delta` is not an object")
@@ -269,6 +275,7 @@ class ChatAssembler:
             tool_calls=calls,
             usage=self._usage,
             response_id=self._response_id,
+            truncated=self._finish_reason == "length",
         )
 
 

@@ -14,15 +14,18 @@ import asyncio
 import json
 import os
 import random
+import re
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypedDict
 
 import httpx
 
 from lsp_agent.config import ProviderConfig
+from lsp_agent.core.history import Message, ToolResultPart
 from lsp_agent.core.ports import (
     AssistantReply,
     ModelRequest,
@@ -34,26 +37,64 @@ from lsp_agent.core.ports import (
     TextDelta,
 )
 from lsp_agent.providers.sse import SSEDecoder, SSEEvent
+from lsp_agent.providers.text_calls import TextCallParser
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",
+    "DEFAULT_MAX_OUTPUT_TOKENS",
     "HttpStreamingProvider",
+    "ProviderOptions",
     "ReplyAssembler",
+    "RetryPolicy",
     "StreamProblem",
+    "WireCache",
     "as_dict",
     "as_int",
+    "assemble_body",
     "backoff_delay",
     "encode_json",
     "error_message",
     "find_error_message",
+    "http_error",
     "load_event_object",
     "parse_retry_after",
+    "request_is_the_problem",
+    "valid_arguments",
 ]
 
 DEFAULT_API_KEY_ENV = "LSP_AGENT_API_KEY"
 # An error body is read only this far: enough for any provider's JSON error.
 _ERROR_BODY_BYTES = 64 * 1024
 _MESSAGE_CHARS = 500
+#: After the terminal event the rest of the body is read (so the connection returns to the
+#: pool) for at most this long and this many bytes; a server that keeps talking is dropped.
+_DRAIN_S = 1.0
+_DRAIN_BYTES = 1024 * 1024
+#: Output tokens asked for when neither the provider configuration nor the model says.
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Backoff before a stream starts: full jitter from `base_s` doubling up to `cap_s`;
+    a server's Retry-After is honoured up to `retry_after_cap_s` (tests pass tiny values).
+    How many retries is `ProviderConfig.max_retries` (a user setting)."""
+
+    base_s: float = 0.5
+    cap_s: float = 8.0
+    retry_after_cap_s: float = 30.0
+
+
+class ProviderOptions(TypedDict, total=False):
+    """The keyword arguments every HTTP provider takes (subclasses add their own few)."""
+
+    model: str | None
+    label: str | None
+    retry: RetryPolicy
+    client: httpx.AsyncClient | None
+    rng: random.Random | None
+    #: Output-token limit sent with every request; None: the configuration's, else 4096.
+    max_output_tokens: int | None
 
 
 class StreamProblem(Exception):
@@ -88,6 +129,72 @@ class ReplyAssembler(Protocol):
 def encode_json(obj: Any) -> bytes:
     """Canonical request bytes: identical inputs give identical bodies (prefix caching, hashes)."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def valid_arguments(arguments: str) -> str:
+    """Arguments as the provider may see them again: the model's own text when it is a JSON object
+    (unchanged bytes keep the prefix cache), else the raw text wrapped in one (servers such as
+    llama.cpp refuse a history with invalid argument JSON). The record keeps the raw text."""
+    try:
+        if isinstance(json.loads(arguments), dict):
+            return arguments
+    except ValueError:
+        pass
+    return json.dumps({"unparsed_arguments": arguments}, ensure_ascii=False)
+
+
+def _refs(message: Message) -> tuple[object, ...]:
+    # What a message's wire form depends on, by identity: its parts, and for tool results their
+    # output (folding swaps it for a placeholder in a copy of the part).
+    return (message.role, *(p.output if isinstance(p, ToolResultPart) else p for p in message.parts))
+
+
+class WireCache:
+    """Each stored message's encoded wire items, by message id. History is append-only, so a step
+    encodes only its new messages. Fast path: the leading messages that are the very objects of
+    the previous call reuse its bytes without a lookup. Otherwise the same Message object is a hit;
+    a copy (a folded view) is a hit when its parts are the same objects, else it is re-mapped;
+    entries for messages a request no longer carries (compacted away) drop out."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[Message, tuple[object, ...] | None, bytes]] = {}
+        self._last: list[Message] = []
+        self._last_bytes: list[bytes] = []
+
+    def encode(self, messages: list[Message], mapper: Callable[[Message], list[dict[str, Any]]]) -> list[bytes]:
+        last, same = self._last, 0
+        limit = min(len(last), len(messages))
+        while same < limit and last[same] is messages[same]:
+            same += 1
+        encoded = self._last_bytes[:same]
+        for message in messages[same:]:
+            encoded.append(self._lookup(message, mapper))
+        if same < len(last):  # something was compacted or folded: forget what is gone
+            keep = {m.id for m in messages}
+            self._entries = {k: v for k, v in self._entries.items() if k in keep}
+        self._last, self._last_bytes = list(messages), encoded
+        return [b for b in encoded if b]
+
+    def _lookup(self, message: Message, mapper: Callable[[Message], list[dict[str, Any]]]) -> bytes:
+        entry = self._entries.get(message.id)
+        if entry is not None and entry[0] is message:
+            return entry[2]
+        refs = _refs(message)
+        cached = (entry[1] or _refs(entry[0])) if entry is not None else None
+        if entry is None or cached is None or len(cached) != len(refs) or any(
+                a is not b for a, b in zip(cached, refs, strict=True)):
+            entry = (message, refs, b",".join(encode_json(item) for item in mapper(message)))
+        else:
+            entry = (message, refs, entry[2])
+        self._entries[message.id] = entry
+        return entry[2]
+
+
+def assemble_body(head: dict[str, Any], key: str, items: list[bytes], tail: dict[str, Any]) -> bytes:
+    """`encode_json({**head, key: [items...], **tail})` from pre-encoded items (byte-identical)."""
+    opening = encode_json(head)[:-1] + (b"," if head else b"") + encode_json(key) + b":["
+    closing = b"]" + (b"," + encode_json(tail)[1:] if tail else b"}")
+    return b"".join((opening, b",".join(items), closing))
 
 
 def backoff_delay(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
@@ -161,6 +268,84 @@ def error_message(raw: bytes) -> str:
     return _clip(found or text)
 
 
+# A 5xx is normally transient, but some servers (llama.cpp) answer 500 for a request they cannot
+# parse: retrying the same bytes cannot help, so such bodies fail at once.
+_REQUEST_PROBLEM = re.compile(
+    r"pars(e|ing)|invalid|malformed|json|exceed|context (size|length|window)|too (long|large|many)"
+    r"|not supported|unsupported|validation", re.IGNORECASE)
+_CONTEXT_PROBLEM = re.compile(r"context (size|length|window)|maximum context|too many tokens|exceed",
+                              re.IGNORECASE)
+
+
+def request_is_the_problem(status: int, detail: str) -> bool:
+    """A 4xx (but 408/409/429) always; a 5xx whose message names the request (parse, context, ...)."""
+    if 400 <= status < 500:
+        return status not in (408, 409, 429)
+    return status >= 500 and bool(_REQUEST_PROBLEM.search(detail))
+
+
+def _numbers(raw: bytes) -> tuple[int | None, int | None]:
+    """(prompt tokens, context) from a context-overflow body: llama.cpp's fields or OpenAI's text."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    error = as_dict(as_dict(data).get("error")) or as_dict(data)
+    prompt, context = error.get("n_prompt_tokens"), error.get("n_ctx")
+    if isinstance(prompt, int) and isinstance(context, int):
+        return prompt, context
+    text = raw.decode("utf-8", errors="replace")
+    found_context = re.search(r"maximum context length is (\d+)|context size \((\d+) tokens\)", text)
+    found_prompt = re.search(r"(?:resulted in|requested) (\d+) tokens|request \((\d+) tokens\)", text)
+    return (int(next(g for g in found_prompt.groups() if g)) if found_prompt else None,
+            int(next(g for g in found_context.groups() if g)) if found_context else None)
+
+
+def context_hint(detail: str, raw: bytes) -> str | None:
+    """For a context overflow (before the stream or reported in it): both sizes and what to change."""
+    if not _CONTEXT_PROBLEM.search(detail):
+        return None
+    prompt, context = _numbers(raw)
+    numbers = ""
+    if prompt is not None or context is not None:
+        shown = ["?" if n is None else str(n) for n in (prompt, context)]
+        numbers = f" (prompt {shown[0]} tokens, context {shown[1]})"
+    return (f"the request is larger than the server's context{numbers}: start the server with a larger "
+            "context (llama-server -c N, Ollama num_ctx, vLLM --max-model-len) or set "
+            "compaction.context_window to the server's size so the history is compacted in time")
+
+
+def _hint(status: int, detail: str, raw: bytes, url: str, base_url: str, protocol: str,
+          key_env: str) -> str | None:
+    """What the user can do about an HTTP error, where it is known."""
+    if status == 404:
+        if protocol == "responses":
+            return ("the server may not offer the Responses API (/responses): try --wire chat "
+                    "(or wire = \"chat\" in the provider's configuration)")
+        if not base_url.rstrip("/").endswith("/v1"):
+            return ("check the base URL: OpenAI-compatible servers usually serve under /v1 "
+                    f"(try {base_url.rstrip('/')}/v1)")
+        return "check the base URL and the model name"
+    if status in (401, 403):
+        if not os.environ.get(key_env):
+            return f"the server wants an API key: set the environment variable {key_env} (it is unset)"
+        return f"the server refused the API key in {key_env}: check it"
+    if status == 405:
+        return f"the server does not accept POST at {url}: check the base URL"
+    return context_hint(detail, raw)
+
+
+def http_error(status: int, raw: bytes, *, url: str, base_url: str, protocol: str, key_env: str,
+               attempts: int) -> ProviderError:
+    """The error for a non-2xx status: the URL, the server's message and, where known, the fix."""
+    detail = error_message(raw)
+    message = f"{url} answered HTTP {status}: {detail}"
+    hint = _hint(status, detail, raw, url, base_url, protocol, key_env)
+    if hint:
+        message += f" -- {hint}"
+    return ProviderError(ProviderErrorKind.HTTP_STATUS, message, status=status, attempts=attempts)
+
+
 def load_event_object(data: str) -> dict[str, Any]:
     """One event's JSON object; anything else is a malformed stream."""
     try:
@@ -203,8 +388,8 @@ async def _read_bounded(response: httpx.Response) -> bytes:
 class HttpStreamingProvider(ABC):
     """A Provider over one streaming HTTP endpoint; subclasses map requests and events.
 
-    `retry_base_s`, `retry_cap_s` and `retry_after_cap_s` shape the backoff (tests pass
-    tiny values); `client` lets a caller share one httpx.AsyncClient (not closed here).
+    `client` lets a caller share one httpx.AsyncClient (not closed here); otherwise one
+    pooled client per event loop keeps a single keep-alive connection for a whole run.
     The API key is read from the environment on every request and never kept.
     """
 
@@ -220,22 +405,21 @@ class HttpStreamingProvider(ABC):
         *,
         model: str | None = None,
         label: str | None = None,
-        retry_base_s: float = 0.5,
-        retry_cap_s: float = 8.0,
-        retry_after_cap_s: float = 30.0,
+        retry: RetryPolicy | None = None,
         client: httpx.AsyncClient | None = None,
         rng: random.Random | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.config = config
         self.model = model
         self.label = label or (f"{self.protocol}:{model}" if model else self.protocol)
-        self.retry_base_s = retry_base_s
-        self.retry_cap_s = retry_cap_s
-        self.retry_after_cap_s = retry_after_cap_s
+        self.retry = retry or RetryPolicy()
+        self.max_output_tokens = config.max_output_tokens or max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         self._rng = rng or random.Random()
         self._client = client
         self._owns_client = client is None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._text_calls = TextCallParser(config.tool_call_format)
         #: HTTP requests the latest `stream` call made (1 + retries), for replay records.
         self.last_attempts = 0
 
@@ -273,7 +457,8 @@ class HttpStreamingProvider(ABC):
         try:
             await self._reject_non_stream(response, attempts)
             decoder = SSEDecoder()
-            async for chunk in response.aiter_bytes():
+            chunks = response.aiter_bytes()
+            async for chunk in chunks:
                 for event in decoder.feed(chunk):
                     for delta in assembler.feed(event):
                         yield delta
@@ -289,6 +474,7 @@ class HttpStreamingProvider(ABC):
                         break
             if assembler.finished:
                 reply = assembler.reply()
+                await self._drain(chunks)
         except httpx.ReadTimeout as exc:
             raise ProviderError(
                 ProviderErrorKind.IDLE_TIMEOUT,
@@ -298,24 +484,45 @@ class HttpStreamingProvider(ABC):
         except httpx.TransportError as exc:
             raise ProviderError(
                 ProviderErrorKind.STREAM_CUT,
-                f"the stream broke mid-reply ({_describe(exc)})",
+                f"the stream from {self.url} broke mid-reply ({_describe(exc)})",
                 attempts=attempts,
             ) from exc
         except UnicodeDecodeError as exc:
             raise ProviderError(
-                ProviderErrorKind.MALFORMED, f"the stream is not UTF-8 ({exc})", attempts=attempts
+                ProviderErrorKind.MALFORMED, f"the stream from {self.url} is not UTF-8 ({exc})", attempts=attempts
             ) from exc
         except StreamProblem as exc:
-            raise ProviderError(exc.kind, exc.message, attempts=attempts) from exc
+            reported = exc.kind is ProviderErrorKind.HTTP_STATUS  # the server's own error event
+            hint = context_hint(exc.message, exc.message.encode()) if reported else None
+            message = f"{exc.message} -- {hint}" if hint else exc.message
+            raise ProviderError(exc.kind, message, attempts=attempts) from exc
         finally:
             await response.aclose()
         if reply is None:
             raise ProviderError(
                 ProviderErrorKind.STREAM_CUT,
-                f"the stream ended before {assembler.terminal}; the partial reply was discarded",
+                f"the stream from {self.url} ended before {assembler.terminal}; the partial reply was "
+                "discarded (servers that fail mid-stream, e.g. on a prompt larger than their context, "
+                "log the cause)",
                 attempts=attempts,
             )
-        yield ReplyDone(reply=reply)
+        yield ReplyDone(reply=self._text_calls.apply(reply, request))
+
+    async def _drain(self, chunks: AsyncIterator[bytes]) -> None:
+        """Read the body to its end (bounded) so httpx can put the connection back in the pool:
+        stopping at `[DONE]` before the final empty chunk made every request a new connection."""
+
+        async def rest() -> None:
+            seen = 0
+            async for chunk in chunks:
+                seen += len(chunk)
+                if seen > _DRAIN_BYTES:
+                    return
+
+        try:
+            await asyncio.wait_for(rest(), _DRAIN_S)
+        except (TimeoutError, httpx.TransportError):
+            pass  # the reply is complete; only the connection is not reused
 
     # --- internals ----------------------------------------------------------------------------
 
@@ -378,18 +585,19 @@ class HttpStreamingProvider(ABC):
                 if response.is_success:
                     return response, attempt
                 status = response.status_code
-                detail = error_message(await _read_bounded(response))
-                failure = ProviderError(ProviderErrorKind.HTTP_STATUS, detail, status=status,
-                                        attempts=attempt)
-                if status != 429 and status < 500:
-                    raise failure
+                raw = await _read_bounded(response)
+                failure = http_error(status, raw, url=self.url, base_url=self.config.base_url,
+                                     protocol=self.protocol, key_env=self.config.api_key_env or DEFAULT_API_KEY_ENV,
+                                     attempts=attempt)
+                if request_is_the_problem(status, error_message(raw)):
+                    raise failure  # the same bytes would fail the same way
                 retry_after = parse_retry_after(response.headers)
                 if retry_after is not None:
-                    wait = min(retry_after, self.retry_after_cap_s)
+                    wait = min(retry_after, self.retry.retry_after_cap_s)
             if attempt > self.config.max_retries:
                 raise failure
             if wait is None:
-                wait = backoff_delay(attempt, self.retry_base_s, self.retry_cap_s, self._rng)
+                wait = backoff_delay(attempt, self.retry.base_s, self.retry.cap_s, self._rng)
             await asyncio.sleep(wait)
 
     async def _reject_non_stream(self, response: httpx.Response, attempts: int) -> None:
@@ -399,7 +607,7 @@ class HttpStreamingProvider(ABC):
             detail = error_message(await _read_bounded(response))
             raise ProviderError(
                 ProviderErrorKind.MALFORMED,
-                f"expected an event stream but got JSON: {detail}",
+                f"{self.url} answered JSON instead of an event stream: {detail}",
                 status=response.status_code,
                 attempts=attempts,
             )

@@ -73,8 +73,10 @@ class KnownModel:
 
 
 def _info(context_window: int, reasoning: bool, tools: bool, efforts: list[str] | None = None) -> ModelInfo:
+    # Reasoning models spend output tokens on thinking before the answer: give them more room.
     return ModelInfo.model_validate(
-        {"context_window": context_window, "reasoning": reasoning, "tools": tools, "efforts": efforts or []}
+        {"context_window": context_window, "reasoning": reasoning, "tools": tools, "efforts": efforts or [],
+         "max_output_tokens": 32_768 if reasoning else 8_192}
     )
 
 
@@ -181,7 +183,8 @@ def build_provider(settings: Settings, name: str, *, base_url: str | None = None
     if wire:
         config = config.model_copy(update={"wire": wire})
     label = resolved.name
+    limit = resolved.info.max_output_tokens
     if config.wire == "responses":
-        return ResponsesProvider(config, model=resolved.model_id, label=label,
+        return ResponsesProvider(config, model=resolved.model_id, label=label, max_output_tokens=limit,
                                  reasoning_items=resolved.info.reasoning is not False)
-    return ChatCompletionsProvider(config, model=resolved.model_id, label=label)
+    return ChatCompletionsProvider(config, model=resolved.model_id, label=label, max_output_tokens=limit)

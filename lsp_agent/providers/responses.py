@@ -9,11 +9,8 @@ sent: with `store: false` the server cannot resolve them and rejects the item.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from lsp_agent.config import ProviderConfig
 from lsp_agent.core.history import (
@@ -34,13 +31,17 @@ from lsp_agent.core.ports import (
 )
 from lsp_agent.providers.http_base import (
     HttpStreamingProvider,
+    ProviderOptions,
     ReplyAssembler,
     StreamProblem,
+    WireCache,
     as_dict,
     as_int,
+    assemble_body,
     encode_json,
     find_error_message,
     load_event_object,
+    valid_arguments,
 )
 from lsp_agent.providers.sse import SSEEvent
 
@@ -58,54 +59,51 @@ class ResponsesProvider(HttpStreamingProvider):
     path = "/responses"
     protocol = "responses"
 
-    def __init__(
-        self,
-        config: ProviderConfig,
-        *,
-        model: str | None = None,
-        label: str | None = None,
-        retry_base_s: float = 0.5,
-        retry_cap_s: float = 8.0,
-        retry_after_cap_s: float = 30.0,
-        client: httpx.AsyncClient | None = None,
-        rng: random.Random | None = None,
-        reasoning_items: bool = True,
-    ) -> None:
-        super().__init__(config, model=model, label=label, retry_base_s=retry_base_s,
-                         retry_cap_s=retry_cap_s, retry_after_cap_s=retry_after_cap_s,
-                         client=client, rng=rng)
+    def __init__(self, config: ProviderConfig, *, reasoning_items: bool = True,
+                 **options: Unpack[ProviderOptions]) -> None:
+        super().__init__(config, **options)
         self.reasoning_items = reasoning_items
+        self._wire = WireCache()
 
     def encode_request(self, request: ModelRequest) -> bytes:
-        return encode_json(self.request_body(request))
+        head, tail = self._fields(request)
+        items = self._wire.encode(request.messages, self._map_message)
+        items += [encode_json(i) for i in self._tail(request)]
+        return assemble_body(head, "input", items, tail)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The body as a dict (encode_request builds the same bytes incrementally)."""
+        head, tail = self._fields(request)
+        items: list[dict[str, Any]] = []
+        for message in request.messages:
+            items.extend(self._map_message(message))
+        items += self._tail(request)
+        return {**head, "input": items, **tail}
+
+    def _fields(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         # Static fields first, the growing input next, the effort (may change) last.
-        body: dict[str, Any] = {"model": self.wire_model(request), "stream": True, "store": False}
+        head: dict[str, Any] = {"model": self.wire_model(request), "stream": True, "store": False,
+                                "max_output_tokens": self.max_output_tokens}
         if self.reasoning_items:
-            body["include"] = ["reasoning.encrypted_content"]
+            head["include"] = ["reasoning.encrypted_content"]
         if request.instructions:
-            body["instructions"] = request.instructions
+            head["instructions"] = request.instructions
         if request.tools:
-            body["tools"] = [
+            head["tools"] = [
                 {"type": "function", "name": t.name, "description": t.description,
                  "parameters": t.parameters, "strict": False}
                 for t in request.tools
             ]
-        items: list[dict[str, Any]] = []
-        for message in request.messages:
-            items.extend(self._map_message(message))
-        if request.tail:
-            items.append(_user_item("\n\n".join(request.tail)))
-        body["input"] = items
         reasoning: dict[str, Any] = {}
         if request.reasoning_effort:
             reasoning["effort"] = request.reasoning_effort
         if self.reasoning_items:
             reasoning["summary"] = "auto"
-        if reasoning:
-            body["reasoning"] = reasoning
-        return body
+        return head, ({"reasoning": reasoning} if reasoning else {})
+
+    @staticmethod
+    def _tail(request: ModelRequest) -> list[dict[str, Any]]:
+        return [_user_item("\n\n".join(request.tail))] if request.tail else []
 
     def new_assembler(self) -> ReplyAssembler:
         return ResponsesAssembler()
@@ -138,7 +136,7 @@ class ResponsesProvider(HttpStreamingProvider):
                                 "encrypted_content": part.encrypted_content})
             elif isinstance(part, ToolCallPart) and assistant:
                 out.append({"type": "function_call", "call_id": part.call_id, "name": part.name,
-                            "arguments": part.arguments})
+                            "arguments": valid_arguments(part.arguments)})
             elif isinstance(part, ToolResultPart):
                 out.append({"type": "function_call_output", "call_id": part.call_id, "output": part.output})
         flush_text()
@@ -178,6 +176,7 @@ class ResponsesAssembler:
         self._final_output: list[Any] = []
         self._usage: Usage | None = None
         self._response_id: str | None = None
+        self._incomplete = False
 
     @property
     def finished(self) -> bool:
@@ -229,6 +228,8 @@ class ResponsesAssembler:
     def _finish(self, response: Any) -> None:
         response = as_dict(response)
         self._note_response(response)
+        reason = as_dict(response.get("incomplete_details")).get("reason")
+        self._incomplete = response.get("status") == "incomplete" and reason in (None, "max_output_tokens")
         output = response.get("output")
         self._final_output = output if isinstance(output, list) else []
         usage = response.get("usage")
@@ -246,10 +247,14 @@ class ResponsesAssembler:
                   default_type: str = "unknown") -> _Item:
         index = data.get("output_index")
         if not isinstance(index, int) or isinstance(index, bool):
-            # Lenient servers omit output_index on deltas; the item id still names the item.
-            index = self._by_id.get(_str(data.get("item_id")) or "")
+            # Lenient servers (llama.cpp) omit output_index; the item id still names the item,
+            # and an item announced by id alone takes the next free index.
+            item_id = _str(data.get("item_id")) or _str(as_dict(create_from).get("id"))
+            index = self._by_id.get(item_id or "")
+            if index is None and item_id is not None and create_from is not None:
+                index = max(self._items, default=-1) + 1
             if index is None:
-                raise _problem(f"{data.get('type')} event without an integer output_index")
+                raise _problem(f"{data.get('type')} event without an integer output_index or a known item id")
         item = self._items.get(index)
         if item is None:
             raw = as_dict(create_from)
@@ -305,7 +310,7 @@ class ResponsesAssembler:
                 if call is not None:
                     calls.append(call)
         return AssistantReply(text="".join(text), reasoning=reasoning, tool_calls=calls,
-                              usage=self._usage, response_id=self._response_id)
+                              usage=self._usage, response_id=self._response_id, truncated=self._incomplete)
 
 
 def _str(value: Any) -> str | None:

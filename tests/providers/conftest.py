@@ -10,7 +10,7 @@ import pytest
 
 from lsp_agent.config import ProviderConfig
 from lsp_agent.providers.chat_completions import ChatCompletionsProvider
-from lsp_agent.providers.http_base import HttpStreamingProvider
+from lsp_agent.providers.http_base import HttpStreamingProvider, RetryPolicy
 from lsp_agent.providers.responses import ResponsesProvider
 from tests.providers.loopback import LoopbackServer, ProviderFactory, Wire
 
@@ -37,12 +37,13 @@ async def make_provider() -> AsyncIterator[ProviderFactory]:
 
     def make(wire: Wire, base_url: str, *, max_retries: int = 3, idle_timeout_s: float = 5.0,
              api_key_env: str = "LSP_AGENT_TEST_KEY", headers: dict[str, str] | None = None,
-             **kwargs: Any) -> HttpStreamingProvider:
+             tool_call_format: str = "native", **kwargs: Any) -> HttpStreamingProvider:
         config = ProviderConfig.model_validate({
             "base_url": base_url, "wire": wire, "api_key_env": api_key_env, "headers": headers or {},
             "max_retries": max_retries, "idle_timeout_s": idle_timeout_s, "timeout_s": 5.0,
+            "tool_call_format": tool_call_format,
         })
-        kwargs.setdefault("retry_base_s", 0.005)
+        kwargs.setdefault("retry", RetryPolicy(base_s=0.005))
         kwargs.setdefault("model", "test-model")
         cls = ChatCompletionsProvider if wire == "chat" else ResponsesProvider
         provider = cls(config, **kwargs)

@@ -65,6 +65,14 @@ class LoopbackServer:
         #: served when the queue is empty (e.g. "500 forever")
         self.fallback: Reply | None = None
         self.requests: list[Received] = []
+        #: answer with keep-alive and serve further requests on the same connection
+        self.keep_alive = False
+        #: TCP connections accepted so far
+        self.connections = 0
+        #: answers to the discovery probes (GET /v1/models, GET /props, POST /api/show) by path;
+        #: they never take a queued reply and are recorded apart, in `probes` (404 when absent)
+        self.routes: dict[str, Reply] = {}
+        self.probes: list[Received] = []
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = 0
@@ -92,40 +100,53 @@ class LoopbackServer:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self.connections += 1
         try:
-            request_line = await reader.readline()
-            if not request_line:
-                return
-            method, path, _ = request_line.decode().split(" ", 2)
-            headers: dict[str, str] = {}
-            while (line := await reader.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode().partition(":")
-                headers[name.strip().lower()] = value.strip()
-            body = await reader.readexactly(int(headers.get("content-length", "0")))
-            received = Received(method, path, headers, body, time.monotonic())
-            self.requests.append(received)
-            reply = self.replies.popleft() if self.replies else self.fallback
-            assert reply is not None, "the test queued no reply for this request"
-            head = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}",
-                    "Transfer-Encoding: chunked", "Connection: close"]
-            head += [f"{k}: {v}" for k, v in reply.headers.items()]
-            writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
-            await writer.drain()
-            for chunk in reply.chunks:
-                writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                await writer.drain()
-                await asyncio.sleep(reply.chunk_delay)
-            if reply.ending == "complete":
-                writer.write(b"0\r\n\r\n")
-                await writer.drain()
-                received.done_at = time.monotonic()
-            elif reply.ending == "stall":
-                await asyncio.sleep(3600)
+            while await self._serve_one(reader, writer) and self.keep_alive:
+                pass
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             self._tasks.discard(task)
             writer.close()
+
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """One request and its reply; True when the reply completed (the connection may go on)."""
+        request_line = await reader.readline()
+        if not request_line:
+            return False
+        method, path, _ = request_line.decode().split(" ", 2)
+        headers: dict[str, str] = {}
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            headers[name.strip().lower()] = value.strip()
+        body = await reader.readexactly(int(headers.get("content-length", "0")))
+        received = Received(method, path, headers, body, time.monotonic())
+        reply: Reply | None
+        if method == "GET" or path.endswith("/api/show"):
+            self.probes.append(received)
+            reply = self.routes.get(path) or json_reply(404, {"error": {"message": "Not Found"}})
+        else:
+            self.requests.append(received)
+            reply = self.replies.popleft() if self.replies else self.fallback
+        assert reply is not None, "the test queued no reply for this request"
+        head = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}",
+                "Transfer-Encoding: chunked", "Connection: " + ("keep-alive" if self.keep_alive else "close")]
+        head += [f"{k}: {v}" for k, v in reply.headers.items()]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
+        await writer.drain()
+        for chunk in reply.chunks:
+            writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            await writer.drain()
+            await asyncio.sleep(reply.chunk_delay)
+        if reply.ending == "complete":
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+            received.done_at = time.monotonic()
+            return True
+        if reply.ending == "stall":
+            await asyncio.sleep(3600)
+        return False
 
 
 # --- building bodies ----------------------------------------------------------------------------

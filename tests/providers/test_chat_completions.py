@@ -151,7 +151,7 @@ async def test_request_body_maps_history_in_order_with_stable_bytes(
     first, second = server.requests
     assert first.body == second.body == provider.encode_request(request)
     body = first.json()
-    assert list(body) == ["model", "stream", "stream_options", "tools", "messages", "reasoning_effort"]
+    assert list(body) == ["model", "stream", "stream_options", "max_tokens", "tools", "messages", "reasoning_effort"]
     assert body["model"] == "test-model"
     assert body["reasoning_effort"] == "high"
     assert [t["function"]["name"] for t in body["tools"]] == ["read_file", "apply_patch", "verify_project"]

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from lsp_agent.core.ports import ProviderErrorKind, ReplyDone, TextDelta
-from lsp_agent.providers.http_base import backoff_delay, error_message, parse_retry_after
+from lsp_agent.providers.http_base import RetryPolicy, backoff_delay, error_message, parse_retry_after
 from tests.providers.loopback import (
     LoopbackServer,
     ProviderFactory,
@@ -89,7 +89,7 @@ async def test_429_waits_the_full_retry_after_then_succeeds(
 async def test_429_retry_after_is_capped(server: LoopbackServer, make_provider: ProviderFactory) -> None:
     server.queue(json_reply(429, {"error": {"message": "Rate limit reached"}}, {"Retry-After": "30"}),
                  Reply(chunks=[ok_body("responses")]))
-    provider = make_provider("responses", server.url, retry_after_cap_s=0.3)
+    provider = make_provider("responses", server.url, retry=RetryPolicy(base_s=0.005, retry_after_cap_s=0.3))
 
     events, error = await collect(provider, simple_request())
 
@@ -141,7 +141,9 @@ async def test_client_errors_are_not_retried_and_carry_the_servers_message(
     assert events == []
     assert error is not None
     assert (error.kind, error.status, error.attempts) == (ProviderErrorKind.HTTP_STATUS, 400, 1)
-    assert error.message == "Invalid 'tools[0].name': bad (invalid_request_error)"
+    path = "/chat/completions" if wire == "chat" else "/responses"
+    assert error.message == (f"{server.url}{path} answered HTTP 400: "
+                             "Invalid 'tools[0].name': bad (invalid_request_error)")
     assert len(server.requests) == 1
 
 
@@ -228,7 +230,8 @@ async def test_a_json_answer_to_a_stream_request_is_malformed(
     _, error = await collect(make_provider(wire, server.url), simple_request())
     assert error is not None
     assert error.kind is ProviderErrorKind.MALFORMED
-    assert "expected an event stream" in error.message
+    assert "answered JSON instead of an event stream" in error.message
+    assert server.url in error.message
 
 
 async def test_an_error_chunk_mid_stream_reports_the_servers_message(

@@ -169,8 +169,8 @@ async def test_reasoning_items_are_carried_back_statelessly(
         assert [t["name"] for t in body["tools"]] == ["read_file", "search_code", "verify_project"]
         assert body["tools"][0] == {"type": "function", "name": "read_file", "description": "tool read_file",
                                     "parameters": {"type": "object"}, "strict": False}
-    assert list(second) == ["model", "stream", "store", "include", "instructions", "tools", "input",
-                            "reasoning"]
+    assert list(second) == ["model", "stream", "store", "max_output_tokens", "include", "instructions", "tools",
+                            "input", "reasoning"]
     assert second["input"] == [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
         {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Plan → read\n\nthen fix ü"}],

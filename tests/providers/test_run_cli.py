@@ -18,6 +18,7 @@ from tests.providers.loopback import (
     LoopbackServer,
     Reply,
     Wire,
+    chat_sse,
     cut_inside_arguments,
     json_reply,
     run_agent,
@@ -156,3 +157,30 @@ async def test_stream_cut_inside_a_tool_call_runs_no_tool(wire: Wire, keep: str,
     assert finish["stopReason"] == "error"
     assert finish["error"]["kind"] == "stream_cut"
     assert (finish["steps"], finish["toolCalls"], finish["filesChanged"]) == (2, 1, [])
+
+
+async def test_a_reply_cut_by_the_output_limit_runs_none_of_its_calls_and_the_model_is_told(
+        server: LoopbackServer, tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    # Complete JSON, but the server says the output limit cut the reply: the call may be partial.
+    cut = chat_sse([
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_patch", "type": "function",
+                      "function": {"name": "apply_patch", "arguments": json.dumps(PATCH[2])}}]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}])
+    server.queue(Reply(chunks=[cut]), Reply(chunks=[chat_sse([
+        {"choices": [{"index": 0, "delta": {"content": "Stopping here."}, "finish_reason": "stop"}]}])]))
+
+    run = await run_agent("Fix the typo.", root, server.url, "chat")
+
+    assert run.returncode == 0, run.stderr
+    assert (root / "greeting.txt").read_text() == "hello wrld\n"  # nothing ran
+    use = run.of("tool_use")[0]["part"]
+    assert (use["callID"], use["state"]["status"]) == ("call_patch", "error")
+    assert use["state"]["output"].startswith("not run: the reply was cut off by the output-token limit")
+    assert [n["kind"] for n in run.of("notice")] == ["truncated"]
+    assert [s["part"]["reason"] for s in run.of("step_finish")] == ["length", "stop"]
+    second = server.requests[1].json()["messages"]
+    assert second[-2] == {"role": "tool", "tool_call_id": "call_patch", "content": use["state"]["output"]}
+    assert second[-1]["role"] == "user" and "cut off by the output-token limit" in second[-1]["content"]
+    assert run.finish["stopReason"] == "final"
+    assert run.finish["tokens"]["unknown"] is True  # the server sent no usage: unknown, not 0

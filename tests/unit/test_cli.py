@@ -66,7 +66,8 @@ def test_run_json_streams_opencode_style_events_and_ends_with_run_finish(tmp_pat
     assert [u["part"]["state"]["status"] for u in uses] == ["completed", "error"]
     assert len({u["part"]["id"] for u in uses}) == 2
     first_finish = events[4]["part"]["tokens"]
-    assert first_finish == {"input": 100, "output": 10, "reasoning": 3, "cache": {"read": 40, "write": 0}}
+    assert first_finish == {"input": 100, "output": 10, "reasoning": 3, "cache": {"read": 40, "write": 0},
+                            "unknown": False}
     finish = events[-1]
     assert finish["stopReason"] == "final" and finish["verification"] == "not_run"
     assert (finish["steps"], finish["toolCalls"], finish["toolErrors"]) == (2, 2, 1)
