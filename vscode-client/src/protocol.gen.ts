@@ -595,7 +595,7 @@ export interface StepFinish {
 export interface StepFinishInfo {
   id: string;
   step: number;
-  reason: 'tool-calls' | 'stop';
+  reason: 'tool-calls' | 'stop' | 'length';
   tokens: Tokens;
 }
 
@@ -644,6 +644,7 @@ export interface Tokens {
   output: number;
   reasoning: number;
   cache?: Record<string, number>;
+  unknown: boolean;
 }
 
 export interface ToolCallPartOut {
