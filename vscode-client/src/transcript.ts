@@ -26,7 +26,7 @@ export interface StepEntry {
   step: number;
   maxSteps: number;
   tokens?: Tokens;
-  reason?: 'tool-calls' | 'stop';
+  reason?: 'tool-calls' | 'stop' | 'length';
 }
 
 export interface TextEntry {
@@ -138,6 +138,9 @@ export function describeInput(input: Record<string, unknown> | string): string {
 }
 
 export function formatTokens(tokens: Tokens): string {
+  if (tokens.unknown && !tokens.input && !tokens.output) {
+    return 'tokens unknown (the server reported no usage)';
+  }
   const parts = [`in ${tokens.input.toLocaleString('en-US')}`, `out ${tokens.output.toLocaleString('en-US')}`];
   if (tokens.reasoning) {
     parts.push(`reasoning ${tokens.reasoning.toLocaleString('en-US')}`);
@@ -146,7 +149,7 @@ export function formatTokens(tokens: Tokens): string {
   if (cached) {
     parts.push(`cached ${cached.toLocaleString('en-US')}`);
   }
-  return `${parts.join(' · ')} tokens`;
+  return `${parts.join(' · ')} tokens${tokens.unknown ? ' (incomplete: some replies had no usage)' : ''}`;
 }
 
 export class Transcript {

@@ -129,8 +129,8 @@ describe('helpers', () => {
   });
 
   it('formatTokens shows reasoning and cache only when present', () => {
-    assert.equal(formatTokens({ input: 1200, output: 5, reasoning: 0, cache: { read: 0 } }), 'in 1,200 · out 5 tokens');
-    assert.equal(formatTokens({ input: 1, output: 2, reasoning: 3, cache: { read: 4 } }), 'in 1 · out 2 · reasoning 3 · cached 4 tokens');
+    assert.equal(formatTokens({ input: 1200, output: 5, reasoning: 0, unknown: false, cache: { read: 0 } }), 'in 1,200 · out 5 tokens');
+    assert.equal(formatTokens({ input: 1, output: 2, reasoning: 3, unknown: false, cache: { read: 4 } }), 'in 1 · out 2 · reasoning 3 · cached 4 tokens');
   });
 });
 
