@@ -5,7 +5,8 @@ in the tail, so the provider's cache still serves it) with the six items of SPEC
 with a source pointer. Then the harness checks it: every requirement it extracted from the
 replaced history — the task and every user message, every constraint in the instruction
 files, every failed check (with the source version it ran against), every failed attempt,
-every file touched (cited by its path) and a next step — must appear in it with its pointer. What is missing is appended mechanically, pointer and
+every file touched (cited by its path) and a next step — must appear in it with its pointer.
+What is missing is appended mechanically, pointer and
 all, and the result records what was repaired. Only then does the summary replace anything.
 
 Pointers are `msg_…/prt_…` (a stored part; context_recover follows them) or `FILE:L<n>`
