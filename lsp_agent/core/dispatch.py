@@ -107,7 +107,8 @@ async def _execute_watching_writes(tool: Tool[Any], verdict: controller.Accepted
     result = await _execute(tool, verdict, dataclasses.replace(ctx, applier=_BaselineAfterFlush(ctx.applier,
                                                                                                  detector)))
     try:
-        written = await detector.end()
+        # A check's (verify_project's) new files are its artifacts; a changed existing file counts.
+        written = await detector.end(created="envelope" not in result.metadata)
     except OSError as exc:  # cannot tell: count it as a write rather than keep a check on a guess
         written = [f"(unknown: {exc})"]
     if written:

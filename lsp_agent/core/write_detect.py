@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import stat
 from pathlib import Path
 
 #: Directories never walked: VCS data, dependency trees, caches, the harness's own store.
 SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache",
                        ".pytest_cache", ".tox", ".nox", ".eggs", ".lsp-agent"})
+#: Files never counted: coverage data and bytecode the checks themselves leave behind.
+SKIP_FILE = re.compile(r"^\.coverage(\..*)?$|\.py[co]$")
 #: More files than this and the snapshot gives up (the changes are then unknown).
 MAX_FILES = 200_000
 #: Stands for "something may have changed, the paths are unknown".
@@ -33,6 +36,8 @@ def snapshot(root: Path) -> Snapshot | None:
         base = Path(current)
         dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not (base / d).is_symlink()]
         for name in files:
+            if SKIP_FILE.search(name):
+                continue
             path = base / name
             try:
                 info = path.lstat()
@@ -82,6 +87,12 @@ class WriteDetector:
         self.root = await asyncio.to_thread(self.root.resolve)
         self._before = await asyncio.to_thread(snapshot, self.root)
 
-    async def end(self) -> list[str]:
+    async def end(self, created: bool = True) -> list[str]:
+        """The changed paths. `created=False`: only files that existed before (modified or deleted) —
+        for a check, whose new files are its artifacts, while a change to a file it checked means
+        the sources it verified are no longer there."""
         after = await asyncio.to_thread(snapshot, self.root)
-        return await not_ignored(self.root, changed(self._before, after))
+        paths = changed(self._before, after)
+        if not created and self._before is not None and after is not None:
+            paths = [p for p in paths if p in self._before]
+        return await not_ignored(self.root, paths)

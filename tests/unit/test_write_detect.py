@@ -53,14 +53,24 @@ async def test_read_only_command_keeps_the_check(tmp_path: Path) -> None:
 
 
 async def test_verify_whose_run_changes_a_source_does_not_stand(tmp_path: Path) -> None:
-    (tmp_path / "result.txt").write_text("4")
-    (tmp_path / "check.py").write_text("import pathlib\npathlib.Path('gen.py').write_text('x = 1\\n')\n")
+    (tmp_path / "gen.py").write_text("x = 0\n")
+    (tmp_path / "check.py").write_text("import pathlib\npathlib.Path('gen.py').write_text('x = 1\\n')\n"
+                                       "pathlib.Path('report.xml').write_text('<ok/>')\n"
+                                       "pathlib.Path('.coverage').write_text('data')\n")
     verify_config(tmp_path, [PY, "check.py"])
     result, _ = await run_script(tmp_path, [reply(call("verify_project")), reply(text="done")])
     assert result.verification.value == "not_run"
     assert result.invalidated_by is not None
+    # The changed source counts; the check's new artifacts (a report, coverage data) do not.
     assert (result.invalidated_by.paths, result.invalidated_by.by, result.invalidated_by.tool) == (
         ["gen.py"], "command", "verify_project")
+
+
+async def test_a_check_that_only_leaves_artifacts_stands(tmp_path: Path) -> None:
+    (tmp_path / "check.py").write_text("import pathlib\npathlib.Path('report.xml').write_text('<ok/>')\n")
+    verify_config(tmp_path, [PY, "check.py"])
+    result, _ = await run_script(tmp_path, [reply(call("verify_project")), reply(text="done")])
+    assert result.verification.value == "verified" and result.invalidated_by is None
 
 
 async def test_edit_after_check_names_the_agent_tool(tmp_path: Path) -> None:
