@@ -109,6 +109,8 @@ def summary_line(result: events.RunFinish) -> str:
         check += f" (check {cited.part_id} in message {cited.message_id})"
     elif result.verification_part_id:
         check += f" (check {result.verification_part_id})"
+    if result.verification_reason:
+        check += f" ({result.verification_reason})"
     files = ", ".join(result.files_changed) or "none"
     t = result.tokens
     if result.previous_session_ids:

@@ -4,8 +4,9 @@ The model writes the summary (a separate request: the same prefix plus a compact
 in the tail, so the provider's cache still serves it) with the six items of SPEC 5, each
 with a source pointer. Then the harness checks it: every requirement it extracted from the
 replaced history — the task and every user message, every constraint in the instruction
-files, every failed check (with the source version it ran against) and every failed attempt
-— must appear in it with its pointer. What is missing is appended mechanically, pointer and
+files, every failed check (with the source version it ran against), every failed attempt,
+every file touched (cited by its path) and a next step — must appear in it with its pointer.
+What is missing is appended mechanically, pointer and
 all, and the result records what was repaired. Only then does the summary replace anything.
 
 Pointers are `msg_…/prt_…` (a stored part; context_recover follows them) or `FILE:L<n>`
@@ -57,7 +58,7 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 class Item:
     """Something the summary must keep, with the pointer to where it came from."""
 
-    kind: str  # task | user | constraint | failed_check | failed_attempt
+    kind: str  # task | user | constraint | failed_check | failed_attempt | file | next_step
     pointer: str
     text: str
 
@@ -223,12 +224,59 @@ def required_items(replaced: Sequence[Message], root: Path | None) -> list[Item]
     if root is not None:
         for item in instruction_items(root):
             items.setdefault(item.pointer, item)
+    for item in _file_items(replaced):
+        items.setdefault(item.pointer, item)
+    if replaced:
+        last = list(items.values())
+        items.setdefault(NEXT_STEP, _next_step(list(checks.values()), [i for i in last if i.kind in ("task", "user")]))
     return list(items.values())
 
 
+#: The pointer of the next-step item: the summary keeps it when it says what the next step is.
+NEXT_STEP = "next step"
+_NEXT = re.compile(r"\bnext\b", re.IGNORECASE)
+
+
+def _file_items(replaced: Sequence[Message]) -> list[Item]:
+    """Every file touched, cited by its path, with its last state and where that happened."""
+    last: dict[str, tuple[str, str, int | None]] = {}
+    for message in replaced:
+        for part in message.tool_results():
+            for path in part.metadata.get("read") or []:
+                if last.get(str(path), ("",))[0] != "written":
+                    last[str(path)] = ("read", f"{message.id}/{part.id}", message.step)
+            for path in part.metadata.get("written") or []:
+                last[str(path)] = ("written", f"{message.id}/{part.id}", message.step)
+    recent = sorted(last.items(), key=lambda kv: kv[1][1])[-MAX_FILE_ITEMS:]
+    out = []
+    for path, (state, pointer, step) in sorted(recent):
+        when = f" at step {step}" if step is not None else ""
+        out.append(Item("file", path, f"{state}{when} [{pointer}]"))
+    return out
+
+
+def _next_step(failed_checks: Sequence[Item], asks: Sequence[Item]) -> Item:
+    """What a summary that names no next step gets: derived from the record, not invented."""
+    if failed_checks:
+        text = f"fix the failing check ({_bounded(failed_checks[-1].text, 300)}), then verify again"
+    elif asks:
+        text = f"continue with: {_bounded(asks[-1].text, 300)} — re-read the files you need, then verify"
+    else:
+        text = "re-read the files you need, continue the task, then verify"
+    return Item("next_step", NEXT_STEP, text)
+
+
+def _cited(summary: str, item: Item) -> bool:
+    if item.kind == "next_step":
+        return bool(_NEXT.search(summary))
+    if item.kind == "file":  # a path, not a substring of a longer one
+        return re.search(rf"(?<![\w./-]){re.escape(item.pointer)}(?![\w/-]|\.\w)", summary) is not None
+    return item.pointer in summary
+
+
 def missing_items(summary: str, items: Iterable[Item]) -> list[Item]:
-    """Items whose pointer the summary does not cite: not provably kept, so they are put back."""
-    return [i for i in items if i.pointer not in summary]
+    """Items the summary does not cite: not provably kept, so they are put back."""
+    return [i for i in items if not _cited(summary, i)]
 
 
 def repair_section(missing: Sequence[Item]) -> str:

@@ -8,15 +8,21 @@ generation's cancel signal and its partial output kept; a tool bug becomes that 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from lsp_agent.core import controller, events
+from lsp_agent.core.edits import ApplyResult, EditApplier, EditPlan
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.history import ErrorKind, ToolCallPart, ToolResultPart
 from lsp_agent.core.tools import Access, Tool, ToolContext, ToolResult
+from lsp_agent.core.write_detect import WriteDetector
+
+#: metadata key naming who wrote the paths in `written` (absent: the agent's own edit tool).
+WRITER = "writer"
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +60,10 @@ class CallRunner:
                 self.emit(events.ToolStart(**self.base, step=step, part=events.ToolPartInfo(
                     id=call.id, message_id=ctx.message_id, call_id=call.call_id, tool=call.name,
                     state=events.ToolState(status="running", input=verdict.raw_args))))
-                result = await _execute(tool, verdict, ctx)
+                if tool.access is Access.EXEC:
+                    result = await _execute_watching_writes(tool, verdict, ctx)
+                else:
+                    result = await _execute(tool, verdict, ctx)
         except asyncio.CancelledError:
             self._waiting.discard(task)
             result = ToolResult.failure(ErrorKind.CANCELLED,
@@ -70,6 +79,43 @@ class CallRunner:
         return ToolResultPart(call_id=call.call_id, name=call.name, ok=result.ok, output=output,
                               error_kind=result.error_kind, metadata=result.metadata,
                               elapsed_ms=int((time.monotonic() - started) * 1000))
+
+
+class _BaselineAfterFlush:
+    """The tool's applier, re-taking the baseline after the harness's own save: the editor saving
+    the agent's edits before a check is the agent's write, not the command's."""
+
+    def __init__(self, inner: EditApplier, detector: WriteDetector) -> None:
+        self.inner = inner
+        self.detector = detector
+
+    async def apply(self, plan: EditPlan) -> ApplyResult:
+        return await self.inner.apply(plan)
+
+    async def flush(self, paths: list[str]) -> ApplyResult:
+        result = await self.inner.flush(paths)
+        await self.detector.begin()
+        return result
+
+
+async def _execute_watching_writes(tool: Tool[Any], verdict: controller.Accepted, ctx: ToolContext) -> ToolResult:
+    """Run a program and record what it changed in the workspace as writes by `command` (issue
+    15.1): they make a standing check stale and earlier reads stale exactly like the agent's edits.
+    Runs alone at the gate (EXEC is exclusive), so no other call's writes are mixed in."""
+    detector = WriteDetector(ctx.root)
+    await detector.begin()
+    result = await _execute(tool, verdict, dataclasses.replace(ctx, applier=_BaselineAfterFlush(ctx.applier,
+                                                                                                 detector)))
+    try:
+        # A check's (verify_project's) new files are its artifacts; a changed existing file counts.
+        written = await detector.end(created="envelope" not in result.metadata)
+    except OSError as exc:  # cannot tell: count it as a write rather than keep a check on a guess
+        written = [f"(unknown: {exc})"]
+    if written:
+        own = [str(p) for p in result.metadata.get("written") or []]
+        result.metadata["written"] = sorted({*own, *written})
+        result.metadata[WRITER] = "command"
+    return result
 
 
 async def _execute(tool: Tool[Any], verdict: controller.Accepted, ctx: ToolContext) -> ToolResult:

@@ -146,6 +146,18 @@ class Citation(WireModel):
     part_id: str
 
 
+class InvalidatedBy(WireModel):
+    """The write that made the last check stale (issue 15): a downgrade always says why."""
+
+    paths: list[str]
+    by: Literal["agent_tool", "command", "outside_process"] = Field(
+        description="`agent_tool` (an edit tool of the agent), `command` (a program the harness ran changed the "
+                    "files: run_command or verify_project), `outside_process` (a change seen from outside the "
+                    "agent: the user in the editor or another program).")
+    step: int | None = None
+    tool: str | None = None
+
+
 class RunFinish(_Event):
     type: Literal["run_finish"] = "run_finish"
     stop_reason: StopReason = Field(
@@ -158,6 +170,10 @@ class RunFinish(_Event):
     verification_citation: Citation | None = Field(
         None, description="`{sessionID, messageID, partID}` of the verify_project result the status was "
                           "derived from: paste it as a skill proposal's `evidence`.")
+    verification_reason: str | None = Field(
+        None, description="Why the status is `not_run` although a check had stood: names the write, who made it "
+                          "and when.")
+    invalidated_by: InvalidatedBy | None = None
     steps: int
     tool_calls: int
     tool_errors: int

@@ -498,9 +498,13 @@ class Generation:
                     if check.part_id and check.message_id else None)
         result = events.RunFinish(
             **self._base(), stop_reason=reason, verification=check.status,
-            verification_part_id=check.part_id, verification_citation=citation, steps=self.steps,
-            tool_calls=self.tool_calls, tool_errors=self.tool_errors, tokens=_tokens(self.usage, self.usage_unknown),
-            files_changed=sorted(self.files_changed),
+            verification_part_id=check.part_id, verification_citation=citation,
+            verification_reason=check.invalidated_by.reason() if check.invalidated_by else None,
+            invalidated_by=events.InvalidatedBy(
+                paths=list(check.invalidated_by.paths), by=check.invalidated_by.by,
+                step=check.invalidated_by.step, tool=check.invalidated_by.tool) if check.invalidated_by else None,
+            steps=self.steps, tool_calls=self.tool_calls, tool_errors=self.tool_errors,
+            tokens=_tokens(self.usage, self.usage_unknown), files_changed=sorted(self.files_changed),
             model=self.env.provider.label if self.env.provider.scripted else self.env.settings.model,
             scripted=self.env.provider.scripted, error=error, handoff_to=self.handoff_to,
             previous_session_ids=self.previous_session_ids or None)

@@ -2,14 +2,20 @@
 
 `verified`: the latest verify_project result passed (with at least one executed
 check) and nothing was written after it. `failed`: the latest one failed and
-nothing was written after it. `not_run`: none yet, or a later write (the agent's
-or an outside change) made it stale.
+nothing was written after it. `not_run`: none yet, or a later write made it stale.
+
+A write is any of: a tool result with `written` paths (the agent's edit tools; a
+command — run_command, or verify_project itself — whose run changed workspace files,
+`writer: command`), or a harness note that files changed outside the agent. The
+first write after the latest check is named in `invalidated_by`, so a downgrade
+always says why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from dataclasses import replace as dataclass_replace
 from typing import Any
 
 from lsp_agent.core.events import VerificationStatus
@@ -19,11 +25,35 @@ from lsp_agent.core.history import Message, TextPart, ToolResultPart
 EXTERNAL_CHANGE = "external_change"
 
 
+#: Who made a write: the agent's edit tool, a program the harness ran, or a change seen from outside.
+AGENT_TOOL = "agent_tool"
+COMMAND = "command"
+OUTSIDE = "outside_process"
+
+
+@dataclass(frozen=True)
+class Invalidation:
+    """The write that made the latest check stale."""
+    paths: tuple[str, ...]
+    by: str  # agent_tool | command | outside_process
+    step: int | None
+    tool: str | None = None  # the tool whose call wrote (None for an outside change)
+    check_status: VerificationStatus | None = None  # what the check had said before it went stale
+
+    def reason(self) -> str:
+        who = {AGENT_TOOL: f"the agent's {self.tool or 'edit'}", COMMAND: f"a command ({self.tool})",
+               OUTSIDE: "a change outside the agent"}.get(self.by, self.by)
+        when = f" at step {self.step}" if self.step is not None else ""
+        was = f" (it had {self.check_status.value})" if self.check_status is not None else ""
+        return f"{', '.join(self.paths)} written by {who}{when} after the last check{was}"
+
+
 @dataclass(frozen=True)
 class Verification:
     status: VerificationStatus
     part_id: str | None = None
     message_id: str | None = None  # the message that stores the part (a citation needs both)
+    invalidated_by: Invalidation | None = None
 
 
 def _check_status(envelope: dict[str, Any]) -> VerificationStatus | None:
@@ -43,20 +73,34 @@ def is_write(part: ToolResultPart) -> bool:
     return bool(part.metadata.get("written"))
 
 
+def _stale(check: Verification | None, inv: Invalidation) -> Verification | None:
+    """The first write after a standing check names why it no longer stands."""
+    if check is None or check.invalidated_by is not None:
+        return check
+    if check.status is VerificationStatus.NOT_RUN:
+        return None  # nothing stood, so nothing was invalidated
+    return Verification(VerificationStatus.NOT_RUN, invalidated_by=dataclass_replace(inv, check_status=check.status))
+
+
 def derive(messages: Iterable[Message]) -> Verification:
     latest: Verification | None = None
     for message in messages:
         for part in message.parts:
             if isinstance(part, TextPart):
-                if part.metadata.get(EXTERNAL_CHANGE):
-                    latest = None
+                paths = part.metadata.get(EXTERNAL_CHANGE)
+                if paths:
+                    latest = _stale(latest, Invalidation(tuple(map(str, paths)), OUTSIDE, message.step))
                 continue
             if not isinstance(part, ToolResultPart):
                 continue
             envelope = part.metadata.get("envelope")
+            written = [str(p) for p in part.metadata.get("written") or []]
+            by = COMMAND if part.metadata.get("writer") == COMMAND else AGENT_TOOL
             if isinstance(envelope, dict):
                 status = _check_status(envelope)
                 latest = Verification(status, part.id, message.id) if status is not None else None
-            elif is_write(part):
-                latest = None
+                if written and by == COMMAND:  # the check's own run changed the sources it checked
+                    latest = _stale(latest, Invalidation(tuple(written), by, message.step, part.name))
+            elif written:
+                latest = _stale(latest, Invalidation(tuple(written), by, message.step, part.name))
     return latest or Verification(VerificationStatus.NOT_RUN)

@@ -24,8 +24,9 @@ class CompactParams(Params):
 class RepairedItem(Result):
     """A required item the model's summary did not cite, put back by the harness."""
 
-    kind: Literal["task", "user", "constraint", "failed_check", "failed_attempt"]
-    pointer: str = Field(description="`msg_…/prt_…` of the original part, or `FILE:L<n>` of an instruction line.")
+    kind: Literal["task", "user", "constraint", "failed_check", "failed_attempt", "file", "next_step"]
+    pointer: str = Field(description="`msg_…/prt_…` of the original part, `FILE:L<n>` of an instruction line, a "
+                               "file's path (`file`), or `next step`.")
     text: str
 
 

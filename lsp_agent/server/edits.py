@@ -282,6 +282,7 @@ class LspApplier:
     async def _apply_in_editor(self, ops: list[_BufferOp]) -> ApplyResult:
         moved_content = {item.op.path: self._buffer_digest(item.op.path) for item in ops
                          if isinstance(item.op, RenameFile)}
+        self._expect_saves(ops)
         params = types.ApplyWorkspaceEditParams(edit=self._workspace_edit(ops), label="lsp-agent")
         try:
             reply = await _answer(self.ls.workspace_apply_edit_async(params), EDIT_TIMEOUT_S)
@@ -305,6 +306,17 @@ class LspApplier:
         for item in ops:
             self._accepted(item, moved_content)
         return ApplyResult(ok=True)
+
+    def _expect_saves(self, ops: list[_BufferOp]) -> None:
+        """Own from the moment it is applied (issue 15.2): the editor may save the edited buffer at any
+        time — auto-save after a delay, on focus change, even before it answers applyEdit — so the text
+        the edit leaves is announced as the agent's before the request goes out. A save whose content
+        matches is then the agent's write, whatever the auto-save setting; anything else still counts
+        as a change outside the agent. Added to (not replacing) what is already expected, so a late save
+        of an earlier agent edit is recognised too."""
+        for item in ops:
+            if isinstance(item.op, UpdateFile):
+                self.own.expect(item.op.path, digest(item.op.new_text), also=True)
 
     def _accepted(self, item: _BufferOp, moved_content: dict[str, str | None]) -> None:
         op = item.op

@@ -232,3 +232,38 @@ async def test_a_follow_up_queued_during_a_compaction_starts_after_it(tmp_path: 
     assert session.active is not None
     await wait_for(lambda: session.active is None)
     assert session.history[-1].text() == "follow-up answered"
+
+
+async def test_summary_without_files_touched_and_next_step_gets_both_put_back(tmp_path: Path) -> None:
+    agent, sid = await two_generations(tmp_path)
+    task = pointer_of(agent, sid, lambda p: getattr(p, "text", None) == TASK)
+    summary = f"1. Task: fix the type check [{task}]."  # no files, no next step
+    agent.env.provider.script.replies.append(ScriptedReply(when=MARKER, text=summary))  # type: ignore[attr-defined]
+
+    outcome = await agent.compact(sid)
+
+    assert outcome.status == "compacted"
+    repaired = {i.pointer: i for i in outcome.repaired}
+    files = {p for p, i in repaired.items() if i.kind == "file"}
+    assert "data/f0.txt" in files and all(p.startswith("data/f") for p in files)
+    assert repaired["next step"].kind == "next_step" and "fix the failing check" in repaired["next step"].text
+    text = agent.session(sid).history[-1].text()
+    assert "- [data/f0.txt] file: read at step " in text
+    assert "- [next step] next step: fix the failing check" in text
+
+
+async def test_summary_naming_the_files_and_the_next_step_keeps_them_unrepaired(tmp_path: Path) -> None:
+    agent, sid = await two_generations(tmp_path)
+    session = agent.session(sid)
+    touched = sorted({str(p) for m in session.history for r in m.tool_results() for p in r.metadata.get("read") or []})
+    # f1.txt is cited only as a longer path's substring: that is not citing it.
+    named = ", ".join(p for p in touched if p != "data/f1.txt")
+    summary = f"5. Files: {named}; data/f1.txt.bak. 6. Next step: fix X in model.py."
+    agent.env.provider.script.replies.append(ScriptedReply(when=MARKER, text=summary))  # type: ignore[attr-defined]
+
+    outcome = await agent.compact(sid)
+
+    kinds = {(i.kind, i.pointer) for i in outcome.repaired}
+    assert ("file", "data/f1.txt") in kinds
+    assert not any(k == "file" and p != "data/f1.txt" for k, p in kinds)
+    assert not any(k == "next_step" for k, _ in kinds)

@@ -1,0 +1,98 @@
+"""Which workspace files a command changed: a stat snapshot before and after (issue 15.1).
+
+Any program the harness runs can write (python, npm scripts, a pytest plugin, git checkout), so
+every write must count, headless as in the server, whether or not a watcher runs. The snapshot is
+cheap — (size, mtime_ns, inode, mode) per file, no hashing — and bounded: the directories every
+workspace ignores are skipped, and changed paths that Git ignores (build output, caches) are not
+sources. A workspace too large to snapshot yields `UNKNOWN`: the write cannot be ruled out, so it
+counts (a check is never kept standing on a guess).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import stat
+from pathlib import Path
+
+#: Directories never walked: VCS data, dependency trees, caches, the harness's own store.
+SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache",
+                       ".pytest_cache", ".tox", ".nox", ".eggs", ".lsp-agent"})
+#: Files never counted: coverage data and bytecode the checks themselves leave behind.
+SKIP_FILE = re.compile(r"^\.coverage(\..*)?$|\.py[co]$")
+#: More files than this and the snapshot gives up (the changes are then unknown).
+MAX_FILES = 200_000
+#: Stands for "something may have changed, the paths are unknown".
+UNKNOWN = "(unknown: workspace too large to snapshot)"
+
+Snapshot = dict[str, tuple[int, int, int, int]]
+
+
+def snapshot(root: Path) -> Snapshot | None:
+    """Every file (and symlink) under root with its stat facts; None past MAX_FILES."""
+    found: Snapshot = {}
+    for current, dirs, files in os.walk(root):
+        base = Path(current)
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not (base / d).is_symlink()]
+        for name in files:
+            if SKIP_FILE.search(name):
+                continue
+            path = base / name
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                continue
+            found[path.relative_to(root).as_posix()] = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode)
+            if len(found) > MAX_FILES:
+                return None
+    return found
+
+
+def changed(before: Snapshot | None, after: Snapshot | None) -> list[str]:
+    """Paths created, deleted or modified between the two snapshots, sorted."""
+    if before is None or after is None:
+        return [UNKNOWN]
+    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+
+
+async def not_ignored(root: Path, paths: list[str]) -> list[str]:
+    """Drop the paths Git ignores (outside Git, or when Git cannot answer, keep them all)."""
+    listed = [p for p in paths if p != UNKNOWN]
+    if not listed or not (root / ".git").exists():
+        return paths
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "git", "-C", str(root), "check-ignore", "--stdin", "-z",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        out, _ = await asyncio.wait_for(proc.communicate("\0".join(listed).encode() + b"\0"), 30)
+    except (OSError, TimeoutError):
+        return paths
+    if proc.returncode not in (0, 1):
+        return paths
+    ignored = {p for p in out.decode("utf-8", "replace").split("\0") if p}
+    return [p for p in paths if p not in ignored]
+
+
+class WriteDetector:
+    """One command's window: `begin` before it runs (again after the harness's own saves), `end` after."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._before: Snapshot | None = None
+
+    async def begin(self) -> None:
+        self.root = await asyncio.to_thread(self.root.resolve)
+        self._before = await asyncio.to_thread(snapshot, self.root)
+
+    async def end(self, created: bool = True) -> list[str]:
+        """The changed paths. `created=False`: only files that existed before (modified or deleted) —
+        for a check, whose new files are its artifacts, while a change to a file it checked means
+        the sources it verified are no longer there."""
+        after = await asyncio.to_thread(snapshot, self.root)
+        paths = changed(self._before, after)
+        if not created and self._before is not None and after is not None:
+            paths = [p for p in paths if p in self._before]
+        return await not_ignored(self.root, paths)

@@ -1,0 +1,94 @@
+"""The editor's own save of the agent's edit is the agent's write (issue 15.2), whatever the
+auto-save setting: the real server, a client that applies the edit and then saves the buffer itself
+(disk write + didSave), at the moments an auto-saving editor would."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from tests.e2e.conftest import PY, Editor, StartEditor, _path
+from tests.helpers import call, reply, verify_config
+
+CHECK = "import pathlib, sys\nsys.exit(0 if pathlib.Path('data.txt').read_text() == '2\\n' else 1)\n"
+
+#: mode → when (seconds after the applied edit) the editor saves by itself. 0.0: at once, before it even
+#: answers applyEdit (focus moves right after the edit). The verify step starts at 1.5 s, so 2.5 s lands
+#: after the check stands. A second save of unchanged content (afterDelay, onFocusChange) stands for the
+#: watcher reporting the first one only after the check passed, which under load it does (issue 15.2):
+#: by then no save request of the agent's announced it, so it must be known as own from the edit on.
+MODES: dict[str, list[float]] = {"off": [], "afterDelay": [1.0, 2.5], "onFocusChange": [0.0, 2.5],
+                                 "onWindowChange": [2.5]}
+
+
+def save_buffer(editor: Editor, uri: str) -> None:
+    """What an editor's save is: the buffer's bytes on disk, then didSave."""
+    Path(_path(uri)).write_bytes(editor.buffers[uri].text.encode("utf-8"))
+    editor.client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+def auto_save(editor: Editor, delays: list[float]) -> None:
+    apply = editor.on_apply_edit
+    pending: list[asyncio.TimerHandle] = []
+
+    def on_apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        answer = apply(params)
+        uris = [c.text_document.uri for c in params.edit.document_changes or []
+                if isinstance(c, types.TextDocumentEdit)]
+        for uri in uris:
+            for delay in delays:
+                if delay == 0.0:
+                    save_buffer(editor, uri)
+                else:
+                    pending.append(asyncio.get_running_loop().call_later(delay, save_buffer, editor, uri))
+        return answer
+
+    editor.on_apply_edit = on_apply_edit  # type: ignore[method-assign]
+
+
+async def run_edit_and_verify(workspace: Path, start_editor: StartEditor, mode: str,
+                              typed: str | None = None) -> tuple[Editor, dict[str, Any], str]:
+    (workspace / "data.txt").write_text("1\n", encoding="utf-8")
+    (workspace / "check.py").write_text(CHECK, encoding="utf-8")
+    verify_config(workspace, [PY, "check.py"])
+    editor = await start_editor(workspace, [
+        reply(call("apply_patch", path="data.txt", old_text="1", new_text="2")),
+        reply(call("verify_project"), delay_ms=1500), reply(text="done", delay_ms=1500)])
+    editor.open("data.txt")
+    auto_save(editor, MODES[mode])
+    if typed is not None:
+        editor.keystroke_on_apply = ("data.txt", typed)
+    started = await editor.run("set data to 2")
+    finish = await editor.finished(started["generation"])
+    return editor, finish, started["sessionID"]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+async def test_a_correct_run_ends_verified_whatever_the_auto_save_mode(
+        workspace: Path, start_editor: StartEditor, mode: str) -> None:
+    editor, finish, session_id = await run_edit_and_verify(workspace, start_editor, mode)
+    assert (workspace / "data.txt").read_text() == "2\n"
+    assert (finish["stopReason"], finish["verification"]) == ("final", "verified"), finish.get("verificationReason")
+    await asyncio.sleep(1.5)  # a save after the run (onWindowChange) and the watcher's debounce
+    status = await editor.request("agent/status", {"sessionID": session_id})
+    assert status["verification"] == "verified"
+
+
+async def test_the_users_own_typing_saved_by_auto_save_still_counts_as_outside(
+        workspace: Path, start_editor: StartEditor) -> None:
+    """The control: content the agent did not produce is not its write, even when auto-saved."""
+    editor, finish, session_id = await run_edit_and_verify(workspace, start_editor, "off")
+    assert finish["verification"] == "verified"
+    editor.type("data.txt", 0, 0, "9")
+    save_buffer(editor, editor.uri("data.txt"))
+    for _ in range(100):
+        status = await editor.request("agent/status", {"sessionID": session_id})
+        if status["verification"] == "not_run":
+            break
+        await asyncio.sleep(0.05)
+    assert status["verification"] == "not_run"
