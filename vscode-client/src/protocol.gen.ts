@@ -155,6 +155,15 @@ export interface HandoffResult {
   parentID: string;
 }
 
+/** The write that made the last check stale (issue 15): a downgrade always says why. */
+export interface InvalidatedBy {
+  paths: string[];
+  /** `agent_tool` (an edit tool of the agent), `command` (a program the harness ran changed the files: run_command or verify_project), `outside_process` (a change seen from outside the agent: the user in the editor or another program). */
+  by: 'agent_tool' | 'command' | 'outside_process';
+  step?: number | null;
+  tool?: string | null;
+}
+
 /** No fields; params may be omitted. */
 export interface ListParams {
 
@@ -383,8 +392,8 @@ export type RejectReason = 'generation_not_active' | 'stale_generation' | 'admis
 
 /** A required item the model's summary did not cite, put back by the harness. */
 export interface RepairedItem {
-  kind: 'task' | 'user' | 'constraint' | 'failed_check' | 'failed_attempt';
-  /** `msg_…/prt_…` of the original part, or `FILE:L<n>` of an instruction line. */
+  kind: 'task' | 'user' | 'constraint' | 'failed_check' | 'failed_attempt' | 'file' | 'next_step';
+  /** `msg_…/prt_…` of the original part, `FILE:L<n>` of an instruction line, a file's path (`file`), or `next step`. */
   pointer: string;
   text: string;
 }
@@ -401,6 +410,9 @@ export interface RunFinish {
   verificationPartID?: string | null;
   /** `{sessionID, messageID, partID}` of the verify_project result the status was derived from: paste it as a skill proposal's `evidence`. */
   verificationCitation?: Citation | null;
+  /** Why the status is `not_run` although a check had stood: names the write, who made it and when. */
+  verificationReason?: string | null;
+  invalidatedBy?: InvalidatedBy | null;
   steps: number;
   toolCalls: number;
   toolErrors: number;
