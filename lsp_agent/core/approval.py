@@ -72,6 +72,7 @@ class ApprovalRequest:
     what: str
     why: str
     reason: Reason
+    kind: Literal["command", "mcp", "edit"] = "command"
     options: tuple[Decision, ...] = OPTIONS
 
 
@@ -157,7 +158,7 @@ class ApprovalDesk:
         generation is cancelled while waiting (the call is then cancelled, never run)."""
         key = _key(tool, subject, reason)
         request = ApprovalRequest(self.session_id, self.generation, call_id, tool, subject.what,
-                                  why(reason, subject), reason)
+                                  why(reason, subject), reason, subject.kind)
         if key in self.granted:
             answer = Answer(Decision.ALLOW_SESSION, "session")
         else:
@@ -206,6 +207,6 @@ class ApprovalDesk:
 
 
 def denied_text(tool: str, record: dict[str, Any]) -> str:
-    return (f"ERROR: denied: the user did not approve {tool} ({record['what']}): {record['why']}; decision "
-            f"{record['decision']} by {record['who']}. Do not retry the same call; continue another way, or "
-            "ask the user.")
+    return (f"ERROR: refused: {record['what']}. {tool} needs the user's approval and did not get it: "
+            f"{record['why']} (decision {record['decision']} by {record['who']}). Do not retry the same call; "
+            "continue another way, or ask the user.")

@@ -72,7 +72,7 @@ async def test_untrusted_asks_before_every_command_and_deny_runs_nothing(tmp_pat
                             desk, sink, approvalPolicy="untrusted")
     assert not (tmp_path / "made").exists()
     (result,) = _results(session)
-    assert result.error_kind.value == "denied" and result.output.startswith("ERROR: denied:")  # type: ignore[attr-defined]
+    assert result.error_kind.value == "denied" and result.output.startswith("ERROR: refused:")  # type: ignore[attr-defined]
     assert "python3 -c" in result.output and "by user" in result.output  # type: ignore[attr-defined]
     request = desk.asked[0]
     assert (request.tool, request.reason.value, request.session_id) == ("run_command", "untrusted", session.id)
