@@ -196,3 +196,18 @@ async def test_on_failure_offers_an_unsandboxed_rerun(tmp_path: Path) -> None:
     _, session = await _run(workspace, [reply(call("run_command", command=_touch(str(outside / "3")))),
                                         reply(text="ok")], desk)
     assert desk.asked == [] and not (outside / "3").exists()
+
+
+def test_settings_defaults_bounds_and_a_workspace_cannot_set_the_policy(tmp_path: Path) -> None:
+    from lsp_agent.config import ConfigError, load_settings
+
+    defaults = load_settings(tmp_path)
+    assert (defaults.approval_policy, defaults.approval_timeout_s) == ("on-request", 300)
+    assert load_settings(tmp_path, {"approvalTimeoutS": 86_400}).approval_timeout_s == 86_400
+    for wrong in ({"approvalTimeoutS": 0}, {"approvalTimeoutS": 86_401}, {"approvalPolicy": "sometimes"}):
+        with pytest.raises(ConfigError):
+            load_settings(tmp_path, wrong)
+    (tmp_path / ".lsp-agent").mkdir()
+    (tmp_path / ".lsp-agent" / "config.toml").write_text('approvalPolicy = "never"\n')
+    assert load_settings(tmp_path).approval_policy == "on-request"  # a repository cannot switch asking off
+    assert load_settings(tmp_path, {"approvalPolicy": "never"}).approval_policy == "never"
