@@ -19,7 +19,6 @@ carries it in its metadata (never sent to the model, so results stay free of tim
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -191,8 +190,8 @@ class ApprovalDesk:
             for task in (asking, cancelled):
                 if not task.done():
                     task.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.gather(asking, cancelled, return_exceptions=True)
+            # The children's outcomes are read below; only our own cancellation propagates from here.
+            await asyncio.gather(asking, cancelled, return_exceptions=True)
         if asking in done:
             try:
                 answer = asking.result()
