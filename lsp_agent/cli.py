@@ -80,6 +80,9 @@ def _run_parser(sub: Any) -> None:
     run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     run.add_argument("--sandbox", choices=["read-only", "workspace-write", "danger-full-access"],
                      help="OS sandbox of the commands run for the model (default: workspace-write)")
+    run.add_argument("--approval", choices=["untrusted", "on-request", "on-failure", "never"],
+                     help="when to ask before a call (default: on-request); asked on the terminal, "
+                          "denied when stdin is not one")
 
 
 def _serve_parser(sub: Any) -> None:
@@ -189,6 +192,8 @@ async def _run(args: argparse.Namespace) -> int:
         layer["maxSteps"] = args.max_steps
     if args.sandbox:
         layer["sandboxMode"] = args.sandbox
+    if args.approval:
+        layer["approvalPolicy"] = args.approval
     try:
         settings = load_settings(root, layer, base_urls=_base_urls(args.base_url))
         provider = make_provider(settings, args.base_url, args.wire)
@@ -204,6 +209,9 @@ async def _run(args: argparse.Namespace) -> int:
     env = open_environment(root, settings, provider, sink, wire=args.wire, server=server)
     if not provider.scripted:
         print(run_header(env, server), file=sys.stderr, flush=True)
+    from lsp_agent.approve_cli import TerminalApprover
+
+    env.approver = TerminalApprover()
     try:
         run = HeadlessRun(env, args.prompt, args.max_steps, args.session)
     except UnknownSession as exc:

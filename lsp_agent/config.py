@@ -162,12 +162,21 @@ class Settings(_Section):
     sandbox_readable_roots: list[str] = Field(
         default_factory=list, alias="sandboxReadableRoots",
         description="Directories under $HOME that sandboxed commands may read ($HOME is hidden otherwise).")
+    approval_policy: Literal["untrusted", "on-request", "on-failure", "never"] = Field(
+        "on-request", alias="approvalPolicy",
+        description="When the user approves a call first: untrusted (every command), on-request (only what "
+                    "would leave the sandbox or may change things through MCP), on-failure (also offer to re-run "
+                    "a command that failed in the sandbox without it), never (never ask; such calls are refused "
+                    "or run without the escalation). See docs/security.md.")
+    approval_timeout_s: float = Field(
+        300, gt=0, le=86_400, alias="approvalTimeoutS",
+        description="Seconds to wait for an approval; no answer by then is a deny.")
 
 
 #: Settings a workspace's own config file may not set: a repository must not widen the sandbox
 #: its commands run in (only the user, an editor option or a CLI flag can).
 SANDBOX_KEYS = ("sandbox_mode", "sandboxMode", "sandbox_network", "sandboxNetwork",
-                "sandbox_readable_roots", "sandboxReadableRoots")
+                "sandbox_readable_roots", "sandboxReadableRoots", "approval_policy", "approvalPolicy")
 
 
 def user_config_path() -> Path:

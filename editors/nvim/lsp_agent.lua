@@ -8,7 +8,8 @@
 -- Events stream into the scratch buffer `lsp-agent://events`; edits arrive as workspace/applyEdit
 -- (built in, with undo); before a check the server asks to save the buffers it edited
 -- (agent/saveDocuments), answered here with :write. A prompt typed while a generation runs is
--- queued (agent/queue/add); :AgentQueue shows the queue in `lsp-agent://queue`.
+-- queued (agent/queue/add); :AgentQueue shows the queue in `lsp-agent://queue`. Calls the approval
+-- policy names are put to the user with vim.ui.select (agent/requestApproval).
 
 local M = {
   client_id = nil,
@@ -19,6 +20,7 @@ local M = {
   queue = {},         -- the session's follow-up queue, as the last agent/queueChanged sent it
   queue_buf = nil,
   receipts = {},      -- steering receipts by clientID, as agent/receipt updates them
+  approval_wait_ms = 300000, -- how long an approval question waits for vim.ui.select (then: deny)
 }
 
 local steer_seq = 0
@@ -188,6 +190,34 @@ handlers["agent/saveDocuments"] = function(_, params, _)
     end
   end
   return { saved = saved, failed = failed }
+end
+
+-- approval policy (agent/requestApproval) -----------------------------------------------------
+
+local APPROVAL_LABELS = { allow_once = "Allow once", allow_session = "Allow for this session", deny = "Deny" }
+
+-- The server asks before a call its approval policy names (a command under "untrusted", one that
+-- would run without a sandbox, an MCP tool that may change things). vim.ui.select may answer later
+-- (UI plugins); vim.wait keeps the event loop running until it does. No choice means deny, and so
+-- does the server's own timeout (approvalTimeoutS).
+handlers["agent/requestApproval"] = function(_, params, _)
+  local decision = nil
+  local options = params.options or { "allow_once", "allow_session", "deny" }
+  append("?? approval asked: " .. params.tool .. ": " .. first_line(params.what))
+  local prompt = "lsp-agent asks to approve " .. params.tool .. ": " .. params.what .. " (why: " .. params.why .. ")"
+  vim.ui.select(options, {
+    prompt = prompt,
+    kind = "lsp_agent_approval",
+    format_item = function(item)
+      return APPROVAL_LABELS[item] or item
+    end,
+  }, function(choice)
+    decision = choice or "deny"
+  end)
+  vim.wait(M.approval_wait_ms, function()
+    return decision ~= nil
+  end, 20)
+  return { decision = decision or "deny" }
 end
 
 -- commands -------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lsp_agent.core import controller, events
+from lsp_agent.core.approval import ApprovalDesk, ApprovalSubject, Decision, Reason, denied_text, reasons
 from lsp_agent.core.edits import ApplyResult, EditApplier, EditPlan
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.history import ErrorKind, ToolCallPart, ToolResultPart
@@ -29,8 +30,10 @@ log = logging.getLogger(__name__)
 
 class CallRunner:
     def __init__(self, gate: Gate, cancel_event: asyncio.Event, emit: Callable[[Any], None],
-                 base: dict[str, str], result_chars: int) -> None:
+                 base: dict[str, str], result_chars: int, desk: ApprovalDesk | None = None) -> None:
         self.gate = gate
+        #: asks the user before calls the approval policy names (None: nothing is asked)
+        self.desk = desk
         self.cancel_event = cancel_event
         self.emit = emit
         self.base = base
@@ -52,18 +55,26 @@ class CallRunner:
         assert task is not None
         self._waiting.add(task)
         started = time.monotonic()
+        approvals: list[dict[str, Any]] = []
         try:
             async with self.gate.hold(exclusive=tool.access is not Access.READ):
                 self._waiting.discard(task)
                 if self.cancel_event.is_set():
                     raise asyncio.CancelledError
-                self.emit(events.ToolStart(**self.base, step=step, part=events.ToolPartInfo(
-                    id=call.id, message_id=ctx.message_id, call_id=call.call_id, tool=call.name,
-                    state=events.ToolState(status="running", input=verdict.raw_args))))
-                if tool.access is Access.EXEC:
-                    result = await _execute_watching_writes(tool, verdict, ctx)
+                # Asked inside the gate: one question at a time, right before the call would run.
+                found = await self._subject(tool, verdict, ctx)
+                subject = found if isinstance(found, ApprovalSubject) else None
+                run_ctx, refusal = (ctx, found) if isinstance(found, ToolResult) else \
+                    await self._approve(call, subject, ctx, approvals)
+                if refusal is not None:
+                    result = refusal
                 else:
-                    result = await _execute(tool, verdict, ctx)
+                    self.emit(events.ToolStart(**self.base, step=step, part=events.ToolPartInfo(
+                        id=call.id, message_id=ctx.message_id, call_id=call.call_id, tool=call.name,
+                        state=events.ToolState(status="running", input=verdict.raw_args))))
+                    run = _execute_watching_writes if tool.access is Access.EXEC else _execute
+                    result = await run(tool, verdict, run_ctx)
+                    result = await self._retry_unsandboxed(call, subject, verdict, run_ctx, result, approvals)
         except asyncio.CancelledError:
             self._waiting.discard(task)
             result = ToolResult.failure(ErrorKind.CANCELLED,
@@ -73,12 +84,58 @@ class CallRunner:
         if self.cancel_event.is_set() and tool.access is Access.EXEC and result.error_kind is not ErrorKind.CANCELLED:
             result = ToolResult(False, f"ERROR: cancelled while running; partial output kept.\n{result.output}",
                                 ErrorKind.CANCELLED, result.metadata)
+        if approvals:  # what, who, when: kept with the result, never sent to the model
+            result.metadata = {**result.metadata, "approvals": approvals}
         bound = self.result_chars
         output = result.output if len(result.output) <= bound else (
             result.output[:bound] + f"\n[TRUNCATED] result cut at {bound} characters")
         return ToolResultPart(call_id=call.call_id, name=call.name, ok=result.ok, output=output,
                               error_kind=result.error_kind, metadata=result.metadata,
                               elapsed_ms=int((time.monotonic() - started) * 1000))
+
+    async def _subject(self, tool: Tool[Any], verdict: controller.Accepted,
+                       ctx: ToolContext) -> ApprovalSubject | ToolResult | None:
+        if self.desk is None:
+            return None
+        try:
+            return await asyncio.to_thread(tool.approval, verdict.args, ctx)
+        except Exception as exc:  # a hook bug must not let the call past the policy: refuse it
+            log.exception("approval hook of %s failed", tool.name)
+            return ToolResult.failure(ErrorKind.TOOL_FAILURE,
+                                      f"tool_failure: whether {tool.name} needs the user's approval could not be "
+                                      f"checked ({type(exc).__name__}); nothing was run. Try another way.")
+
+    async def _approve(self, call: ToolCallPart, subject: ApprovalSubject | None, ctx: ToolContext,
+                       approvals: list[dict[str, Any]]) -> tuple[ToolContext, ToolResult | None]:
+        """(the context the call runs with, or the denial that replaces the call)."""
+        if self.desk is None or subject is None:
+            return ctx, None
+        for reason in reasons(self.desk.policy, subject):
+            record = await self.desk.decide(call.name, call.call_id, subject, reason)
+            approvals.append(record)
+            if record["decision"] == Decision.DENY.value:
+                return ctx, ToolResult.failure(ErrorKind.DENIED, denied_text(call.name, record))
+        if any(r["reason"] == Reason.UNSANDBOXED.value for r in approvals):
+            return dataclasses.replace(ctx, approved_unsandboxed=True), None
+        return ctx, None
+
+    async def _retry_unsandboxed(self, call: ToolCallPart, subject: ApprovalSubject | None,
+                                 verdict: controller.Accepted, ctx: ToolContext, result: ToolResult,
+                                 approvals: list[dict[str, Any]]) -> ToolResult:
+        """on-failure: a command that failed inside the sandbox may run again without it."""
+        if (self.desk is None or self.desk.policy != "on-failure" or subject is None or not subject.retryable
+                or ctx.approved_unsandboxed or result.ok or result.error_kind is not ErrorKind.TOOL_FAILURE
+                or self.cancel_event.is_set()):
+            return result
+        record = await self.desk.decide(call.name, call.call_id, subject, Reason.RETRY_UNSANDBOXED)
+        approvals.append(record)
+        if record["decision"] == Decision.DENY.value:
+            return result
+        unsandboxed = dataclasses.replace(ctx, approved_unsandboxed=True)
+        retried = await _execute_watching_writes(verdict.tool, verdict, unsandboxed)
+        retried.output = f"{retried.output}\n(run again without the sandbox, approved by the user: the sandboxed " \
+                         "run had failed)"
+        return retried
 
 
 class _BaselineAfterFlush:

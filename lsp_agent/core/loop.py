@@ -17,6 +17,7 @@ from lsp_agent.context.manager import ContextManager, ContextOverflow
 from lsp_agent.context.reminders import reminders
 from lsp_agent.context.stale import stale_note
 from lsp_agent.core import announce, controller, events, verification
+from lsp_agent.core.approval import ApprovalDesk
 from lsp_agent.core.cancel import cancel_signal
 from lsp_agent.core.capabilities import (
     CONTEXT_PACK,
@@ -140,8 +141,11 @@ class Generation:
         self.cancel_event = asyncio.Event()
         limits = self.env.settings.limits
         self.guard = LoopGuard(limits.loop_warn_repeats, limits.loop_stop_repeats)
+        desk = ApprovalDesk(self.env.settings.approval_policy, self.env.approver,
+                            self.env.settings.approval_timeout_s, self.env.store, session.id, self.id,
+                            self.cancel_event, self.emit, session.approvals)
         self.calls = CallRunner(session.gate, self.cancel_event, self.emit, self._base(),
-                                self.env.settings.limits.result_chars)
+                                self.env.settings.limits.result_chars, desk)
         self._stream_task: asyncio.Future[AssistantReply] | None = None
         self._assistant_message_id = ""
         #: this step's tool list (built with its request; the step's calls are checked against it)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lsp_agent.config import ModelInfo, Settings
 from lsp_agent.context.manager import ContextState
 from lsp_agent.core import ids
+from lsp_agent.core.approval import Approver, DenyAll, remembered
 from lsp_agent.core.edits import EditApplier
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.history import Message, Role, TextPart
@@ -87,6 +88,8 @@ class Environment:
     mcp: ToolServers | None = None
     #: the tools one request offers, given the history (MCP tools, tool_search); None: the registry
     tool_view: Callable[[Environment, list[Message]], ToolRegistry] | None = None
+    #: asks the user before calls the approval policy names (default: nobody, so every ask is denied)
+    approver: Approver = field(default_factory=DenyAll)
 
 
 class AgentSession:
@@ -100,6 +103,8 @@ class AgentSession:
         self.announced_settings: dict[str, Any] | None = None
         # The previous request's bytes: each request should extend it (prefix caching).
         self.last_request: bytes = b""
+        #: `allow_session` approvals (tool, program, reason keys); a resumed session keeps its own
+        self.approvals: set[str] = set()
         if session_id is None:
             self.id = ids.session_id()
             env.store.create_session(self.id, str(env.root), env.settings.model, title)
@@ -112,6 +117,7 @@ class AgentSession:
             self.history = env.store.messages(session_id)
             self.repair()
             self.context = ContextState.load(env.store, session_id, self.history)
+            self.approvals = remembered(env.store, session_id)
 
     def repair(self) -> int:
         """Answer the tool calls a dead process left without results (see core/repair.py), so the

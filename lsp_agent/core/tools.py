@@ -16,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Generic, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from lsp_agent.config import Settings
+from lsp_agent.core.approval import ApprovalSubject
 from lsp_agent.core.edits import EditApplier
 from lsp_agent.core.history import ErrorKind, Message
 from lsp_agent.core.ports import DocumentSource
@@ -103,6 +104,8 @@ class ToolContext:
     history: HistorySource | None = None
     #: the generation's cancel event: set when the user interrupts
     cancel: asyncio.Event | None = None
+    #: the user approved running this call's command without the OS sandbox (approval policy)
+    approved_unsandboxed: bool = False
 
 
 ArgsT = TypeVar("ArgsT", bound=StrictArgs)
@@ -134,6 +137,11 @@ class Tool(ABC, Generic[ArgsT]):
                 value = getattr(args, name)
                 if isinstance(value, str):
                     yield value
+
+    def approval(self, args: ArgsT, ctx: ToolContext) -> ApprovalSubject | None:
+        """What the approval policy looks at for this call (None: nothing to approve). Called in a
+        thread before the call runs, so it may block (probe the sandbox, list files)."""
+        return None
 
     @abstractmethod
     async def run(self, args: ArgsT, ctx: ToolContext) -> ToolResult:

@@ -2,15 +2,17 @@
 server's JSON Schema; the call is bounded (toolTimeoutMs, maxResultChars) and cancellable.
 
 Access (the parallel gate): exclusive unless the tool is annotated read-only *and* the user
-trusts its server (`trusted = true`). `needs_approval` is the hook for the approval policy (not
-built yet): it is true for every tool that is not read-only by that same rule.
+trusts its server (`trusted = true`). `needs_approval` feeds the approval policy (`approval`): it
+is true for every tool that is not read-only by that same rule.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, ClassVar
 
+from lsp_agent.core.approval import ApprovalSubject
 from lsp_agent.core.cancel import cancel_signal
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
@@ -36,6 +38,12 @@ class McpTool(Tool[StrictArgs]):
     def input_schema(self) -> dict[str, Any]:
         """Passed through unchanged (the registry emits it instead of a generated schema)."""
         return self.info.schema
+
+    def approval(self, args: StrictArgs, ctx: ToolContext) -> ApprovalSubject | None:
+        if not self.needs_approval:
+            return None
+        shown = json.dumps(args.model_dump(exclude_unset=True), ensure_ascii=False, sort_keys=True)
+        return ApprovalSubject(kind="mcp", what=f"{self.name} {shown}", program=self.name)
 
     async def run(self, args: StrictArgs, ctx: ToolContext) -> ToolResult:
         arguments = args.model_dump(exclude_unset=True)

@@ -15,7 +15,16 @@ from pydantic import BaseModel
 
 from lsp_agent.core import events
 from lsp_agent.core.queue import MAX_STEER_CHARS
-from lsp_agent.protocol import context_models, errors, mcp_models, methods, models, skill_models, steering
+from lsp_agent.protocol import (
+    approval_models,
+    context_models,
+    errors,
+    mcp_models,
+    methods,
+    models,
+    skill_models,
+    steering,
+)
 
 PROTOCOL_VERSION = 1
 Kind = Literal["request", "notification", "command"]
@@ -105,6 +114,7 @@ METHODS: tuple[MethodDoc, ...] = (
               "Sent before verify_project runs: save these open documents the agent edited. If the client "
               "does not implement it, or a save fails, verify_project reports `error: unsaved edits` instead "
               "of testing stale files."),
+    MethodDoc(*approval_models.METHOD_DOC),  # approval policy (issue 13)
     MethodDoc(methods.COMMAND_FIX_DIAGNOSTIC, "command", "client → server (workspace/executeCommand)",
               models.FixDiagnosticArgs, models.RunResult,
               "Offered by the code action \"Ask the agent to fix this\" on `lsp-agent` diagnostics; starts "

@@ -91,12 +91,12 @@ class Sandbox:
                 approved_unsandboxed: bool = False) -> Prepared:
         """Blocking (the first call probes bwrap): call it from a thread."""
         env = command_env(extra_env)
-        if self.mode == "danger-full-access":
+        # The user approved this very command without a sandbox (bwrap unavailable, or a re-run
+        # after it failed inside the sandbox under approvalPolicy on-failure).
+        if self.mode == "danger-full-access" or approved_unsandboxed:
             return Prepared(list(argv), env, sandboxed=False)
         found = probe()
         if not found.available or found.program is None:
-            if approved_unsandboxed:
-                return Prepared(list(argv), env, sandboxed=False)
             raise SandboxRefused(
                 f"commands cannot be sandboxed here ({found.reason}) and running them without a sandbox "
                 "needs the user's approval. Do not retry: inspect files with read_file, search_code and "

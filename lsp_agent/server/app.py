@@ -36,6 +36,7 @@ from lsp_agent.protocol.methods import CONFIG_SECTION
 from lsp_agent.protocol.models import RunParams
 from lsp_agent.providers.scripted import Script, ScriptedError, ScriptedProvider, ScriptedReply
 from lsp_agent.server import settings as layered
+from lsp_agent.server.approval import EditorApprover
 from lsp_agent.server.convert import make_converter, to_plain
 from lsp_agent.server.diagnostics import DiagnosticsPublisher
 from lsp_agent.server.documents import BufferDocuments
@@ -137,7 +138,8 @@ class AgentServer(LanguageServer):
         sink = LspEventSink(self, diagnostics.update, server_progress=bool(window and window.work_done_progress))
         store = Store(workspace_dir(root) / "store.db")
         env = open_environment(root, settings, provider, sink, store=store)
-        env = dataclasses.replace(env, documents=documents, applier=applier)
+        env = dataclasses.replace(env, documents=documents, applier=applier,
+                                  approver=EditorApprover(self))  # agent/requestApproval (server/approval.py)
         self._watch_mcp(cast("McpManager | None", env.mcp))
         agent = Agent(env)
         watcher = Watcher(root, own, self.note_external_change, ignore_paths=[workspace_dir(root)])

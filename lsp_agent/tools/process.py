@@ -80,7 +80,7 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 
 
 def _prepare(argv: list[str], cwd: Path, env: dict[str, str] | None,
-             sandbox: Sandbox | None) -> tuple[list[str], dict[str, str]]:
+             sandbox: Sandbox | None, approved_unsandboxed: bool = False) -> tuple[list[str], dict[str, str]]:
     """(what to execute, its environment); blocking. Raises SandboxRefused / GitConfigRefused."""
     extra = git_env(cwd) if sandbox is not None or os.path.basename(argv[0]) == "git" else {}
     if sandbox is not None:
@@ -89,18 +89,20 @@ def _prepare(argv: list[str], cwd: Path, env: dict[str, str] | None,
         program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=search)
         if program is None or not os.access(cwd / program, os.X_OK):
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
-        prepared = sandbox.prepare(harden_argv(argv), cwd, {**(env or {}), **extra})
+        prepared = sandbox.prepare(harden_argv(argv), cwd, {**(env or {}), **extra},
+                                   approved_unsandboxed=approved_unsandboxed)
         return prepared.argv, prepared.env
     base = env if env is not None else scrubbed_env()
     return harden_argv(argv), {**base, **extra}
 
 
 async def run_process(argv: list[str], cwd: Path, timeout_s: float,
-                      env: dict[str, str] | None = None, sandbox: Sandbox | None = None) -> ProcessOutcome:
+                      env: dict[str, str] | None = None, sandbox: Sandbox | None = None,
+                      approved_unsandboxed: bool = False) -> ProcessOutcome:
     """Run argv; raises FileNotFoundError if the program is missing, SandboxRefused when it may not
     run. With a sandbox, `env` holds only extra variables. Cancellation kills the group."""
     started = time.monotonic()
-    command, environment = await asyncio.to_thread(_prepare, argv, cwd, env, sandbox)
+    command, environment = await asyncio.to_thread(_prepare, argv, cwd, env, sandbox, approved_unsandboxed)
     proc = await asyncio.create_subprocess_exec(
         *command, cwd=str(cwd), env=environment,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,

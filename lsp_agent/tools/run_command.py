@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import Field
 
 from lsp_agent.config import Limits, ToolSettings
+from lsp_agent.core.approval import ApprovalSubject
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
 from lsp_agent.sandbox import Sandbox, SandboxRefused
@@ -75,6 +76,21 @@ class RunCommand(Tool[RunCommandArgs]):
     def paths(self, args: RunCommandArgs) -> Iterable[str]:
         return ()  # commands always run in the workspace root
 
+    def approval(self, args: RunCommandArgs, ctx: ToolContext) -> ApprovalSubject | None:
+        # Only a command that would actually start is put to the user; the rest fail on their own.
+        try:
+            argv = shlex.split(args.command)
+        except ValueError:
+            return None
+        if not argv or any("\x00" in a for a in argv) or check_argv(argv, ctx.settings.tools, ctx.root.resolve()):
+            return None
+        if shutil.which(argv[0]) is None:
+            return None
+        sandbox = Sandbox.from_settings(ctx.settings, ctx.root)
+        return ApprovalSubject(kind="command", what=shlex.join(argv), program=argv[0],
+                               unsandboxed=sandbox.needs_approval(),
+                               retryable=sandbox.mode != "danger-full-access")
+
     async def run(self, args: RunCommandArgs, ctx: ToolContext) -> ToolResult:
         limits = ctx.settings.limits
         timeout = args.timeout_s if args.timeout_s is not None else limits.command_timeout_s
@@ -104,7 +120,8 @@ class RunCommand(Tool[RunCommandArgs]):
                 ErrorKind.TOOL_FAILURE, f"ERROR: '{argv[0]}' is allowed but not installed on this machine."
             )
         try:
-            outcome = await run_process(argv, ctx.root, timeout, sandbox=Sandbox.from_settings(ctx.settings, ctx.root))
+            outcome = await run_process(argv, ctx.root, timeout, sandbox=Sandbox.from_settings(ctx.settings, ctx.root),
+                                        approved_unsandboxed=ctx.approved_unsandboxed)
         except (SandboxRefused, GitConfigRefused) as exc:
             return ToolResult.failure(ErrorKind.DENIED, f"ERROR: refused: {shown}. {exc}")
         except OSError as exc:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lsp_agent.config import Limits, VerifyCommand
+from lsp_agent.core.approval import ApprovalSubject
 from lsp_agent.core.edits import ApplyResult
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
@@ -94,6 +95,18 @@ class VerifyProject(Tool[VerifyProjectArgs]):
     def paths(self, args: VerifyProjectArgs) -> Iterable[str]:
         return ()
 
+    def approval(self, args: VerifyProjectArgs, ctx: ToolContext) -> ApprovalSubject | None:
+        # Blocking (detection lists files): the dispatcher calls it in a thread.
+        root = ctx.root.resolve()
+        configured = ctx.settings.tools.verify
+        commands = configured if configured is not None else detect_commands(root)
+        if not commands:
+            return None
+        # Not retryable under on-failure: a failing check is this tool's normal answer, not a sandbox problem.
+        return ApprovalSubject(kind="command", what="; ".join(command_label(c) for c in commands),
+                               program="verify_project",
+                               unsandboxed=Sandbox.from_settings(ctx.settings, root).needs_approval())
+
     async def run(self, args: VerifyProjectArgs, ctx: ToolContext) -> ToolResult:
         limits = ctx.settings.limits
         root = await asyncio.to_thread(ctx.root.resolve)
@@ -123,7 +136,7 @@ class VerifyProject(Tool[VerifyProjectArgs]):
                     ".lsp-agent/config.toml, or check the work with run_command.")
             return self._result(envelope, text, ErrorKind.TOOL_FAILURE, limits)
         sandbox = Sandbox.from_settings(ctx.settings, root)
-        ran = [await self._run_check(command, root, limits, sandbox) for command in commands]
+        ran = [await self._run_check(command, root, limits, sandbox, ctx.approved_unsandboxed) for command in commands]
         problems = [r.problem for r in ran if r.problem]
         checks = [r.check for r in ran]
         run_error = "; ".join(problems) if problems else None
@@ -143,11 +156,13 @@ class VerifyProject(Tool[VerifyProjectArgs]):
         except Exception as exc:  # an applier bug must not pass for a verified state
             return ApplyResult(ok=False, message=f"{type(exc).__name__}: {exc}")
 
-    async def _run_check(self, command: VerifyCommand, root: Path, limits: Limits, sandbox: Sandbox) -> _Ran:
+    async def _run_check(self, command: VerifyCommand, root: Path, limits: Limits, sandbox: Sandbox,
+                         approved_unsandboxed: bool = False) -> _Ran:
         label = command_label(command)
         try:
             outcome = await run_process(list(command.argv), root, limits.verify_timeout_s,
-                                        env={"COLUMNS": _COLUMNS}, sandbox=sandbox)
+                                        env={"COLUMNS": _COLUMNS}, sandbox=sandbox,
+                                        approved_unsandboxed=approved_unsandboxed)
         except OSError as exc:
             # SandboxRefused and GitConfigRefused carry their own message (no strerror).
             reason = exc.strerror or str(exc) or type(exc).__name__

@@ -24,7 +24,8 @@ async def test_mcp_tool_called_through_the_loop_over_lsp_and_listed(workspace: P
                reply(call("mcp__fault__crash")), reply(text="done")]
     servers = {"time": time_server(trusted=True), "fault": fault_server(),
                "off": {"command": "nothing", "enabled": False}}
-    editor = await start_editor(workspace, replies, init_options={"mcp": {"servers": servers}})
+    editor = await start_editor(workspace, replies,
+                                init_options={"mcp": {"servers": servers}, "approvalPolicy": "never"})
     listed = McpListResult.model_validate(await editor.request("agent/mcp/list", {}))
     assert [(s.name, s.state) for s in listed.servers] == [("fault", "stopped"), ("off", "disabled"),
                                                            ("time", "stopped")]

@@ -22,7 +22,7 @@ local result = {}
 local ok, err = pcall(function()
   local agent = dofile(env.LSP_AGENT_LUA)
   agent.setup({ cmd = { env.PYTHON, "-m", "lsp_agent", "serve" }, root_dir = env.ROOT,
-                init_options = { model = "scripted/demo", mcp = { servers = {
+                init_options = { model = "scripted/demo", approvalPolicy = "never", mcp = { servers = {
                   fault = { command = env.PYTHON, args = { env.FAULT }, startupTimeoutMs = 60000 } } } } })
   assert(vim.wait(20000, function()
     local c = vim.lsp.get_client_by_id(agent.client_id)

@@ -56,7 +56,8 @@ def everything_server() -> dict[str, Any]:
 
 def mcp_env(root: Path, replies: list[ScriptedReply], servers: dict[str, Any], sink: RecordingSink | None = None,
             **overrides: Any) -> tuple[Environment, ScriptedProvider]:
-    settings = load_settings(root, {"mcp": {"servers": servers}, **overrides})
+    # These suites exercise MCP itself; the approval of MCP calls has its own tests (test_mcp_approval.py).
+    settings = load_settings(root, {"mcp": {"servers": servers}, "approvalPolicy": "never", **overrides})
     provider = ScriptedProvider(Script(label="test", replies=replies), record_requests=True)
     return open_environment(root, settings, provider, sink or RecordingSink()), provider
 

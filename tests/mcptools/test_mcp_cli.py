@@ -37,7 +37,7 @@ def _run(ws: Path, tmp_path: Path, replies: list[dict[str, Any]], *extra: str) -
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"label": "cli-mcp", "replies": replies}))
     argv = [sys.executable, "-m", "lsp_agent", "run", "--workspace", str(ws), "--model", "scripted/t",
-            "--script", str(script), "--json", *extra, "--", "use the tools"]
+            "--script", str(script), "--json", "--approval", "never", *extra, "--", "use the tools"]
     return subprocess.run(argv, capture_output=True, text=True, timeout=180, env=dict(os.environ))
 
 

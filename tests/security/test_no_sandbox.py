@@ -1,6 +1,6 @@
 """Where bubblewrap cannot run, nothing runs unsandboxed silently: the user is told once, and
-every command is refused with the reason until approvals exist (or the user chooses
-danger-full-access). These tests run on any machine: they point the harness at a missing bwrap.
+every command needs the user's approval (denied where no one can be asked), or the user
+chooses danger-full-access. These tests run on any machine: they point the harness at a missing bwrap.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ async def test_without_bwrap_commands_are_refused_and_the_user_is_told_once(atta
     run, verify, write = attack.outputs()
     assert run.startswith("ERROR: refused:") and "cannot be sandboxed here" in run and "approval" in run
     assert attack.run.of("tool_use")[0]["part"]["state"]["errorKind"] == "denied"
-    assert verify.startswith("ERROR: verify error") and "cannot be sandboxed" in verify
+    # Asked first (approvalPolicy on-request); with no terminal to ask on the CLI denies: nothing ran.
+    assert verify.startswith("ERROR: refused:") and "cannot be sandboxed" in verify and "cli (no terminal)" in verify
     assert write.startswith("OK: created notes.txt")
     attack.assert_contained()
 

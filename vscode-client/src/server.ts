@@ -9,6 +9,7 @@ import { LanguageClient, RevealOutputChannelOn, State, TransportKind } from 'vsc
 import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
 
 import type { AgentClient } from './agentClient.js';
+import { REQUEST_APPROVAL, requestApproval } from './approval.js';
 import type { Host } from './host.js';
 import type { Log } from './log.js';
 import { CONFIG_SECTION, ServerRequests } from './protocol.js';
@@ -188,6 +189,8 @@ export class ServerManager implements vscode.Disposable {
       onRequest: (method, handler) => client.onRequest(method, handler),
     };
     client.onRequest(ServerRequests.saveDocuments, (params: unknown) => saveDocuments(params, openDocuments));
+    // approval policy (approval.ts): a modal with the command or diff; anything but a button is a deny
+    client.onRequest(REQUEST_APPROVAL, (params: unknown) => requestApproval(params, vscode.window));
     this.agent.attach(rpc);
     // The language client restarts a crashed server by itself (a few times): follow it.
     client.onDidChangeState((event) => {

@@ -20,7 +20,7 @@ export const EXPERIMENTAL_FLAGS = {
 } as const;
 
 /** Settings the server reads (relative to `lspAgent.`). */
-export const SERVER_KEYS = ['model', 'providers', 'maxSteps', 'script', 'experimental'] as const;
+export const SERVER_KEYS = ['model', 'providers', 'maxSteps', 'script', 'approvalPolicy', 'approvalTimeoutS', 'experimental'] as const;
 /** Settings that only matter when the server process starts. */
 export const RESTART_KEYS = ['python'] as const;
 
@@ -50,6 +50,13 @@ export function serverSettings(read: ReadSetting): ServerSettings {
   const script = read('script');
   if (typeof script === 'string' && script.trim() !== '') {
     out.script = script.trim();
+  }
+  // approval policy (approval.ts, docs/security.md): passed through, the server validates them
+  for (const key of ['approvalPolicy', 'approvalTimeoutS'] as const) {
+    const value = read(key);
+    if (value !== undefined && value !== null && value !== '') {
+      out[key] = value;
+    }
   }
   const experimental: Record<string, boolean> = {};
   for (const [setting, flag] of Object.entries(EXPERIMENTAL_FLAGS)) {

@@ -40,6 +40,11 @@ describe('serverSettings', () => {
     assert.deepEqual(settings, { experimental: { context_recovery: true, tail_reminders: false } });
   });
 
+  it('passes the approval policy and its timeout through when set', () => {
+    assert.deepEqual(serverSettings(reader({ approvalPolicy: 'untrusted', approvalTimeoutS: 30 })), { approvalPolicy: 'untrusted', approvalTimeoutS: 30 });
+    assert.deepEqual(serverSettings(reader({ approvalPolicy: null, approvalTimeoutS: null })), {});
+  });
+
   it('leaves out empty strings, null maxSteps and empty provider maps', () => {
     assert.deepEqual(serverSettings(reader({ model: '  ', maxSteps: null, providers: {}, script: '' })), {});
   });

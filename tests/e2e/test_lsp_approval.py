@@ -1,0 +1,143 @@
+"""agent/requestApproval over stdio: the real server asks the editor before a command under
+approvalPolicy "untrusted"; allow runs it, deny / an error / no answer (timeout) runs nothing, and a
+cancel while the editor is asked cancels the call."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from pygls.exceptions import JsonRpcInternalError
+
+from lsp_agent.protocol.approval_models import AGENT_REQUEST_APPROVAL
+from tests.e2e.conftest import Editor, StartEditor
+from tests.helpers import call, reply
+
+TOUCH = "python3 -c \"open('made.txt', 'w').write('x')\""
+
+
+#: set at the end of a test whose editor "never answers", so no handler task outlives the client
+RELEASE: list[asyncio.Event] = []
+
+
+def answering(editor: Editor, answer: str | Exception | None) -> list[dict[str, Any]]:
+    """The editor's approval handler: a decision, an error, or (None) no answer until released."""
+    asked: list[dict[str, Any]] = []
+    release = asyncio.Event()
+    RELEASE.append(release)
+
+    @editor.client.feature(AGENT_REQUEST_APPROVAL)  # type: ignore[untyped-decorator]
+    async def on_request(ls: Any, params: Any) -> dict[str, Any]:
+        asked.append(params)
+        if isinstance(answer, Exception):
+            raise answer
+        if answer is None:
+            await release.wait()
+            return {"decision": "allow_once"}  # too late: the server no longer waits
+        return {"decision": answer}
+
+    return asked
+
+
+async def _start(start_editor: StartEditor, workspace: Path, timeout_s: float = 30) -> Editor:
+    return await start_editor(workspace, [reply(call("run_command", command=TOUCH)), reply(text="done")],
+                              init_options={"approvalPolicy": "untrusted", "approvalTimeoutS": timeout_s})
+
+
+def _tool_state(editor: Editor, generation: str) -> dict[str, Any]:
+    (use,) = [e["event"] for e in editor.events if e["generation"] == generation and e["event"]["type"] == "tool_use"]
+    state: dict[str, Any] = use["part"]["state"]
+    return state
+
+
+def _approval_notices(editor: Editor, generation: str) -> list[dict[str, Any]]:
+    return [e["event"] for e in editor.events if e["generation"] == generation
+            and e["event"]["type"] == "notice" and e["event"]["kind"] == "approval"]
+
+
+async def test_allow_runs_the_command_and_the_decision_is_recorded(workspace: Path,
+                                                                   start_editor: StartEditor) -> None:
+    editor = await _start(start_editor, workspace)
+    asked = answering(editor, "allow_once")
+    started = await editor.run("make the file")
+    finish = await editor.finished(started["generation"])
+    assert finish["stopReason"] == "final"
+    (params,) = asked
+    assert params["sessionID"] == started["sessionID"] and params["generation"] == started["generation"]
+    assert (params["tool"], params["kind"], params["reason"]) == ("run_command", "command", "untrusted")
+    assert params["what"].startswith("python3 -c") and params["callID"]
+    assert params["options"] == ["allow_once", "allow_session", "deny"] and "untrusted" in params["why"]
+    state = _tool_state(editor, started["generation"])
+    assert state["output"].startswith("OK: exit=0") and (workspace / "made.txt").exists()
+    record = state["metadata"]["approvals"][0]
+    assert (record["decision"], record["who"]) == ("allow_once", "user (editor)") and record["at"]
+    (notice,) = _approval_notices(editor, started["generation"])
+    assert notice["data"]["decision"] == "allow_once" and notice["data"]["callID"] == params["callID"]
+
+
+async def test_deny_runs_nothing(workspace: Path, start_editor: StartEditor) -> None:
+    editor = await _start(start_editor, workspace)
+    answering(editor, "deny")
+    started = await editor.run("make the file")
+    assert (await editor.finished(started["generation"]))["stopReason"] == "final"
+    state = _tool_state(editor, started["generation"])
+    assert state["errorKind"] == "denied" and "by user (editor)" in state["output"]
+    assert not (workspace / "made.txt").exists()
+    assert "tool_start" not in editor.event_types(started["generation"])
+
+
+async def test_no_answer_before_the_timeout_is_a_deny(workspace: Path, start_editor: StartEditor) -> None:
+    editor = await _start(start_editor, workspace, timeout_s=1)
+    asked = answering(editor, None)
+    started = await editor.run("make the file")
+    assert (await editor.finished(started["generation"]))["stopReason"] == "final"
+    assert len(asked) == 1
+    state = _tool_state(editor, started["generation"])
+    assert state["errorKind"] == "denied" and "by timeout" in state["output"]
+    assert not (workspace / "made.txt").exists()
+    await _release()
+
+
+async def _release() -> None:
+    for event in RELEASE:
+        event.set()
+    RELEASE.clear()
+    await asyncio.sleep(0.2)  # the late answer reaches the server, which ignores it
+
+
+async def test_a_client_error_is_a_deny(workspace: Path, start_editor: StartEditor) -> None:
+    editor = await _start(start_editor, workspace)
+    answering(editor, JsonRpcInternalError("the dialog crashed"))
+    started = await editor.run("make the file")
+    await editor.finished(started["generation"])
+    state = _tool_state(editor, started["generation"])
+    assert state["errorKind"] == "denied" and "editor error" in state["output"]
+    assert not (workspace / "made.txt").exists()
+
+
+async def test_a_malformed_answer_is_a_deny(workspace: Path, start_editor: StartEditor) -> None:
+    editor = await _start(start_editor, workspace)
+    answering(editor, "yes please")
+    started = await editor.run("make the file")
+    await editor.finished(started["generation"])
+    assert "malformed answer" in _tool_state(editor, started["generation"])["output"]
+    assert not (workspace / "made.txt").exists()
+
+
+async def test_cancelling_while_the_editor_asks_cancels_the_call(workspace: Path,
+                                                                 start_editor: StartEditor) -> None:
+    editor = await _start(start_editor, workspace)
+    asked = answering(editor, None)
+    started = await editor.run("make the file")
+    for _ in range(1000):
+        if asked:
+            break
+        await asyncio.sleep(0.01)
+    assert asked, "the editor was never asked"
+    await editor.request("agent/cancel", {"sessionID": started["sessionID"]})
+    finish = await editor.finished(started["generation"])
+    assert finish["stopReason"] == "cancelled"
+    assert _tool_state(editor, started["generation"])["errorKind"] == "cancelled"
+    assert not (workspace / "made.txt").exists()
+    await _release()

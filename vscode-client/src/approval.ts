@@ -1,0 +1,73 @@
+// agent/requestApproval: the server asks before a call its approval policy names (a command under
+// "untrusted", a command that would run without a sandbox, an MCP tool that may change things).
+// Shown as a modal warning with the command (or the diff) and the reason; the buttons are the
+// options the server offers. Closing the dialog, malformed params or any error answer `deny`;
+// the server also denies by itself when no answer comes within approvalTimeoutS.
+// (Types kept here, not in protocol.ts, which is generated from the server's schema.)
+
+export const REQUEST_APPROVAL = 'agent/requestApproval';
+
+export type Decision = 'allow_once' | 'allow_session' | 'deny';
+
+export interface RequestApprovalParams {
+  sessionID: string;
+  generation: string;
+  callID: string;
+  tool: string;
+  kind: 'command' | 'mcp' | 'edit';
+  what: string;
+  why: string;
+  reason: string;
+  options: Decision[];
+}
+
+export interface RequestApprovalResult {
+  decision: Decision;
+}
+
+/** The part of `vscode.window` the dialog needs (a stand-in in tests). */
+export interface ApprovalWindow {
+  showWarningMessage(message: string, options: { modal: boolean; detail?: string }, ...items: string[]): PromiseLike<string | undefined>;
+}
+
+export const DECISION_LABELS: Record<Decision, string> = {
+  allow_once: 'Allow once',
+  allow_session: 'Allow for session',
+  deny: 'Deny',
+};
+
+const DECISIONS = new Set<string>(Object.keys(DECISION_LABELS));
+
+function parse(params: unknown): RequestApprovalParams | undefined {
+  const p = params as Partial<RequestApprovalParams> | null;
+  if (!p || typeof p.tool !== 'string' || typeof p.what !== 'string' || typeof p.why !== 'string') {
+    return undefined;
+  }
+  const options = (Array.isArray(p.options) ? p.options : []).filter((o): o is Decision => typeof o === 'string' && DECISIONS.has(o));
+  return { ...(p as RequestApprovalParams), options: options.length > 0 ? options : ['deny'] };
+}
+
+/** The dialog's text: a one-line question, and the command or diff with the reason as detail. */
+export function approvalText(params: RequestApprovalParams): { message: string; detail: string } {
+  const subject = params.kind === 'edit' ? 'apply this edit' : params.kind === 'mcp' ? `call the MCP tool ${params.tool}` : `run ${params.tool}`;
+  return {
+    message: `LSP Agent wants to ${subject}`,
+    detail: `${params.what}\n\nWhy you are asked: ${params.why}`,
+  };
+}
+
+export async function requestApproval(params: unknown, window: ApprovalWindow): Promise<RequestApprovalResult> {
+  const request = parse(params);
+  if (!request) {
+    return { decision: 'deny' };
+  }
+  const { message, detail } = approvalText(request);
+  const byLabel = new Map(request.options.map((o) => [DECISION_LABELS[o], o] as const));
+  try {
+    // Modal: VS Code adds its own Cancel button; cancelling (undefined) is a deny.
+    const picked = await window.showWarningMessage(message, { modal: true, detail }, ...byLabel.keys());
+    return { decision: (picked !== undefined && byLabel.get(picked)) || 'deny' };
+  } catch {
+    return { decision: 'deny' };
+  }
+}

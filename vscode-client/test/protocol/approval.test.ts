@@ -1,0 +1,57 @@
+// agent/requestApproval against the real Python server: the client's own handler (approval.ts)
+// with a stand-in for VS Code's modal; the button picked decides whether the command runs.
+
+import assert from 'node:assert/strict';
+import { existsSync, rmSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+
+import { REQUEST_APPROVAL, requestApproval } from '../../src/approval.js';
+import type { ApprovalWindow, RequestApprovalParams } from '../../src/approval.js';
+import { Editor, fixture, serverMethods, workspace } from './harness.js';
+
+const offered = serverMethods().has(REQUEST_APPROVAL);
+const TEST = { timeout: 90_000, skip: offered ? false : `this lsp-agent server does not offer ${REQUEST_APPROVAL} yet` };
+
+async function runWith(button: string | undefined): Promise<{ asked: RequestApprovalParams[]; state: Record<string, unknown>; made: boolean }> {
+  const root = workspace();
+  const editor = await Editor.start(root, { model: 'scripted/demo', script: fixture('approval.json'), approvalPolicy: 'untrusted' });
+  const asked: RequestApprovalParams[] = [];
+  const modal: ApprovalWindow = { showWarningMessage: () => Promise.resolve(button) };
+  editor.connection.onRequest(REQUEST_APPROVAL, (params: RequestApprovalParams) => {
+    asked.push(params);
+    return requestApproval(params, modal);
+  });
+  try {
+    const started = await editor.client.run('make the file');
+    const finish = await editor.client.waitForFinish(started.generation);
+    assert.equal(finish.stopReason, 'final');
+    const use = editor.events.find((e) => e.generation === started.generation && e.event.type === 'tool_use');
+    assert.ok(use, 'a tool_use event');
+    const state = (use.event as unknown as { part: { state: Record<string, unknown> } }).part.state;
+    return { asked, state, made: existsSync(path.join(root, 'made.txt')) };
+  } finally {
+    await editor.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+describe('protocol: agent/requestApproval with the real server', () => {
+  it('Allow once: the server asked with the command, and it ran', TEST, async () => {
+    const { asked, state, made } = await runWith('Allow once');
+    assert.equal(asked.length, 1);
+    assert.equal(asked[0]!.tool, 'run_command');
+    assert.match(asked[0]!.what, /^python3 -c/);
+    assert.deepEqual(asked[0]!.options, ['allow_once', 'allow_session', 'deny']);
+    assert.match(String(state.output), /^OK: exit=0/);
+    assert.equal(made, true);
+  });
+
+  it('Deny, or the dialog dismissed: nothing ran', TEST, async () => {
+    for (const button of ['Deny', undefined]) {
+      const { state, made } = await runWith(button);
+      assert.equal(state.errorKind, 'denied');
+      assert.equal(made, false);
+    }
+  });
+});
