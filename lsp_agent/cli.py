@@ -28,7 +28,7 @@ COMMANDS = {
     "demo": "the smallest real task on the scripted model (no network, no key)",
     "eval": "paired harness experiments: run a cohort, compare two arms",
     "skill": "skill candidates from verified work: propose, validate, promote, retire",
-    "session": "show a stored session (its messages and the verification citations to paste as evidence)",
+    "session": "look at stored sessions (read-only)",
 }
 
 

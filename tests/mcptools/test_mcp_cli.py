@@ -61,7 +61,7 @@ def test_cli_run_calls_an_mcp_tool_and_reports_a_dead_server_once_on_stderr(tmp_
 def test_an_eval_arm_with_the_flags_on_really_exposes_tool_search_and_read_recipe(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     arm = Arm.model_validate({"name": "cand", "features": {"mcp_tool_discovery": True, "read_only_recipes": True}})
-    pairs = [a for pair in config_pairs(arm) for a in ("--config", pair)]
+    pairs = [a for pair in config_pairs(arm, str(tmp_path)) for a in ("--config", pair)]
     recipe = {"steps": [{"id": "r", "tool": "read_file", "parameters": {"path": "notes.txt"}}],
               "select": [{"step": "r", "path": ["text"]}]}
     replies = [{"tool_calls": [{"name": "mcp__fault__echo", "arguments": {"text": "hidden"}}]},
@@ -77,7 +77,7 @@ def test_an_eval_arm_with_the_flags_on_really_exposes_tool_search_and_read_recip
     assert found["state"]["output"].endswith("\nfound")
     assert read["state"]["status"] == "completed" and "hello" in read["state"]["output"]
     # The baseline arm (flags pinned off) has neither tool.
-    base = [a for pair in config_pairs(Arm.model_validate({"name": "base"})) for a in ("--config", pair)]
+    base = [a for pair in config_pairs(Arm.model_validate({"name": "base"}), str(tmp_path)) for a in ("--config", pair)]
     off = _run(ws, tmp_path, [{"tool_calls": [{"name": "tool_search", "arguments": {"query": "echo"}},
                                               {"name": "read_recipe", "arguments": recipe}]}, {"text": "x"}], *base)
     assert [u["state"]["errorKind"] for u in _uses(off.stdout)] == ["unknown_tool", "unknown_tool"]
