@@ -398,6 +398,31 @@ export interface RepairedItem {
   text: string;
 }
 
+/** One call the approval policy says the user must approve before it runs. */
+export interface RequestApprovalParams {
+  sessionID: string;
+  generation: string;
+  /** The model's call ID (the `callID` of the later `tool_use` event). */
+  callID: string;
+  /** The tool, e.g. `run_command`, `verify_project`, `mcp__server__tool`. */
+  tool: string;
+  /** `command`: `what` is the argv joined like a shell (verify_project: its checks, `; `-separated); `mcp`: the tool and its JSON arguments; `edit`: the edit as a unified diff. */
+  kind: 'command' | 'mcp' | 'edit';
+  /** What will run or change, as the user should see it. */
+  what: string;
+  /** Why it needs an approval (e.g. it would run without a sandbox). */
+  why: string;
+  /** The policy rule that asks: `untrusted` (every command), `unsandboxed` (bubblewrap unavailable), `mcp` (an MCP tool that may change things), `retry_unsandboxed` (on-failure: re-run a command that failed in the sandbox without it). */
+  reason: 'untrusted' | 'unsandboxed' | 'mcp' | 'retry_unsandboxed';
+  /** The answers offered, in display order. */
+  options: ('allow_once' | 'allow_session' | 'deny')[];
+}
+
+export interface RequestApprovalResult {
+  /** `allow_once`: run this call; `allow_session`: run it and do not ask again in this session for the same tool, program and reason; `deny`: do not run it. */
+  decision: 'allow_once' | 'allow_session' | 'deny';
+}
+
 export type Rule = 'proposal_too_large' | 'proposal_not_json' | 'proposal_invalid' | 'bad_name' | 'unknown_candidate' | 'name_taken' | 'locked' | 'wrong_state' | 'not_validated' | 'unknown_session' | 'no_verification' | 'part_missing' | 'citation_mismatch' | 'other_workspace' | 'reverted' | 'compacted' | 'not_tool_result' | 'not_verify_project' | 'not_harness_result' | 'envelope_invalid' | 'envelope_inconsistent' | 'not_passed' | 'check_failed' | 'nothing_executed' | 'not_git' | 'not_clean_at_verify' | 'revision_moved' | 'dirty_tree' | 'sources_changed' | 'fingerprint_failed' | 'same_session' | 'revision_mismatch' | 'source_changed' | 'symlink' | 'not_a_directory' | 'skill_exists' | 'skill_modified' | 'io_error';
 
 export interface RunFinish {
@@ -746,6 +771,7 @@ export interface MethodTypes {
   'agent/receipt': { kind: 'notification'; params: ReceiptParams; result: void };
   'agent/queueChanged': { kind: 'notification'; params: QueueChangedParams; result: void };
   'agent/saveDocuments': { kind: 'request'; params: SaveDocumentsParams; result: SaveDocumentsResult };
+  'agent/requestApproval': { kind: 'request'; params: RequestApprovalParams; result: RequestApprovalResult };
   'lsp-agent.fixDiagnostic': { kind: 'command'; params: FixDiagnosticArgs; result: RunResult };
   'agent/compact': { kind: 'request'; params: CompactParams; result: CompactResult };
   'agent/handoff': { kind: 'request'; params: HandoffParams; result: HandoffResult };
