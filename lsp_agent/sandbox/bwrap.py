@@ -96,11 +96,12 @@ def bwrap_argv(program: str, plan: MountPlan, cwd: Path, argv: list[str]) -> lis
         out += ["--tmpfs", str(plan.home)]
     # Bound in path order so a parent never covers a child bound before it.
     for path in sorted(plan.readable, key=lambda p: len(p.parts)):
-        if not _within(Path("/tmp"), path):
+        if not _within(path, Path("/tmp")):
             out += ["--ro-bind", str(path), str(path)]
     out += ["--tmpfs", "/tmp"]
+    # Toolchains under /tmp (a venv made in a temp checkout) go back on top of the private /tmp.
     for path in sorted(plan.readable, key=lambda p: len(p.parts)):
-        if _within(Path("/tmp"), path) and not _within(path, Path("/tmp")):
+        if _within(path, Path("/tmp")) and path != Path("/tmp"):
             out += ["--ro-bind", str(path), str(path)]
     for path in plan.masked:
         if path.is_dir() and not _within(plan.root, path) and not _within(path, plan.root):

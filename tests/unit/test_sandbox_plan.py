@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from lsp_agent.sandbox.bwrap import MountPlan, bwrap_argv, toolchain_paths
 from lsp_agent.sandbox.env import command_env
@@ -23,8 +27,9 @@ def test_mount_order_hides_home_and_tmp_then_binds_back(tmp_path: Path) -> None:
     argv = bwrap_argv("bwrap", plan, root, ["python3", "-c", "pass"])
     assert argv[-4:] == ["--", "python3", "-c", "pass"]
     assert {"--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"} <= set(argv)
-    order = [argv.index(x) for x in ("/", str(home), str(tool), "/tmp", str(root))]
-    assert order == sorted(order)  # root ro, $HOME tmpfs, toolchain back, /tmp tmpfs, workspace
+    order = [argv.index(x) for x in ("/", str(home), "/tmp", str(tool), str(root))]
+    # root ro, $HOME tmpfs, /tmp tmpfs, then the toolchain (it lives under /tmp here) and the workspace
+    assert order == sorted(order)
     assert _pairs(argv, "--bind") == [str(root)]
     assert _pairs(argv, "--ro-bind")[-2:] == [str(root / ".git"), str(root / ".lsp-agent")]
     assert argv.index(str(root / ".git")) > argv.index(str(root))
@@ -68,3 +73,22 @@ def test_control_characters_in_paths_are_refused_and_escaped_for_display(tmp_pat
             resolve_in_root(tmp_path, bad)
     assert resolve_in_root(tmp_path, "ok name.txt") == tmp_path.resolve() / "ok name.txt"
     assert printable("x\ny\u2028") == "x\\x0ay\\u2028"
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_toolchain_under_tmp_stays_visible_inside_the_private_tmp(tmp_path: Path) -> None:
+    """A venv made in a temp checkout (CI clones anywhere, /tmp included) must still run its commands."""
+    tool = tmp_path / "venv" / "bin"
+    tool.mkdir(parents=True)
+    program = tool / "hello"
+    program.write_text("#!/bin/sh\necho hello from the toolchain\n", encoding="utf-8")
+    program.chmod(0o755)
+    root = tmp_path / "ws"
+    root.mkdir()
+    plan = MountPlan(root=root, mode="workspace-write", network=False, home=None, readable=(tool.parent,),
+                     masked=(), protected=())
+    done = subprocess.run(bwrap_argv("bwrap", plan, root, [str(program)]), capture_output=True, text=True,
+                          timeout=30)
+    if "Operation not permitted" in done.stderr or "No permissions" in done.stderr:
+        pytest.skip(f"bwrap cannot create namespaces here: {done.stderr.strip()}")
+    assert (done.returncode, done.stdout) == (0, "hello from the toolchain\n"), done.stderr
