@@ -58,7 +58,7 @@ def changed(before: Snapshot | None, after: Snapshot | None) -> list[str]:
     return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
 
 
-async def not_ignored(root: Path, paths: list[str]) -> list[str]:
+async def not_ignored(root: Path, paths: list[str], timeout_s: float = 30) -> list[str]:
     """Drop the paths Git ignores (outside Git, or when Git cannot answer, keep them all)."""
     listed = [p for p in paths if p != UNKNOWN]
     if not listed or not (root / ".git").exists():
@@ -67,7 +67,7 @@ async def not_ignored(root: Path, paths: list[str]) -> list[str]:
         proc = await asyncio.create_subprocess_exec(
             "git", "-C", str(root), "check-ignore", "--stdin", "-z",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
-        out, _ = await asyncio.wait_for(proc.communicate("\0".join(listed).encode() + b"\0"), 30)
+        out, _ = await asyncio.wait_for(proc.communicate("\0".join(listed).encode() + b"\0"), timeout_s)
     except (OSError, TimeoutError):
         return paths
     if proc.returncode not in (0, 1):

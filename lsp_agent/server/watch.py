@@ -19,6 +19,8 @@ from pathlib import Path
 
 from watchfiles import Change, DefaultFilter, watch
 
+from lsp_agent.core.write_detect import not_ignored
+
 log = logging.getLogger(__name__)
 
 IGNORED_DIRS = (*DefaultFilter.ignore_dirs, "venv", ".ruff_cache", ".nox", ".eggs", ".cache", ".lsp-agent")
@@ -132,24 +134,8 @@ class Watcher:
             if self.own.is_own(rel, digest):
                 continue
             external.append(rel)
-        external = await self._not_git_ignored(external)
+        external = await not_ignored(self.root, external, timeout_s=10)  # build output, caches: not sources
         if external:
             log.info("changed outside the agent: %s", ", ".join(external))
             self.on_external(external)
-
-    async def _not_git_ignored(self, paths: list[str]) -> list[str]:
-        """Build output, caches and other git-ignored files are not sources."""
-        if not paths or not (self.root / ".git").exists():
-            return paths
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                "git", "-C", str(self.root), "check-ignore", "--stdin", "-z",
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
-            out, _ = await asyncio.wait_for(proc.communicate("\0".join(paths).encode() + b"\0"), 10)
-        except (OSError, TimeoutError):
-            return paths
-        if proc.returncode not in (0, 1):
-            return paths
-        ignored = {p for p in out.decode("utf-8", "replace").split("\0") if p}
-        return [p for p in paths if p not in ignored]
 
