@@ -3,27 +3,14 @@
 // Shown as a modal warning with the command (or the diff) and the reason; the buttons are the
 // options the server offers. Closing the dialog, malformed params or any error answer `deny`;
 // the server also denies by itself when no answer comes within approvalTimeoutS.
-// (Types kept here, not in protocol.ts, which is generated from the server's schema.)
+
+import type * as gen from './protocol.gen.js';
 
 export const REQUEST_APPROVAL = 'agent/requestApproval';
 
-export type Decision = 'allow_once' | 'allow_session' | 'deny';
-
-export interface RequestApprovalParams {
-  sessionID: string;
-  generation: string;
-  callID: string;
-  tool: string;
-  kind: 'command' | 'mcp' | 'edit';
-  what: string;
-  why: string;
-  reason: string;
-  options: Decision[];
-}
-
-export interface RequestApprovalResult {
-  decision: Decision;
-}
+export type Decision = gen.RequestApprovalResult['decision'];
+export type RequestApprovalParams = gen.RequestApprovalParams;
+export type RequestApprovalResult = gen.RequestApprovalResult;
 
 /** The part of `vscode.window` the dialog needs (a stand-in in tests). */
 export interface ApprovalWindow {
