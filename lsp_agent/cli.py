@@ -29,6 +29,7 @@ COMMANDS = {
     "eval": "paired harness experiments: run a cohort, compare two arms",
     "skill": "skill candidates from verified work: propose, validate, promote, retire",
     "session": "look at stored sessions (read-only)",
+    "acp": "run as an Agent Client Protocol agent on stdio (Zed, CodeCompanion, agent-shell)",
 }
 
 
@@ -54,7 +55,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default: WARNING)")
     sub = parser.add_subparsers(dest="command", required=True)
     builders = {"run": _run_parser, "serve": _serve_parser, "schema": _schema_parser, "demo": _demo_parser,
-                "eval": _eval_parser, "skill": _skill_parser, "session": _session_parser}
+                "eval": _eval_parser, "skill": _skill_parser, "session": _session_parser,
+                "acp": _acp_parser}
     for name, help_text in COMMANDS.items():
         if name == command:
             builders[name](sub)
@@ -123,6 +125,14 @@ def _session_parser(sub: Any) -> None:
     from lsp_agent.session_cli import add_session_parser
 
     add_session_parser(sub)
+
+
+def _acp_parser(sub: Any) -> None:
+    acp = sub.add_parser("acp", help=COMMANDS["acp"])
+    acp.add_argument("--model", help="provider/model for every session (default: the settings files)")
+    acp.add_argument("--script", help="reply script for the scripted provider (JSON)")
+    acp.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a setting, e.g. approvalPolicy=untrusted (repeatable)")
 
 
 def _override(pairs: list[str]) -> dict[str, Any]:
@@ -311,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
             from lsp_agent.skills_cli import handle_skill
 
             return handle_skill(args)
+        if args.command == "acp":
+            from lsp_agent.acp.server import serve as serve_acp
+
+            layer = _override(args.config)
+            layer.update({k: v for k, v in (("model", args.model), ("script", args.script)) if v})
+            return serve_acp(layer)
         if args.command == "session":
             from lsp_agent.session_cli import handle_session
 

@@ -1,0 +1,360 @@
+"""The ACP agent: thin handlers that map Agent Client Protocol calls onto the core `Agent` (one per
+workspace root, each with the sqlite store, settings, tools, sandbox and approvals the CLI and the
+language server use). Protocol → core mapping is documented in docs/acp.md."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, cast
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.core import AgentSideConnection
+from acp.helpers import update_agent_message_text, update_current_mode
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SetSessionModeResponse,
+)
+
+from lsp_agent.acp import modes
+from lsp_agent.acp.fs import ClientApplier, ClientDocuments, ClientFs
+from lsp_agent.acp.permission import AcpApprover
+from lsp_agent.acp.prompt import prompt_text
+from lsp_agent.acp.updates import UpdateSink, replay
+from lsp_agent.config import ConfigError, load_settings
+from lsp_agent.core.agent import Agent
+from lsp_agent.core.errors import AgentError, AgentErrorKind, not_found
+from lsp_agent.core.events import RunFinish, StopReason
+from lsp_agent.core.ports import ProviderError
+from lsp_agent.core.queue import QueueStatus
+from lsp_agent.headless import make_provider, open_environment
+from lsp_agent.protocol.errors import INVALID_PARAMS, UNAVAILABLE, from_core
+
+log = logging.getLogger(__name__)
+
+#: our stop reasons as ACP's (an `error` is a JSON-RPC error instead, with the record in `data`)
+STOP_REASONS = {
+    StopReason.FINAL: "end_turn",
+    StopReason.STEP_LIMIT: "max_turn_requests",
+    StopReason.CANCELLED: "cancelled",
+    StopReason.LOOP: "refusal",  # the loop guard refused to go on: the model repeated itself
+    StopReason.HANDOFF: "end_turn",  # the work goes on in `handoffTo` (see docs/acp.md)
+}
+STEER = "lsp_agent/steer"
+REPLAY_PAGE = 200
+
+
+def _version() -> str:
+    try:
+        return version("lsp-agent")
+    except PackageNotFoundError:
+        return "0"
+
+
+def error(code: Any, message: str, kind: str, **data: Any) -> RequestError:
+    return RequestError(code.code, message, {"kind": kind, "status": code.status, **data})
+
+
+@contextmanager
+def core_errors() -> Iterator[None]:
+    """Core refusals as the documented JSON-RPC errors (the same codes the language server uses)."""
+    try:
+        yield
+    except AgentError as exc:
+        problem = from_core(exc)
+        raise RequestError(problem.code, problem.message, problem.wire_data()) from None
+
+
+@dataclasses.dataclass
+class Workspace:
+    root: Path
+    agent: Agent
+    fs: ClientFs
+
+
+class LspAgentAcp:
+    """`acp.Agent`: one per connection."""
+
+    def __init__(self, layer: dict[str, Any] | None = None) -> None:
+        self.layer = layer or {}
+        self.conn: AgentSideConnection | None = None
+        self.sink: UpdateSink | None = None
+        self.caps = ClientCapabilities()
+        self.workspaces: dict[Path, Workspace] = {}
+        self.session_roots: dict[str, Path] = {}
+        self.prompts: dict[str, int] = {}  # session → prompts waiting (running or queued)
+
+    def on_connect(self, conn: AgentSideConnection) -> None:
+        self.conn = conn
+        self.sink = UpdateSink(conn, self._take_diffs)
+
+    def _take_diffs(self, paths: list[str]) -> list[Any]:
+        return [d for ws in self.workspaces.values() for d in ws.fs.take_diffs(paths)]
+
+    # --- initialize -----------------------------------------------------------------------------
+
+    async def initialize(self, protocol_version: int, client_capabilities: ClientCapabilities | None = None,
+                         client_info: Implementation | None = None, **kwargs: Any) -> InitializeResponse:
+        self.caps = client_capabilities or ClientCapabilities()
+        # The client's version when we speak it, else ours (the client then decides).
+        negotiated = protocol_version if 1 <= protocol_version <= PROTOCOL_VERSION else PROTOCOL_VERSION
+        return InitializeResponse(
+            protocol_version=negotiated,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=False, sse=False)),
+            agent_info=Implementation(name="lsp-agent", title="lsp-agent", version=_version()),
+            auth_methods=[])
+
+    # --- sessions -------------------------------------------------------------------------------
+
+    def _workspace(self, cwd: str) -> Workspace:
+        root = Path(cwd)
+        if not root.is_absolute() or not root.is_dir():
+            raise error(INVALID_PARAMS, f"cwd {cwd!r} is not an absolute path to a directory", "invalid_params",
+                        field="cwd")
+        root = root.resolve()
+        if root in self.workspaces:
+            return self.workspaces[root]
+        assert self.conn is not None and self.sink is not None
+        try:
+            settings = load_settings(root, self.layer)
+            provider = make_provider(settings)
+        except (ConfigError, ProviderError) as exc:
+            message = exc.message if isinstance(exc, ProviderError) else str(exc)
+            raise error(UNAVAILABLE, f"the settings of {root} cannot be used: {message}", "config") from None
+        fs_caps = self.caps.fs
+        fs = ClientFs(self.conn, root, bool(fs_caps and fs_caps.read_text_file),
+                      bool(fs_caps and fs_caps.write_text_file))
+        documents = ClientDocuments(fs)
+        env = open_environment(root, settings, provider, self.sink)
+        env = dataclasses.replace(env, documents=documents, applier=ClientApplier(fs, documents),
+                                  approver=AcpApprover(self.conn, self.sink))
+        ws = Workspace(root, Agent(env), fs)
+        self.workspaces[root] = ws
+        return ws
+
+    def _bind(self, ws: Workspace, session_id: str) -> None:
+        assert self.sink is not None
+        self.session_roots[session_id] = ws.root
+        self.sink.roots[session_id] = ws.root
+        ws.fs.session_id = session_id  # fs/* requests name the latest session of the workspace
+
+    def _of(self, session_id: str) -> Workspace:
+        root = self.session_roots.get(session_id)
+        if root is None:
+            raise RequestError(*_not_found(session_id))
+        return self.workspaces[root]
+
+    async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any) -> NewSessionResponse:
+        ws = self._workspace(cwd)
+        session = ws.agent.session(None)
+        self._bind(ws, session.id)
+        return NewSessionResponse(session_id=session.id, modes=modes.state(ws.agent.env.settings))
+
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
+                           **kwargs: Any) -> LoadSessionResponse:
+        ws = self._workspace(cwd)
+        if not ws.agent.knows_session(session_id):
+            raise RequestError(*_not_found(session_id))
+        self._bind(ws, session_id)
+        assert self.sink is not None
+        sink = self.sink
+        after: str | None = None
+        while True:
+            with core_errors():
+                page = ws.agent.session_page(session_id, after, REPLAY_PAGE)
+            for message in page.messages:
+                replay(message, lambda update: sink.send(session_id, update),
+                       lambda m: m.generation or "stored")
+            if page.next is None:
+                break
+            after = page.next
+        await sink.flush()  # the transcript arrives before the answer, as ACP asks
+        return LoadSessionResponse(modes=modes.state(ws.agent.env.settings))
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
+        ws = self._of(session_id)
+        if mode_id not in modes.BY_ID:
+            raise error(INVALID_PARAMS, f"unknown mode {mode_id!r}; one of {', '.join(modes.BY_ID)}",
+                        "invalid_params", field="modeId")
+        # The mode is the workspace's: every ACP session on this root in this process shares the settings
+        # (a follow-up the queue starts later runs with them too).
+        ws.agent.reconfigure(settings=modes.apply(ws.agent.env.settings, mode_id))
+        assert self.sink is not None
+        for sid, root in self.session_roots.items():
+            if root == ws.root:
+                self.sink.send(sid, update_current_mode(mode_id))
+        await self.sink.flush()
+        return SetSessionModeResponse()
+
+    # --- prompts --------------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        ws = self._of(session_id)
+        text = prompt_text(prompt)
+        self.prompts[session_id] = self.prompts.get(session_id, 0) + 1
+        try:
+            with core_errors():
+                session = ws.agent.session(session_id)
+                if session.active is None and not session.context.compacting:
+                    generation: str | None = ws.agent.start(text, session_id).generation
+                else:  # our follow-up queue: it starts when the running generation ends
+                    item, _ = ws.agent.queue_add(session_id, text)
+                    generation = None
+            if generation is not None:
+                result = await ws.agent.wait(generation)
+            else:
+                result = await self._wait_queued(ws, session_id, item.id)
+        finally:
+            self.prompts[session_id] -= 1
+        return await self._answer(session_id, result)
+
+    async def _wait_queued(self, ws: Workspace, session_id: str, item_id: str) -> RunFinish | None:
+        """Wait for the generation that sends queue row `item_id`, then for its end. A row the queue
+        paused (the run before it was cancelled or failed) is withdrawn: its prompt ends `cancelled`."""
+        agent = ws.agent
+        while True:
+            item = agent.queue.get(item_id)
+            session = agent.sessions.get(session_id)
+            active = session.active if session is not None else None
+            if item.status is QueueStatus.SENT:
+                # Sent in the same step that launched its generation, which is the active one now.
+                return await agent.wait(active.id) if active is not None else None
+            if item.status is QueueStatus.PAUSED:
+                agent.queue_cancel(item_id)
+                return None
+            if item.status is not QueueStatus.QUEUED:
+                return None
+            if active is None:
+                with core_errors():
+                    agent.queue_send_now(item_id)
+                continue
+            await agent.wait(active.id)
+            await asyncio.sleep(0)
+
+    async def _answer(self, session_id: str, result: RunFinish | None) -> PromptResponse:
+        assert self.sink is not None
+        if result is None:
+            await self.sink.flush()
+            return PromptResponse(stop_reason="cancelled", field_meta={"lspAgent": {"queued": "withdrawn"}})
+        record = result.wire()
+        line = f"\n\n— lsp-agent: {result.stop_reason.value} · verification {result.verification.value}"
+        if result.verification_reason:
+            line += f" ({result.verification_reason})"
+        self.sink.send(session_id, update_agent_message_text(line + "\n"))
+        await self.sink.flush()
+        if result.stop_reason is StopReason.ERROR:
+            info = result.error
+            kind = info.kind if info is not None else "internal"
+            message = info.message if info is not None else "the generation failed"
+            code = UNAVAILABLE.code if kind in UNAVAILABLE.kinds else -32603
+            raise RequestError(code, f"the generation failed ({kind}): {message}", {"kind": kind, "lspAgent": record})
+        return PromptResponse(stop_reason=STOP_REASONS[result.stop_reason],
+                              field_meta={"lspAgent": record})
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        root = self.session_roots.get(session_id)
+        if root is not None:
+            self.workspaces[root].agent.cancel(session_id)
+
+    # --- extensions -----------------------------------------------------------------------------
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method != STEER:
+            raise RequestError.method_not_found(f"_{method}")
+        session_id, text = params.get("sessionId"), params.get("text")
+        if not isinstance(session_id, str) or not isinstance(text, str):
+            raise error(INVALID_PARAMS, "_lsp_agent/steer takes {sessionId: string, text: string, "
+                        "clientId?: string, expectedGeneration?: string}", "invalid_params")
+        ws = self._of(session_id)
+        session = ws.agent.sessions.get(session_id)
+        expected = params.get("expectedGeneration")
+        if not isinstance(expected, str):
+            if session is None or session.active is None:
+                raise RequestError(*_conflict(f"session {session_id} runs no generation to steer"))
+            expected = session.active.id
+        client_id = params.get("clientId")
+        client_id = client_id if isinstance(client_id, str) else f"acp_{uuid.uuid4().hex[:12]}"
+        with core_errors():
+            receipt = await ws.agent.steer(session_id, expected, client_id, text)
+        return {"receipt": receipt.wire()}
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.info("ignored extension notification _%s", method)
+
+    # --- end ------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        for ws in self.workspaces.values():
+            env = ws.agent.env
+            await ws.agent.shutdown()
+            close = getattr(env.provider, "aclose", None)
+            if close is not None:
+                await close()
+            if env.mcp is not None:
+                await env.mcp.aclose()
+            env.store.close()
+        if self.sink is not None:
+            await self.sink.aclose()
+
+
+def _not_found(session_id: str) -> tuple[int, str, dict[str, Any]]:
+    problem = from_core(not_found(f"no session {session_id!r}: create one with session/new or load it with "
+                                  "session/load first", AgentErrorKind.UNKNOWN_SESSION))
+    return problem.code, problem.message, problem.wire_data()
+
+
+def _conflict(message: str) -> tuple[int, str, dict[str, Any]]:
+    problem = from_core(AgentError(AgentErrorKind.CONFLICT, message))
+    return problem.code, problem.message, problem.wire_data()
+
+
+#: the largest JSON-RPC line read from the client (ACP's SDK default: images travel inline)
+LINE_LIMIT = 50 * 1024 * 1024
+
+
+async def _stdio(out: Any) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out)
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+async def _serve(layer: dict[str, Any], out: Any) -> None:
+    reader, writer = await _stdio(out)
+    agent = LspAgentAcp(layer)
+    conn = AgentSideConnection(cast("Any", agent), writer, reader, listening=False)
+    try:
+        await conn.listen()  # returns when the client closes our stdin
+    finally:
+        await agent.aclose()
+        await conn.close()
+
+
+def serve(layer: dict[str, Any] | None = None) -> int:
+    # The protocol keeps the real stdout; fd 1 then points at stderr, so a stray print or a child
+    # process that inherits stdout can never corrupt the stream.
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    asyncio.run(_serve(layer or {}, out))
+    return 0
