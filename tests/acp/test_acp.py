@@ -1,0 +1,266 @@
+"""`lsp-agent acp` over stdio, driven by the ACP SDK's client side with the scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import RequestError, text_block
+
+from lsp_agent.demo import PROMPT, SCENARIOS, make_workspace
+from lsp_agent.providers.scripted import Script, ScriptedCall, ScriptedReply
+from lsp_agent.store.db import Store
+from lsp_agent.store.paths import workspace_dir
+from tests.acp.client import RecordingClient, acp_agent, write_script
+
+TOUCH = "python3 -c \"open('made.txt', 'w').write('x')\""
+SLEEP = "python3 -c \"import time; time.sleep(30)\""
+TIMEOUT = 60
+IDS = re.compile(r"\b(prt|msg|ses)_[0-9a-z]+")
+
+
+def _script(tmp_path: Path, *replies: ScriptedReply) -> Path:
+    return write_script(tmp_path / "script.json", Script(label="acp test", replies=list(replies)))
+
+
+def _call(name: str, **arguments: Any) -> ScriptedCall:
+    return ScriptedCall(name=name, arguments=arguments)
+
+
+@pytest.fixture
+def demo_root() -> Any:
+    import shutil
+
+    root = make_workspace()
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _records(root: Path, session_id: str) -> list[tuple[Any, ...]]:
+    """A session's stored transcript without IDs: role, and each part's type, tool, ok and text."""
+    store = Store(workspace_dir(root) / "store.db")
+    try:
+        out = []
+        for message in store.messages(session_id):
+            parts = tuple((p.type, getattr(p, "name", None), getattr(p, "ok", None),
+                           IDS.sub("<id>", getattr(p, "text", None) or getattr(p, "output", None)
+                                   or getattr(p, "arguments", None) or ""))
+                          for p in message.parts)
+            out.append((message.role.value, parts))
+        return out
+    finally:
+        store.close()
+
+
+async def test_full_run_edits_through_fs_streams_updates_and_ends_verified_like_the_cli(
+        tmp_path: Path, demo_root: Path) -> None:
+    script = write_script(tmp_path / "demo.json", SCENARIOS["ok"][0])
+    client = RecordingClient()
+    async with acp_agent(client, script) as (conn, proc):
+        session = await conn.new_session(cwd=str(demo_root))
+        answer = await asyncio.wait_for(
+            conn.prompt(session_id=session.session_id, prompt=[text_block(PROMPT)]), TIMEOUT)
+    record = answer.field_meta["lspAgent"]
+    assert (answer.stop_reason, record["verification"], record["stopReason"]) == ("end_turn", "verified", "final")
+    target = str(demo_root.resolve() / "result.txt")
+    assert client.writes == [(target, "4")]  # the edit went through fs/write_text_file
+    assert target in client.reads
+    assert (demo_root / "result.txt").read_text() == "4"
+    starts = client.of("tool_call")
+    assert [(u.kind, u.status) for u in starts] == [("read", "in_progress"), ("edit", "in_progress"),
+                                                   ("execute", "in_progress")]
+    assert starts[1].locations[0].path == target
+    done = client.of("tool_call_update")
+    assert [u.status for u in done] == ["completed"] * 3
+    diff = done[1].content[0]
+    assert (diff.type, diff.path, diff.old_text, diff.new_text) == ("diff", target, "5", "4")
+    assert "verify passed" in done[2].content[0].content.text  # command output as text
+    assert "It holds 5" in client.text("agent_thought_chunk")
+    assert client.text().rstrip().endswith("final · verification verified")  # the last message says it too
+
+    # The same scripted task through the CLI: same outcome, same store records.
+    cli_root = make_workspace()
+    try:
+        run = subprocess.run([sys.executable, "-m", "lsp_agent", "run", PROMPT, "--workspace", str(cli_root),
+                              "--model", "scripted/test", "--script", str(script), "--json"],
+                             capture_output=True, text=True, timeout=TIMEOUT, check=False)
+        finish = json.loads(run.stdout.strip().splitlines()[-1])
+        assert (finish["stopReason"], finish["verification"]) == ("final", "verified")
+        assert _records(cli_root, finish["sessionID"]) == _records(demo_root, session.session_id)
+    finally:
+        import shutil
+
+        shutil.rmtree(cli_root, ignore_errors=True)
+
+
+async def test_edits_go_to_disk_when_the_client_offers_no_fs(tmp_path: Path, demo_root: Path) -> None:
+    script = write_script(tmp_path / "demo.json", SCENARIOS["ok"][0])
+    client = RecordingClient()
+    async with acp_agent(client, script, fs=False) as (conn, _):
+        session = await conn.new_session(cwd=str(demo_root))
+        answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block(PROMPT)]),
+                                        TIMEOUT)
+    assert (answer.stop_reason, answer.field_meta["lspAgent"]["verification"]) == ("end_turn", "verified")
+    assert client.writes == [] and client.reads == []
+    assert (demo_root / "result.txt").read_text() == "4"
+
+
+@pytest.mark.parametrize("answer", ["allow_once", "deny"])
+async def test_permission_request_is_the_approval_front_end(tmp_path: Path, answer: str) -> None:
+    script = _script(tmp_path, ScriptedReply(tool_calls=[_call("run_command", command=TOUCH)]),
+                     ScriptedReply(text="done"))
+    client = RecordingClient(answer=answer)
+    async with acp_agent(client, script, "approvalPolicy=untrusted") as (conn, _):
+        session = await conn.new_session(cwd=str(tmp_path))
+        assert session.modes is not None and session.modes.current_mode_id == "untrusted"
+        result = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("touch")]),
+                                        TIMEOUT)
+    assert result.stop_reason == "end_turn"
+    [(call, options)] = client.permissions
+    assert options == ["allow_once", "allow_session", "deny"]
+    assert call.kind == "execute" and "made.txt" in call.title
+    # The permission names the tool call the client was told of just before.
+    starts = client.of("tool_call")
+    assert starts[0].tool_call_id == call.tool_call_id and starts[0].status == "pending"
+    [final] = [u for u in client.of("tool_call_update") if u.status in ("completed", "failed")]
+    assert final.tool_call_id == call.tool_call_id
+    assert final.status == ("completed" if answer == "allow_once" else "failed")
+    assert (tmp_path / "made.txt").exists() is (answer == "allow_once")
+    store = Store(workspace_dir(tmp_path) / "store.db")
+    [event] = store.events(session.session_id, "approval")
+    store.close()
+    assert (event["decision"], event["who"]) == (answer, "user (ACP client)")
+
+
+async def test_set_mode_switches_the_approval_policy(tmp_path: Path) -> None:
+    script = _script(tmp_path, ScriptedReply(tool_calls=[_call("run_command", command=TOUCH)]),
+                     ScriptedReply(text="done"))
+    client = RecordingClient(answer=None)  # the client cancels the question: a deny
+    async with acp_agent(client, script) as (conn, _):
+        session = await conn.new_session(cwd=str(tmp_path))
+        assert session.modes is not None and session.modes.current_mode_id == "on-request"
+        with pytest.raises(RequestError) as bad:
+            await conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
+        assert bad.value.code == -32602
+        await conn.set_session_mode(session_id=session.session_id, mode_id="untrusted")
+        result = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("touch")]),
+                                        TIMEOUT)
+    assert result.stop_reason == "end_turn"
+    assert [u.current_mode_id for u in client.of("current_mode_update")] == ["untrusted"]
+    assert len(client.permissions) == 1 and not (tmp_path / "made.txt").exists()
+
+
+async def test_cancel_mid_tool_ends_the_turn_cancelled_and_the_agent_lives_on(tmp_path: Path) -> None:
+    script = _script(tmp_path, ScriptedReply(tool_calls=[_call("run_command", command=SLEEP)]),
+                     ScriptedReply(text="after the cancel"))
+    client = RecordingClient()
+    async with acp_agent(client, script, "approvalPolicy=never") as (conn, proc):
+        session = await conn.new_session(cwd=str(tmp_path))
+        turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("sleep")]))
+        for _ in range(600):
+            if client.of("tool_call"):
+                break
+            await asyncio.sleep(0.05)
+        assert client.of("tool_call"), "the command never started"
+        started = asyncio.get_running_loop().time()
+        await conn.cancel(session_id=session.session_id)
+        result = await asyncio.wait_for(turn, 20)
+        elapsed = asyncio.get_running_loop().time() - started
+        assert result.stop_reason == "cancelled" and elapsed < 10
+        assert result.field_meta["lspAgent"]["stopReason"] == "cancelled"
+        assert client.of("tool_call_update")[-1].status == "failed"
+        again = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("go on")]),
+                                       TIMEOUT)
+        assert again.stop_reason == "end_turn" and proc.returncode is None
+
+
+async def test_load_replays_the_stored_session_in_a_new_process(tmp_path: Path, demo_root: Path) -> None:
+    script = write_script(tmp_path / "demo.json", SCENARIOS["ok"][0])
+    first = RecordingClient()
+    async with acp_agent(first, script) as (conn, _):
+        session = await conn.new_session(cwd=str(demo_root))
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block(PROMPT)]), TIMEOUT)
+    later = RecordingClient()
+    async with acp_agent(later, script) as (conn, _):
+        with pytest.raises(RequestError) as unknown:
+            await conn.load_session(cwd=str(demo_root), session_id="ses_nope")
+        assert unknown.value.code == -32004
+        loaded = await conn.load_session(cwd=str(demo_root), session_id=session.session_id)
+        assert loaded is not None
+    kinds = later.kinds(session.session_id)
+    assert kinds[0] == "user_message_chunk" and later.of("user_message_chunk")[0].content.text == PROMPT
+    assert [u.title for u in later.of("tool_call")] == ["read_file", "apply_patch", "verify_project"]
+    assert [u.status for u in later.of("tool_call_update")] == ["completed"] * 3
+    assert "verify_project passed" in later.text()
+    assert "It holds 5" in later.text("agent_thought_chunk")
+
+
+async def test_a_prompt_during_a_generation_is_queued_and_runs_next(tmp_path: Path) -> None:
+    script = _script(tmp_path, ScriptedReply(text="first answer", delay_ms=1500), ScriptedReply(text="second answer"))
+    client = RecordingClient()
+    async with acp_agent(client, script) as (conn, _):
+        session = await conn.new_session(cwd=str(tmp_path))
+        one = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("one")]))
+        await asyncio.sleep(0.5)
+        two = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("two")]))
+        first, second = await asyncio.wait_for(asyncio.gather(one, two), TIMEOUT)
+    assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
+    assert first.field_meta["lspAgent"]["generation"] != second.field_meta["lspAgent"]["generation"]
+    text = client.text()
+    assert text.index("first answer") < text.index("second answer")
+    changes = [p for m, p in client.ext if m == "lsp_agent/queue_changed"]
+    assert changes and changes[0]["items"][0]["text"] == "two"
+
+
+async def test_steer_extension_returns_a_receipt(tmp_path: Path) -> None:
+    script = _script(tmp_path, ScriptedReply(text="thinking", delay_ms=1500), ScriptedReply(text="steered"))
+    client = RecordingClient()
+    async with acp_agent(client, script) as (conn, _):
+        session = await conn.new_session(cwd=str(tmp_path))
+        with pytest.raises(RequestError) as idle:
+            await conn.ext_method("lsp_agent/steer", {"sessionId": session.session_id, "text": "x"})
+        assert idle.value.code == -32009
+        turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("one")]))
+        await asyncio.sleep(0.5)
+        answer = await conn.ext_method("lsp_agent/steer", {"sessionId": session.session_id, "text": "use tabs",
+                                                           "clientId": "c1"})
+        result = await asyncio.wait_for(turn, TIMEOUT)
+    assert answer["receipt"]["clientID"] == "c1"
+    assert answer["receipt"]["status"] in ("accepted", "applied")
+    assert result.stop_reason == "end_turn"
+    assert any(m == "lsp_agent/receipt" and p["receipt"]["clientID"] == "c1" for m, p in client.ext)
+
+
+async def test_bad_input_gets_json_rpc_errors_and_the_agent_stays_up(tmp_path: Path) -> None:
+    script = _script(tmp_path, ScriptedReply(text="fine"))
+    client = RecordingClient()
+    async with acp_agent(client, script) as (conn, proc):
+        raw = conn._conn  # the SDK's JSON-RPC connection: send what a typed call cannot
+        with pytest.raises(RequestError) as unknown:
+            await conn.prompt(session_id="ses_nope", prompt=[text_block("x")])
+        assert unknown.value.code == -32004 and unknown.value.data["kind"] == "unknown_session"
+        with pytest.raises(RequestError) as malformed:
+            await raw.send_request("session/prompt", {"prompt": "not a list"})
+        assert malformed.value.code == -32602
+        with pytest.raises(RequestError) as no_method:
+            await raw.send_request("session/fly", {})
+        assert no_method.value.code == -32601
+        with pytest.raises(RequestError) as relative:
+            await conn.new_session(cwd="relative/dir")
+        assert relative.value.code == -32602
+        session = await conn.new_session(cwd=str(tmp_path))
+        with pytest.raises(RequestError) as empty:
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("   ")])
+        assert empty.value.code == -32602
+        with pytest.raises(RequestError) as image:
+            await raw.send_request("session/prompt", {"sessionId": session.session_id, "prompt": [
+                {"type": "image", "data": "AAAA", "mimeType": "image/png"}]})
+        assert image.value.code == -32602
+        ok = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("hi")]), TIMEOUT)
+        assert ok.stop_reason == "end_turn" and proc.returncode is None
