@@ -21,6 +21,7 @@ from acp.core import AgentSideConnection
 from acp.helpers import update_agent_message_text, update_current_mode
 from acp.schema import (
     AgentCapabilities,
+    AuthenticateResponse,
     ClientCapabilities,
     Implementation,
     InitializeResponse,
@@ -122,6 +123,10 @@ class LspAgentAcp:
                 mcp_capabilities=McpCapabilities(http=False, sse=False)),
             agent_info=Implementation(name="lsp-agent", title="lsp-agent", version=_version()),
             auth_methods=[])
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        # No auth methods are offered: provider keys come from the settings and the environment.
+        return AuthenticateResponse()
 
     # --- sessions -------------------------------------------------------------------------------
 

@@ -62,7 +62,7 @@ async def test_full_run_edits_through_fs_streams_updates_and_ends_verified_like_
         tmp_path: Path, demo_root: Path) -> None:
     script = write_script(tmp_path / "demo.json", SCENARIOS["ok"][0])
     client = RecordingClient()
-    async with acp_agent(client, script) as (conn, proc):
+    async with acp_agent(client, script) as (conn, _):
         session = await conn.new_session(cwd=str(demo_root))
         answer = await asyncio.wait_for(
             conn.prompt(session_id=session.session_id, prompt=[text_block(PROMPT)]), TIMEOUT)
