@@ -42,10 +42,10 @@ from lsp_agent.config import ConfigError, load_settings
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError, AgentErrorKind, not_found
 from lsp_agent.core.events import RunFinish, StopReason
-from lsp_agent.core.ports import ProviderError
+from lsp_agent.core.ports import ProviderError, ProviderErrorKind
 from lsp_agent.core.queue import QueueStatus
 from lsp_agent.headless import make_provider, open_environment
-from lsp_agent.protocol.errors import INVALID_PARAMS, UNAVAILABLE, from_core
+from lsp_agent.protocol.errors import INTERNAL, INVALID_PARAMS, UNAVAILABLE, from_core
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ STOP_REASONS = {
     StopReason.LOOP: "refusal",  # the loop guard refused to go on: the model repeated itself
     StopReason.HANDOFF: "end_turn",  # the work goes on in `handoffTo` (see docs/acp.md)
 }
+PROVIDER_KINDS = frozenset(k.value for k in ProviderErrorKind)
 STEER = "lsp_agent/steer"
 REPLAY_PAGE = 200
 
@@ -270,7 +271,8 @@ class LspAgentAcp:
             info = result.error
             kind = info.kind if info is not None else "internal"
             message = info.message if info is not None else "the generation failed"
-            code = UNAVAILABLE.code if kind in UNAVAILABLE.kinds else -32603
+            # The model server failed (after its retries): unavailable, as the language server says it.
+            code = UNAVAILABLE.code if kind in PROVIDER_KINDS or kind in UNAVAILABLE.kinds else INTERNAL.code
             raise RequestError(code, f"the generation failed ({kind}): {message}", {"kind": kind, "lspAgent": record})
         return PromptResponse(stop_reason=STOP_REASONS[result.stop_reason],
                               field_meta={"lspAgent": record})

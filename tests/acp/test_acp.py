@@ -264,3 +264,23 @@ async def test_bad_input_gets_json_rpc_errors_and_the_agent_stays_up(tmp_path: P
         assert image.value.code == -32602
         ok = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("hi")]), TIMEOUT)
         assert ok.stop_reason == "end_turn" and proc.returncode is None
+
+
+async def test_step_limit_is_max_turn_requests_and_a_provider_error_is_a_json_rpc_error(tmp_path: Path) -> None:
+    from lsp_agent.providers.scripted import ScriptedError
+
+    (tmp_path / "a.txt").write_text("a\n")
+    script = _script(tmp_path, ScriptedReply(tool_calls=[_call("read_file", path="a.txt")]),
+                     ScriptedReply(error=ScriptedError(message="the server fell over", status=500)))
+    client = RecordingClient()
+    async with acp_agent(client, script, "maxSteps=1") as (conn, proc):
+        session = await conn.new_session(cwd=str(tmp_path))
+        limited = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("read")]),
+                                         TIMEOUT)
+        assert limited.stop_reason == "max_turn_requests"
+        assert limited.field_meta["lspAgent"]["verification"] == "not_run"
+        with pytest.raises(RequestError) as failed:
+            await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("again")]), TIMEOUT)
+        assert failed.value.code == -32010 and failed.value.data["lspAgent"]["stopReason"] == "error"
+        assert "the server fell over" in str(failed.value)
+        assert proc.returncode is None
