@@ -35,16 +35,17 @@ from acp.schema import (
 
 from lsp_agent.acp import modes
 from lsp_agent.acp.fs import ClientApplier, ClientDocuments, ClientFs
+from lsp_agent.acp.mcp import client_servers
 from lsp_agent.acp.permission import AcpApprover
 from lsp_agent.acp.prompt import prompt_text
 from lsp_agent.acp.updates import UpdateSink, replay
-from lsp_agent.config import ConfigError, load_settings
+from lsp_agent.config import ConfigError, Settings, load_settings
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError, AgentErrorKind, not_found
 from lsp_agent.core.events import RunFinish, StopReason
 from lsp_agent.core.ports import ProviderError, ProviderErrorKind
 from lsp_agent.core.queue import QueueStatus
-from lsp_agent.headless import make_provider, open_environment
+from lsp_agent.headless import make_provider, mcp_manager, open_environment
 from lsp_agent.protocol.errors import INTERNAL, INVALID_PARAMS, UNAVAILABLE, from_core
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,8 @@ class Workspace:
     root: Path
     agent: Agent
     fs: ClientFs
+    #: the MCP servers the client passed last (the `mcp.servers` layer they make)
+    client_mcp: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 class LspAgentAcp:
@@ -100,7 +103,7 @@ class LspAgentAcp:
         self.caps = ClientCapabilities()
         self.workspaces: dict[Path, Workspace] = {}
         self.session_roots: dict[str, Path] = {}
-        self.prompts: dict[str, int] = {}  # session → prompts waiting (running or queued)
+        self._background: set[asyncio.Future[None]] = set()
 
     def on_connect(self, conn: AgentSideConnection) -> None:
         self.conn = conn
@@ -131,21 +134,31 @@ class LspAgentAcp:
 
     # --- sessions -------------------------------------------------------------------------------
 
-    def _workspace(self, cwd: str) -> Workspace:
+    def _settings(self, root: Path, client_mcp: dict[str, dict[str, Any]]) -> Settings:
+        layers = [self.layer] + ([{"mcp": {"servers": client_mcp}}] if client_mcp else [])
+        try:
+            return load_settings(root, *layers)
+        except ConfigError as exc:
+            raise error(UNAVAILABLE, f"the settings of {root} cannot be used: {exc}", "config") from None
+
+    def _workspace(self, cwd: str, mcp_servers: list[Any] | None = None) -> Workspace:
         root = Path(cwd)
         if not root.is_absolute() or not root.is_dir():
             raise error(INVALID_PARAMS, f"cwd {cwd!r} is not an absolute path to a directory", "invalid_params",
                         field="cwd")
         root = root.resolve()
+        client_mcp = client_servers(mcp_servers)
         if root in self.workspaces:
-            return self.workspaces[root]
+            ws = self.workspaces[root]
+            if client_mcp != ws.client_mcp:
+                self._replace_mcp(ws, client_mcp)
+            return ws
         assert self.conn is not None and self.sink is not None
+        settings = self._settings(root, client_mcp)
         try:
-            settings = load_settings(root, self.layer)
             provider = make_provider(settings)
-        except (ConfigError, ProviderError) as exc:
-            message = exc.message if isinstance(exc, ProviderError) else str(exc)
-            raise error(UNAVAILABLE, f"the settings of {root} cannot be used: {message}", "config") from None
+        except ProviderError as exc:
+            raise error(UNAVAILABLE, f"model {settings.model!r} cannot be used: {exc.message}", "config") from None
         fs_caps = self.caps.fs
         fs = ClientFs(self.conn, root, bool(fs_caps and fs_caps.read_text_file),
                       bool(fs_caps and fs_caps.write_text_file))
@@ -153,9 +166,23 @@ class LspAgentAcp:
         env = open_environment(root, settings, provider, self.sink)
         env = dataclasses.replace(env, documents=documents, applier=ClientApplier(fs, documents),
                                   approver=AcpApprover(self.conn, self.sink))
-        ws = Workspace(root, Agent(env), fs)
+        ws = Workspace(root, Agent(env), fs, client_mcp)
         self.workspaces[root] = ws
         return ws
+
+    def _replace_mcp(self, ws: Workspace, client_mcp: dict[str, dict[str, Any]]) -> None:
+        """Other client MCP servers: new settings (the mode kept), new servers from the next generation on;
+        the old servers stop in the background."""
+        current = ws.agent.env.settings
+        settings = self._settings(ws.root, client_mcp).model_copy(
+            update={"approval_policy": current.approval_policy, "sandbox_mode": current.sandbox_mode})
+        old = ws.agent.env.mcp
+        ws.agent.reconfigure(settings=settings, mcp=mcp_manager(settings, ws.root))
+        ws.client_mcp = client_mcp
+        if old is not None:
+            task = asyncio.ensure_future(old.aclose())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     def _bind(self, ws: Workspace, session_id: str) -> None:
         assert self.sink is not None
@@ -170,14 +197,14 @@ class LspAgentAcp:
         return self.workspaces[root]
 
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any) -> NewSessionResponse:
-        ws = self._workspace(cwd)
+        ws = self._workspace(cwd, mcp_servers)
         session = ws.agent.session(None)
         self._bind(ws, session.id)
         return NewSessionResponse(session_id=session.id, modes=modes.state(ws.agent.env.settings))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            **kwargs: Any) -> LoadSessionResponse:
-        ws = self._workspace(cwd)
+        ws = self._workspace(cwd, mcp_servers)
         if not ws.agent.knows_session(session_id):
             raise RequestError(*_not_found(session_id))
         self._bind(ws, session_id)
@@ -216,21 +243,17 @@ class LspAgentAcp:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         ws = self._of(session_id)
         text = prompt_text(prompt)
-        self.prompts[session_id] = self.prompts.get(session_id, 0) + 1
-        try:
-            with core_errors():
-                session = ws.agent.session(session_id)
-                if session.active is None and not session.context.compacting:
-                    generation: str | None = ws.agent.start(text, session_id).generation
-                else:  # our follow-up queue: it starts when the running generation ends
-                    item, _ = ws.agent.queue_add(session_id, text)
-                    generation = None
-            if generation is not None:
-                result = await ws.agent.wait(generation)
-            else:
-                result = await self._wait_queued(ws, session_id, item.id)
-        finally:
-            self.prompts[session_id] -= 1
+        with core_errors():
+            session = ws.agent.session(session_id)
+            if session.active is None and not session.context.compacting:
+                generation: str | None = ws.agent.start(text, session_id).generation
+            else:  # our follow-up queue: it starts when the running generation ends
+                item, _ = ws.agent.queue_add(session_id, text)
+                generation = None
+        if generation is not None:
+            result = await ws.agent.wait(generation)
+        else:
+            result = await self._wait_queued(ws, session_id, item.id)
         return await self._answer(session_id, result)
 
     async def _wait_queued(self, ws: Workspace, session_id: str, item_id: str) -> RunFinish | None:
@@ -319,6 +342,7 @@ class LspAgentAcp:
             if env.mcp is not None:
                 await env.mcp.aclose()
             env.store.close()
+        await asyncio.gather(*self._background, return_exceptions=True)
         if self.sink is not None:
             await self.sink.aclose()
 

@@ -284,3 +284,26 @@ async def test_step_limit_is_max_turn_requests_and_a_provider_error_is_a_json_rp
         assert failed.value.code == -32010 and failed.value.data["lspAgent"]["stopReason"] == "error"
         assert "the server fell over" in str(failed.value)
         assert proc.returncode is None
+
+
+async def test_mcp_servers_passed_by_the_client_run_through_our_mcp_client(tmp_path: Path) -> None:
+    from acp.schema import McpServerStdio
+
+    script = _script(tmp_path, ScriptedReply(tool_calls=[_call("mcp__time__get_current_time", timezone="Etc/UTC")]),
+                     ScriptedReply(text="it is now"))
+    client = RecordingClient()
+    time_server = McpServerStdio(name="time", command=sys.executable, args=["-m", "mcp_server_time"], env=[])
+    async with acp_agent(client, script) as (conn, _):
+        with pytest.raises(RequestError) as bad_name:
+            await conn.new_session(cwd=str(tmp_path), mcp_servers=[
+                McpServerStdio(name="no spaces", command=sys.executable, args=[], env=[])])
+        assert bad_name.value.code == -32602
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[time_server])
+        result = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("time?")]),
+                                        TIMEOUT)
+    assert result.stop_reason == "end_turn"
+    [(call, _)] = client.permissions  # an MCP tool of an untrusted server may change things: asked first
+    assert call.kind == "other"
+    [done] = [u for u in client.of("tool_call_update") if u.status in ("completed", "failed")]
+    assert done.status == "completed"
+    assert done.content[0].content.text.startswith("OK: mcp__time__get_current_time returned")
