@@ -242,6 +242,9 @@ async def test_bad_input_gets_json_rpc_errors_and_the_agent_stays_up(tmp_path: P
     client = RecordingClient()
     async with acp_agent(client, script) as (conn, proc):
         raw = conn._conn  # the SDK's JSON-RPC connection: send what a typed call cannot
+        newer = await conn.initialize(protocol_version=99)  # a version we do not speak: ours is offered
+        assert newer.protocol_version == 1 and newer.agent_capabilities.load_session
+        assert newer.agent_capabilities.prompt_capabilities.embedded_context
         with pytest.raises(RequestError) as unknown:
             await conn.prompt(session_id="ses_nope", prompt=[text_block("x")])
         assert unknown.value.code == -32004 and unknown.value.data["kind"] == "unknown_session"
