@@ -310,3 +310,31 @@ async def test_mcp_servers_passed_by_the_client_run_through_our_mcp_client(tmp_p
     [done] = [u for u in client.of("tool_call_update") if u.status in ("completed", "failed")]
     assert done.status == "completed"
     assert done.content[0].content.text.startswith("OK: mcp__time__get_current_time returned")
+
+
+async def test_cancel_withdraws_a_queued_prompt_too(tmp_path: Path) -> None:
+    script = _script(tmp_path, ScriptedReply(text="slow", delay_ms=5000), ScriptedReply(text="never sent"))
+    client = RecordingClient()
+    async with acp_agent(client, script) as (conn, proc):
+        session = await conn.new_session(cwd=str(tmp_path))
+        one = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("one")]))
+        await asyncio.sleep(0.5)
+        two = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("two")]))
+        for _ in range(200):
+            if any(m == "lsp_agent/queue_changed" for m, _ in client.ext):
+                break
+            await asyncio.sleep(0.05)
+        await conn.cancel(session_id=session.session_id)
+        first, second = await asyncio.wait_for(asyncio.gather(one, two), TIMEOUT)
+        assert (first.stop_reason, second.stop_reason) == ("cancelled", "cancelled")
+        assert second.field_meta == {"lspAgent": {"queued": "withdrawn"}}
+        assert proc.returncode is None
+    assert "never sent" not in client.text()
+    last = [p for m, p in client.ext if m == "lsp_agent/queue_changed"][-1]
+    assert [(i["text"], i["status"]) for i in last["items"]] == [("two", "cancelled")]  # not left paused
+    store = Store(workspace_dir(tmp_path) / "store.db")
+    try:
+        prompts = [m for m in store.messages(session.session_id) if m.role.value == "user"]
+    finally:
+        store.close()
+    assert [m.parts[0].text for m in prompts] == ["one"]  # the withdrawn follow-up never became a message
