@@ -208,6 +208,11 @@ export class AgentClient {
     if (sessionID === this.state.sessionID) {
       return;
     }
+    this.resetTo(sessionID);
+  }
+
+  /** Forget the followed session's state and transcript; follow `sessionID` (none: start afresh). */
+  private resetTo(sessionID: string | undefined): void {
     this.state = { running: false, step: 0, queue: [] };
     if (sessionID) {
       this.state.sessionID = sessionID;
@@ -250,8 +255,7 @@ export class AgentClient {
         break;
       }
     }
-    this.useSession(undefined);
-    this.state.sessionID = sessionID;
+    this.resetTo(sessionID); // also when it is the current one: the stored history replaces what is shown
     const messages = pages.flatMap((p) => p.messages);
     const title = pages[0]?.title ?? sessionID;
     this.transcript.info(`Session ${sessionID}: ${title}`);

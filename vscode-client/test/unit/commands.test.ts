@@ -100,6 +100,26 @@ describe('other commands', () => {
     assert.match(host.last('flash')!, /reopened "fix result.txt" \(1 messages\)/);
   });
 
+  it('reopening the current session replaces what is shown (no duplicates) and follows the pages', async () => {
+    const { rpc, client } = await setup('', false);
+    rpc.answer(Methods.run, { sessionID: 'ses_cur', generation: 'g1' });
+    await client.run('first task');
+    rpc.notify('agent/event', { sessionID: 'ses_cur', generation: 'g1', event: { ...runEvents('g1').at(-1)!, sessionID: 'ses_cur' } });
+    const page = (id: string, text: string, next?: string) => ({
+      sessionID: 'ses_cur',
+      title: 't',
+      messages: [{ id, role: 'user', generation: 'g1', step: 0, parts: [{ id: `p-${id}`, type: 'text', text, synthetic: false }] }],
+      ...(next ? { next } : {}),
+    });
+    rpc.answer(Methods.session, (params: { after?: string }) => (params.after ? undefined : page('m1', 'first task', 'm1')));
+    rpc.answer(Methods.session, (params: { after?: string }) => (params.after === 'm1' ? page('m2', 'second task') : undefined));
+    rpc.answer(Methods.status, { sessionID: 'ses_cur', state: 'idle', step: 0, verification: 'not_run' });
+    rpc.answer(Methods.queueList, { items: [] });
+    const opened = await client.openSession('ses_cur');
+    assert.deepEqual(opened, { title: 't', messages: 2, complete: true });
+    assert.deepEqual(client.transcript.lines(), ['-- Session ses_cur: t', '>> first task', '>> second task']);
+  });
+
   it('Open Past Session is refused while a task runs, and the transcript stays', async () => {
     const { host, rpc, client, commands } = await setup();
     const before = client.transcript.lines();
