@@ -133,6 +133,15 @@ describe('the bundled extension, activated against a stand-in vscode', () => {
     assert.match(record.messages.at(-1)!.text, /server is not running/);
   });
 
+  it('Review Changes and Open Past Session are wired: no run yet / no server are said, not thrown', async () => {
+    await record.commands.get('lspAgent.reviewChanges')!();
+    assert.equal(record.messages.at(-1)!.text, 'LSP Agent: the last run changed no files.');
+    await record.commands.get('lspAgent.review.revert')!({ scheme: 'file', fsPath: '/x' }); // a Uri from the editor title
+    assert.equal(record.messages.at(-1)!.text, 'LSP Agent: the last run changed no files.');
+    await record.commands.get('lspAgent.openSession')!();
+    assert.match(record.messages.at(-1)!.text, /server is not running/);
+  });
+
   it('deactivates cleanly', async () => {
     await extension.deactivate();
   });
