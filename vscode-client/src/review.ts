@@ -61,7 +61,7 @@ export class ReviewCommands {
     try {
       const run = this.tracker.latest(generation);
       if (!run || run.files.size === 0) {
-        await this.host.showInfo('LSP Agent: the last run changed no files.');
+        await this.host.showInfo('LSP Agent: no changed files to review (no run in this window changed files).');
         return;
       }
       const items: FilePick[] = [];
@@ -133,7 +133,7 @@ export class ReviewCommands {
   private async target(title: string, path: string | undefined, given: RunChanges | undefined): Promise<{ run: RunChanges; file: FileChange } | undefined> {
     const run = given ?? this.tracker.latest();
     if (!run) {
-      await this.host.showInfo('LSP Agent: the last run changed no files.');
+      await this.host.showInfo('LSP Agent: no changed files to review (no run in this window changed files).');
       return undefined;
     }
     const wanted = path ?? this.editor.activePath();

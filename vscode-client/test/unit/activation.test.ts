@@ -135,9 +135,9 @@ describe('the bundled extension, activated against a stand-in vscode', () => {
 
   it('Review Changes and Open Past Session are wired: no run yet / no server are said, not thrown', async () => {
     await record.commands.get('lspAgent.reviewChanges')!();
-    assert.equal(record.messages.at(-1)!.text, 'LSP Agent: the last run changed no files.');
+    assert.equal(record.messages.at(-1)!.text, 'LSP Agent: no changed files to review (no run in this window changed files).');
     await record.commands.get('lspAgent.review.revert')!({ scheme: 'file', fsPath: '/x' }); // a Uri from the editor title
-    assert.equal(record.messages.at(-1)!.text, 'LSP Agent: the last run changed no files.');
+    assert.equal(record.messages.at(-1)!.text, 'LSP Agent: no changed files to review (no run in this window changed files).');
     await record.commands.get('lspAgent.openSession')!();
     assert.match(record.messages.at(-1)!.text, /server is not running/);
   });

@@ -268,6 +268,6 @@ describe('Review Changes', () => {
     const host = new FakeHost();
     const review = new ReviewCommands(host, new ChangeTracker(undefined), new FakeReviewEditor(), silent);
     await review.review();
-    assert.equal(host.last('info'), 'LSP Agent: the last run changed no files.');
+    assert.equal(host.last('info'), 'LSP Agent: no changed files to review (no run in this window changed files).');
   });
 });
