@@ -21,7 +21,24 @@ md.renderer.rules.link_open = (tokens, index, options, env, self) => {
   return defaultLinkOpen(tokens, index, options, env, self);
 };
 
+/** The view redraws every entry on each change (every 50 ms while a run streams): finished
+ *  texts are rendered once and reused. */
+const CACHE_LIMIT = 500;
+const cache = new Map<string, string>();
+
 /** Markdown → HTML with no raw HTML, no images and only http(s)/mailto links. */
 export function renderMarkdown(text: string): string {
-  return md.render(text);
+  const hit = cache.get(text);
+  if (hit !== undefined) {
+    return hit;
+  }
+  const html = md.render(text);
+  cache.set(text, html);
+  if (cache.size > CACHE_LIMIT) {
+    const oldest = cache.keys().next().value;
+    if (oldest !== undefined) {
+      cache.delete(oldest);
+    }
+  }
+  return html;
 }
