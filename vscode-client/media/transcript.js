@@ -8,6 +8,7 @@
   const transcript = document.getElementById('transcript');
   const input = document.getElementById('input');
   const state = document.getElementById('state');
+  const stop = document.getElementById('stop');
   const saved = vscode.getState() || {};
   const open = new Set(saved.open || []);
   input.value = saved.draft || '';
@@ -48,6 +49,7 @@
         render(message.html);
         state.textContent = message.status;
         state.classList.toggle('running', Boolean(message.running));
+        stop.hidden = !message.running;
         break;
       case 'getDraft':
         vscode.postMessage({ type: 'draftReply', requestId: message.requestId, text: input.value });
@@ -60,6 +62,16 @@
       case 'focusInput':
         input.focus();
         break;
+    }
+  });
+
+  // Buttons (Stop, Sessions…, Review changes) name an LSP Agent command; the extension runs only
+  // the ones it allows (transcriptView.ts).
+  document.addEventListener('click', (event) => {
+    const target = event.target instanceof Element ? event.target.closest('[data-command]') : null;
+    if (target) {
+      event.preventDefault();
+      vscode.postMessage({ type: 'command', id: target.dataset.command, arg: target.dataset.arg });
     }
   });
 

@@ -17,6 +17,8 @@ import type {
   ReceiptParams,
   RunFinishEvent,
   RunResult,
+  SessionInfo,
+  SessionResult,
   SkillInfo,
   StatusResult,
   StopReason,
@@ -66,7 +68,13 @@ export interface AgentClientOptions {
   newClientID?: () => string;
   /** most transcript entries kept */
   transcriptLimit?: number;
+  /** awaited before agent/run is sent (the review of changes records the workspace's git state) */
+  beforeRun?: () => Promise<void>;
 }
+
+/** Pages of agent/session read when a past session is reopened (100 messages each). */
+export const SESSION_PAGE_LIMIT = 100;
+export const SESSION_MAX_PAGES = 20;
 
 export class AgentClient {
   readonly transcript: Transcript;
@@ -84,9 +92,12 @@ export class AgentClient {
   private finished = new Map<string, RunFinishEvent>();
   private knownSkills: SkillInfo[] | undefined;
   private finishWaiters = new Map<string, ((event: RunFinishEvent) => void)[]>();
+  private eventListeners = new Set<(sessionID: string, event: AgentEvent) => void>();
+  private readonly beforeRun: (() => Promise<void>) | undefined;
 
   constructor(options: AgentClientOptions = {}) {
     this.log = options.log ?? silent;
+    this.beforeRun = options.beforeRun;
     this.newClientID = options.newClientID ?? (() => `vscode-${randomUUID()}`);
     this.transcript = new Transcript(options.transcriptLimit);
   }
@@ -132,6 +143,12 @@ export class AgentClient {
   onDidChange(listener: () => void): Disposable {
     this.listeners.add(listener);
     return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  /** Every agent/event of the followed session, after the transcript took it in. */
+  onAgentEvent(listener: (sessionID: string, event: AgentEvent) => void): Disposable {
+    this.eventListeners.add(listener);
+    return { dispose: () => this.eventListeners.delete(listener) };
   }
 
   private changed(): void {
@@ -191,6 +208,11 @@ export class AgentClient {
     if (sessionID === this.state.sessionID) {
       return;
     }
+    this.resetTo(sessionID);
+  }
+
+  /** Forget the followed session's state and transcript; follow `sessionID` (none: start afresh). */
+  private resetTo(sessionID: string | undefined): void {
     this.state = { running: false, step: 0, queue: [] };
     if (sessionID) {
       this.state.sessionID = sessionID;
@@ -199,6 +221,58 @@ export class AgentClient {
     this.introduced.clear();
     this.freshlySent = [];
     this.changed();
+  }
+
+  /** The workspace's sessions, newest first (agent/sessions). */
+  async sessions(limit = 50): Promise<SessionInfo[]> {
+    const answer = (await this.request<unknown>(Methods.sessions, { limit })) as { sessions?: unknown } | null;
+    if (!answer || !Array.isArray(answer.sessions)) {
+      throw new Error('agent/sessions: the answer has no sessions list');
+    }
+    return answer.sessions as SessionInfo[];
+  }
+
+  /** Follow a past session: its stored messages (agent/session, page by page) become the
+   *  transcript, then its status and queue are loaded. Refused while a task runs. */
+  async openSession(sessionID: string): Promise<{ title: string; messages: number; complete: boolean }> {
+    if (this.state.running) {
+      throw new UserError('A task is running: cancel it or wait for it to end before you open another session.');
+    }
+    const pages: SessionResult[] = [];
+    let after: string | undefined;
+    for (let page = 0; page < SESSION_MAX_PAGES; page += 1) {
+      const params: Record<string, unknown> = { sessionID, limit: SESSION_PAGE_LIMIT };
+      if (after) {
+        params.after = after;
+      }
+      const answer = (await this.request<unknown>(Methods.session, params)) as SessionResult | null;
+      if (!answer || !Array.isArray(answer.messages)) {
+        throw new Error('agent/session: the answer has no messages list');
+      }
+      pages.push(answer);
+      after = answer.next ?? undefined;
+      if (!after) {
+        break;
+      }
+    }
+    this.resetTo(sessionID); // also when it is the current one: the stored history replaces what is shown
+    const messages = pages.flatMap((p) => p.messages);
+    const title = pages[0]?.title ?? sessionID;
+    this.transcript.info(`Session ${sessionID}: ${title}`);
+    this.transcript.history(messages);
+    const complete = after === undefined;
+    if (!complete) {
+      this.transcript.info(`Only the first ${messages.length} messages are shown.`);
+    }
+    for (const message of messages) {
+      if (message.generation) {
+        this.introduced.add(message.generation);
+      }
+    }
+    this.changed();
+    await this.refreshStatus();
+    await this.queueList().catch((error: unknown) => this.log.warn(`queue of ${sessionID}: ${String(error)}`));
+    return { title, messages: messages.length, complete };
   }
 
   /** Ask the server about the current session (after a restart or a reload). */
@@ -246,6 +320,13 @@ export class AgentClient {
     const params: Record<string, unknown> = { prompt: text, ...options };
     if (this.state.sessionID) {
       params.sessionID = this.state.sessionID;
+    }
+    if (this.beforeRun) {
+      try {
+        await this.beforeRun();
+      } catch (error) {
+        this.log.warn(`before the run: ${String(error)}`);
+      }
     }
     const result = await this.request<RunResult>(Methods.run, params);
     if (result.sessionID !== this.state.sessionID) {
@@ -484,6 +565,13 @@ export class AgentClient {
     this.introduce(event);
     this.transcript.apply(event);
     this.track(event);
+    for (const listener of [...this.eventListeners]) {
+      try {
+        listener(params.sessionID, event);
+      } catch (error) {
+        this.log.error(`event listener failed: ${String(error)}`);
+      }
+    }
     this.changed();
   }
 

@@ -28,7 +28,11 @@ export const CommandIds = {
   queueSendNowItem: 'lspAgent.queue.sendNowItem',
   queueCancelItem: 'lspAgent.queue.cancelItem',
   queueEditItem: 'lspAgent.queue.editItem',
+  openSession: 'lspAgent.openSession',
 } as const;
+
+/** The transcript view's focus command (VS Code makes one for every view): opens or reveals it. */
+export const REVEAL_TRANSCRIPT = 'lspAgent.transcript.focus';
 
 /** The ctrl+s context key: true while the agent input (or the transcript around it) has focus. */
 export const INPUT_FOCUS_CONTEXT = 'lspAgent.inputFocused';
@@ -107,6 +111,44 @@ export class AgentCommands {
       }
       await this.client.run(text);
       this.host.flash('LSP Agent: task started');
+      // Where the run streams: open the panel (or bring it forward) so the user sees it start.
+      await this.revealTranscript();
+    });
+  }
+
+  /** The run already started: a view that cannot be shown is logged, not reported as a failed run. */
+  private async revealTranscript(): Promise<void> {
+    try {
+      await this.host.executeCommand(REVEAL_TRANSCRIPT);
+    } catch (error) {
+      this.log.warn(`could not reveal the transcript: ${String(error)}`);
+    }
+  }
+
+  /** Reopen a past session's transcript (agent/sessions, then agent/session pages). */
+  openSession(): Promise<void> {
+    return this.guard('Open Past Session', async () => {
+      const sessions = await this.client.sessions();
+      if (sessions.length === 0) {
+        await this.host.showInfo('LSP Agent: this workspace has no sessions yet.');
+        return;
+      }
+      const current = this.client.snapshot.sessionID;
+      const picked = await this.host.quickPick(
+        sessions.map((session) => ({
+          label: session.title || session.sessionID,
+          description: `${new Date(session.updatedAt).toLocaleString()}${session.state === 'running' ? ' · running' : ''}${session.sessionID === current ? ' · current' : ''}`,
+          detail: `${session.sessionID} · ${session.model}`,
+          session,
+        })),
+        { title: 'LSP Agent: Open Past Session', placeHolder: 'Pick a session to show its transcript and continue it' },
+      );
+      if (!picked) {
+        return;
+      }
+      const opened = await this.client.openSession(picked.session.sessionID);
+      await this.revealTranscript();
+      this.host.flash(`LSP Agent: reopened "${opened.title}" (${opened.messages} messages); the next task continues it`);
     });
   }
 

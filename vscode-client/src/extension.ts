@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 
 import { AgentClient } from './agentClient.js';
+import { ChangeTracker, editedUris } from './changes.js';
 import { AgentCommands, CommandIds, INPUT_FOCUS_CONTEXT } from './commands.js';
 import type { ItemArg } from './commands.js';
 import { createLog } from './log.js';
@@ -12,7 +13,10 @@ import { ServerManager } from './server.js';
 import { classifyChange } from './settings.js';
 import { McpCommandIds, McpCommands } from './mcp.js';
 import { SkillCommandIds, SkillCommands } from './skills.js';
+import { gitOps } from './git.js';
+import { REVIEWING_CONTEXT, ReviewCommandIds, ReviewCommands } from './review.js';
 import { VscodeHost } from './vscodeHost.js';
+import { VscodeReviewEditor } from './views/reviewEditor.js';
 import { QUEUE_VIEW_ID, QueueView } from './views/queueView.js';
 import { StatusBar } from './views/statusBar.js';
 import { TRANSCRIPT_VIEW_ID, TranscriptView } from './views/transcriptView.js';
@@ -27,8 +31,25 @@ let manager: ServerManager | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = createLog();
   const host = new VscodeHost();
-  const agent = new AgentClient({ log: log.logger });
+  const root = vscode.workspace.workspaceFolders?.[0]?.uri;
+  const changes = new ChangeTracker(root ? gitOps(root.fsPath) : undefined);
+  const agent = new AgentClient({ log: log.logger, beforeRun: () => changes.prepare() });
   const server = new ServerManager(agent, log, host);
+  // Review Changes: the run's writes (events) and the text of open buffers before each applyEdit.
+  agent.onAgentEvent((sessionID, event) => changes.observe(sessionID, event));
+  server.beforeApplyEdit = (edit: unknown): void => {
+    const { sessionID, generation } = agent.snapshot;
+    if (!sessionID || !generation) {
+      return;
+    }
+    for (const uri of editedUris(edit)) {
+      const document = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri || d.uri.toString() === vscode.Uri.parse(uri).toString());
+      if (document) {
+        changes.beforeApplyEdit(sessionID, generation, vscode.workspace.asRelativePath(document.uri, false), document.getText());
+      }
+    }
+  };
+  const reviewEditor = new VscodeReviewEditor(() => root);
   manager = server;
 
   let running = false;
@@ -47,6 +68,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     transcript,
     queue,
     status,
+    reviewEditor,
+    changes.onDidChange(() => {
+      const run = changes.latest();
+      void host.setContext(REVIEWING_CONTEXT, Boolean(run && [...run.files.values()].some((f) => f.state === 'pending')));
+    }),
     vscode.window.registerWebviewViewProvider(TRANSCRIPT_VIEW_ID, transcript, { webviewOptions: { retainContextWhenHidden: true } }),
     server.onDidChangeState((state) => {
       status.update();
@@ -82,6 +108,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(CommandIds.queueSendNowItem, (arg: ItemArg) => cmds.sendQueuedNow(arg));
   register(CommandIds.queueCancelItem, (arg: ItemArg) => cmds.queueCancelItem(arg));
   register(CommandIds.queueEditItem, (arg: ItemArg) => cmds.queueEditItem(arg));
+  register(CommandIds.openSession, () => cmds.openSession());
+  const review = new ReviewCommands(host, changes, reviewEditor, log.logger);
+  register(ReviewCommandIds.review, (generation?: string) => review.review(typeof generation === 'string' ? generation : undefined));
+  register(ReviewCommandIds.keep, (path?: string) => review.keep(typeof path === 'string' ? path : undefined));
+  register(ReviewCommandIds.revert, (path?: string) => review.revert(typeof path === 'string' ? path : undefined));
   register(CommandIds.showTranscript, () => transcript.focusInput());
   register(CommandIds.showQueue, () => vscode.commands.executeCommand(`${QUEUE_VIEW_ID}.focus`));
   register(CommandIds.showLog, () => log.channel.show());
@@ -117,6 +148,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   await host.setContext(INPUT_FOCUS_CONTEXT, false);
   await host.setContext(RUNNING_CONTEXT, false);
+  await host.setContext(REVIEWING_CONTEXT, false);
   void server.restart('activation');
 }
 

@@ -5,7 +5,7 @@
 import * as os from 'node:os';
 
 import * as vscode from 'vscode';
-import { LanguageClient, RevealOutputChannelOn, State, TransportKind } from 'vscode-languageclient/node';
+import { CancellationToken, LanguageClient, RevealOutputChannelOn, State, TransportKind } from 'vscode-languageclient/node';
 import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
 
 import type { AgentClient } from './agentClient.js';
@@ -55,6 +55,8 @@ export class ServerManager implements vscode.Disposable {
   readonly onDidChangeState = this.stateEmitter.event;
   private chain: Promise<void> = Promise.resolve();
   private readonly sync = new SettingsSync();
+  /** Told about every workspace/applyEdit before VS Code applies it (Review Changes keeps the before-text). */
+  beforeApplyEdit: ((edit: unknown) => void) | undefined;
 
   constructor(
     private readonly agent: AgentClient,
@@ -167,6 +169,15 @@ export class ServerManager implements vscode.Disposable {
       initializationOptions: () => this.sync.initializationOptions(currentServerSettings()),
       middleware: {
         workspace: {
+          handleApplyEdit: (params, next) => {
+            // the language client passes no cancellation token here
+            try {
+              this.beforeApplyEdit?.(params.edit);
+            } catch (error) {
+              this.log.logger.warn(`keeping the text before an edit: ${String(error)}`);
+            }
+            return next(params, CancellationToken.None);
+          },
           // The server asks for the `lspAgent` section: answer with the mapped settings, not
           // VS Code's raw section (python and trace would be unknown keys to the server).
           configuration: async (params, token, next) => {

@@ -4,6 +4,8 @@
 import type {
   AgentEvent,
   ErrorInfo,
+  InvalidatedBy,
+  MessageOut,
   ReceiptView,
   ReceiptStatus,
   StopReason,
@@ -89,6 +91,10 @@ export interface FinishEntry {
   model: string;
   scripted: boolean;
   error?: ErrorInfo;
+  /** why the status is `not_run` although a check had passed (the server's words) */
+  verificationReason?: string;
+  invalidatedBy?: InvalidatedBy;
+  handoffTo?: string;
 }
 
 export interface InfoEntry {
@@ -275,8 +281,71 @@ export class Transcript {
         if (event.error) {
           entry.error = event.error;
         }
+        if (event.verificationReason) {
+          entry.verificationReason = event.verificationReason;
+        }
+        if (event.invalidatedBy) {
+          entry.invalidatedBy = event.invalidatedBy;
+        }
+        if (event.handoffTo) {
+          entry.handoffTo = event.handoffTo;
+        }
         this.push(entry);
         return;
+      }
+    }
+  }
+
+  /** A stored session's messages (agent/session pages, oldest first) as entries: prompts, text,
+   *  reasoning and tool calls with their results. Harness-written (synthetic) text is left out. */
+  history(messages: readonly MessageOut[]): void {
+    for (const message of messages) {
+      const generation = message.generation ?? `history:${message.id}`;
+      for (const part of message.parts) {
+        switch (part.type) {
+          case 'text':
+            if (message.role === 'user') {
+              if (!part.synthetic) {
+                this.push({ kind: 'prompt', key: `prompt:${part.id}`, text: part.text, source: 'run' });
+              }
+            } else if (!part.synthetic) {
+              this.push({ kind: 'text', key: `text:${part.id}`, generation, text: part.text, final: true });
+            }
+            break;
+          case 'reasoning':
+            this.push({ kind: 'reasoning', key: `reasoning:${part.id}`, generation, text: part.text, final: true });
+            break;
+          case 'tool_call':
+            this.push({
+              kind: 'tool',
+              key: `tool:${generation}:${part.callID}`,
+              generation,
+              step: message.step ?? 0,
+              tool: part.name,
+              input: describeInput(parseArguments(part.arguments)),
+              status: 'running',
+            });
+            break;
+          case 'tool_result': {
+            const entry = this.byKey.get(`tool:${generation}:${part.callID}`) as ToolEntry | undefined;
+            if (entry) {
+              entry.status = part.ok ? 'completed' : 'error';
+              entry.summary = firstLine(part.output);
+              entry.elapsedMs = part.elapsedMs;
+              if (part.errorKind) {
+                entry.errorKind = part.errorKind;
+              }
+            }
+            break;
+          }
+        }
+      }
+    }
+    // A call stored without its result was cut off (a crash or a cancel): it is not running now.
+    for (const entry of this.list) {
+      if (entry.kind === 'tool' && entry.status === 'running') {
+        entry.status = 'error';
+        entry.summary = 'no result was stored';
       }
     }
   }
@@ -378,6 +447,37 @@ export class Transcript {
   }
 }
 
+/** A stored call's arguments (JSON text) as an object, or the text itself when it is not JSON. */
+function parseArguments(text: string): Record<string, unknown> | string {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : text;
+  } catch {
+    return text;
+  }
+}
+
+const WRITER: Record<InvalidatedBy['by'], string> = {
+  agent_tool: "the agent's edit",
+  command: 'a command the agent ran',
+  outside_process: 'a change outside the agent (you in the editor, or another program)',
+};
+
+/** Why a run that had passed its check ends `not_run`: the server's reason, else built from
+ *  `invalidatedBy`; undefined when there was no downgrade. */
+export function verificationNote(entry: FinishEntry): string | undefined {
+  const by = entry.invalidatedBy;
+  if (!entry.verificationReason && !by) {
+    return undefined;
+  }
+  let why = entry.verificationReason ?? '';
+  if (!why && by) {
+    const where = [by.tool, by.step != null ? `step ${by.step}` : ''].filter(Boolean).join(', ');
+    why = `${by.paths.join(', ') || 'a file'} written by ${WRITER[by.by]}${where ? ` (${where})` : ''} after the last check`;
+  }
+  return `Why not verified: ${why.replace(/[.\s]+$/, '')}. The checks have to run again (ask the agent to verify) for a verified result.`;
+}
+
 function rank(status: ReceiptStatus | 'sending'): number {
   return status === 'sending' ? 0 : status === 'accepted' ? 1 : 2;
 }
@@ -426,8 +526,10 @@ export function describeEntry(entry: Entry): string {
       const why = entry.reason ? ` (${entry.reason}${entry.detail ? `: ${entry.detail}` : ''})` : '';
       return `~> steer [${entry.status}${why}] ${entry.text}`;
     }
-    case 'finish':
-      return `== ${finishSummary(entry)}${entry.error ? ` · error: ${entry.error.message}` : ''}`;
+    case 'finish': {
+      const note = verificationNote(entry);
+      return `== ${finishSummary(entry)}${entry.error ? ` · error: ${entry.error.message}` : ''}${note ? ` · ${note}` : ''}`;
+    }
     case 'info':
       return `-- ${entry.message}`;
   }

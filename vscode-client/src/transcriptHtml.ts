@@ -1,7 +1,8 @@
 // HTML for the transcript webview: entries → escaped markup, and the page shell with its CSP.
 // Pure string building, so what the view shows is unit-tested without VS Code.
 
-import { finishSummary, firstLine, formatTokens } from './transcript.js';
+import { renderMarkdown } from './markdown.js';
+import { finishSummary, firstLine, formatTokens, verificationNote } from './transcript.js';
 import type { Entry } from './transcript.js';
 
 export function escapeHtml(text: string): string {
@@ -33,7 +34,8 @@ export function renderEntry(entry: Entry): string {
       return `<div class="entry step" ${attr(entry.key)}>Step ${of}${usage}</div>`;
     }
     case 'text':
-      return `<div class="entry text${entry.final ? '' : ' streaming'}" ${attr(entry.key)}><pre>${escapeHtml(entry.text)}</pre></div>`;
+      // Markdown (sanitised: markdown.ts); the streaming cursor is drawn by CSS.
+      return `<div class="entry text markdown${entry.final ? '' : ' streaming'}" ${attr(entry.key)}>${renderMarkdown(entry.text)}</div>`;
     case 'reasoning':
       return (
         `<details class="entry reasoning" ${attr(entry.key)}><summary>Thinking: ${escapeHtml(firstLine(entry.text, 120))}</summary>` +
@@ -64,9 +66,14 @@ export function renderEntry(entry: Entry): string {
     }
     case 'finish': {
       const error = entry.error ? `<div class="error">${escapeHtml(entry.error.message)}</div>` : '';
+      const why = verificationNote(entry);
+      const note = why ? `<div class="downgrade" role="note" aria-label="Why not verified">${escapeHtml(why)}</div>` : '';
+      const review = entry.filesChanged.length
+        ? `<div class="actions"><button type="button" class="review" data-command="lspAgent.reviewChanges" data-arg="${escapeHtml(entry.generation)}" aria-label="Review changes">Review changes (${entry.filesChanged.length})</button></div>`
+        : '';
       return (
         `<div class="entry finish verification-${entry.verification}" ${attr(entry.key)}>` +
-        `<span class="badge">${VERIFICATION_LABEL[entry.verification]}</span> ${escapeHtml(finishSummary(entry))}${error}</div>`
+        `<span class="badge">${VERIFICATION_LABEL[entry.verification]}</span> ${escapeHtml(finishSummary(entry))}${error}${note}${review}</div>`
       );
     }
     case 'info':
@@ -108,7 +115,9 @@ export function renderShell(options: ShellOptions): string {
 <body>
 <main id="transcript" tabindex="0" aria-live="polite"></main>
 <footer>
-<div id="state" class="state"></div>
+<div class="bar"><div id="state" class="state" role="status"></div>
+<button type="button" id="stop" class="stop" aria-label="Stop" title="Stop the running task (LSP Agent: Cancel)" data-command="lspAgent.cancel" hidden>■ Stop</button>
+<button type="button" id="sessions" aria-label="Past sessions" title="Reopen a past session's transcript (LSP Agent: Open Past Session…)" data-command="lspAgent.openSession">Sessions…</button></div>
 <textarea id="input" rows="3" placeholder="Task, follow-up or correction…" aria-label="Agent input"></textarea>
 <div class="hint">Enter: run (or queue while running) · Shift+Enter: new line · Ctrl+S: steer now</div>
 </footer>

@@ -10,6 +10,8 @@ import type { ServerState } from '../status.js';
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('lspAgent.status', vscode.StatusBarAlignment.Left, 50);
+  /** a Stop button next to the status while a generation runs */
+  private readonly stop = vscode.window.createStatusBarItem('lspAgent.stop', vscode.StatusBarAlignment.Left, 49);
   private readonly subscription: { dispose(): void };
 
   constructor(
@@ -18,6 +20,11 @@ export class StatusBar implements vscode.Disposable {
   ) {
     this.item.name = 'LSP Agent';
     this.item.command = CommandIds.showTranscript;
+    this.stop.name = 'LSP Agent: Stop';
+    this.stop.text = '$(debug-stop) Stop';
+    this.stop.tooltip = 'Stop the running task (LSP Agent: Cancel)';
+    this.stop.command = CommandIds.cancel;
+    this.stop.accessibilityInformation = { label: 'Stop', role: 'button' };
     this.subscription = client.onDidChange(() => this.update());
     this.update();
     this.item.show();
@@ -29,10 +36,16 @@ export class StatusBar implements vscode.Disposable {
     this.item.text = view.text;
     this.item.tooltip = view.tooltip;
     this.item.backgroundColor = view.background ? new vscode.ThemeColor(view.background) : undefined;
+    if (state.running) {
+      this.stop.show();
+    } else {
+      this.stop.hide();
+    }
   }
 
   dispose(): void {
     this.subscription.dispose();
     this.item.dispose();
+    this.stop.dispose();
   }
 }

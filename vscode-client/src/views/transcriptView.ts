@@ -9,6 +9,7 @@ import * as vscode from 'vscode';
 import type { AgentClient } from '../agentClient.js';
 import { CommandIds, INPUT_FOCUS_CONTEXT } from '../commands.js';
 import type { Composer, Host } from '../host.js';
+import { ReviewCommandIds } from '../review.js';
 import { statusFacts, statusView } from '../status.js';
 import type { ServerState } from '../status.js';
 import { renderEntries, renderShell } from '../transcriptHtml.js';
@@ -18,7 +19,14 @@ export const TRANSCRIPT_VIEW_ID = 'lspAgent.transcript';
 const RENDER_DELAY_MS = 50;
 const DRAFT_TIMEOUT_MS = 300;
 /** Commands the webview's buttons may run. */
-const WEBVIEW_COMMANDS = new Set<string>([CommandIds.cancel, CommandIds.steerNow, CommandIds.showQueue, CommandIds.newSession]);
+const WEBVIEW_COMMANDS = new Set<string>([
+  CommandIds.cancel,
+  CommandIds.steerNow,
+  CommandIds.showQueue,
+  CommandIds.newSession,
+  CommandIds.openSession,
+  ReviewCommandIds.review,
+]);
 
 type FromWebview =
   | { type: 'ready' }
@@ -26,7 +34,7 @@ type FromWebview =
   | { type: 'draftReply'; requestId: number; text: string }
   | { type: 'submit'; text: string }
   | { type: 'focus'; focused: boolean }
-  | { type: 'command'; id: string };
+  | { type: 'command'; id: string; arg?: unknown };
 
 export class TranscriptView implements vscode.WebviewViewProvider, Composer, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
@@ -159,7 +167,9 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
         return;
       case 'command':
         if (WEBVIEW_COMMANDS.has(message.id)) {
-          void vscode.commands.executeCommand(message.id);
+          // only a string argument (the generation of a "Review changes" button) is passed on
+          const args = typeof message.arg === 'string' && message.arg !== '' ? [message.arg] : [];
+          void vscode.commands.executeCommand(message.id, ...args);
         }
         return;
     }

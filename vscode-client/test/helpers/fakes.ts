@@ -125,7 +125,10 @@ export class FakeHost implements Host {
     return this.selection;
   }
 
-  executeCommand(): Promise<unknown> {
+  readonly executed: { command: string; args: unknown[] }[] = [];
+
+  executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
+    this.executed.push({ command, args });
     return Promise.resolve(undefined);
   }
 

@@ -44,6 +44,7 @@ export interface StubRecord {
   webviewViews: string[];
   treeViews: string[];
   statusItems: { text: string; command?: string }[];
+  contentProviders: string[];
 }
 
 export function createVscodeStub(settings: Record<string, unknown>, workspaceFolder: string): { vscode: unknown; record: StubRecord } {
@@ -55,6 +56,7 @@ export function createVscodeStub(settings: Record<string, unknown>, workspaceFol
     webviewViews: [],
     treeViews: [],
     statusItems: [],
+    contentProviders: [],
   };
   const message = (level: string) => (text: string) => {
     record.messages.push({ level, text });
@@ -108,7 +110,7 @@ export function createVscodeStub(settings: Record<string, unknown>, workspaceFol
       window: {
         createOutputChannel: channel,
         createStatusBarItem: () => {
-          const item = { text: '', show: () => undefined, dispose: () => undefined };
+          const item = { text: '', show: () => undefined, hide: () => undefined, dispose: () => undefined };
           record.statusItems.push(item);
           return item;
         },
@@ -155,6 +157,10 @@ export function createVscodeStub(settings: Record<string, unknown>, workspaceFol
           inspect: (key: string) => (key in settings ? { key, globalValue: settings[key] } : { key }),
         }),
         onDidChangeConfiguration: () => disposable,
+        registerTextDocumentContentProvider: (scheme: string) => {
+          record.contentProviders.push(scheme);
+          return disposable;
+        },
         asRelativePath: (p: string) => p,
       },
     },

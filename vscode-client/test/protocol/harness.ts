@@ -16,6 +16,7 @@ import { TextDocument } from 'vscode-languageserver-textdocument';
 import type { TextEdit } from 'vscode-languageserver-textdocument';
 
 import { AgentClient } from '../../src/agentClient.js';
+import type { AgentClientOptions } from '../../src/agentClient.js';
 import { Notifications, ServerRequests } from '../../src/protocol.js';
 import type { EventParams } from '../../src/protocol.js';
 import type { Rpc } from '../../src/rpc.js';
@@ -85,6 +86,8 @@ export class Editor {
   readonly saveRequests: string[][] = [];
   readonly configurationRequests: unknown[] = [];
   private readonly buffers = new Map<string, OpenBuffer>();
+  /** Told about each workspace/applyEdit before it is applied, as the extension's middleware is. */
+  beforeApplyEdit: ((edit: unknown) => void) | undefined;
   private readonly sync = new SettingsSync();
   private exited: Promise<void>;
 
@@ -94,8 +97,9 @@ export class Editor {
     readonly connection: MessageConnection,
     public settings: ServerSettings,
     private readonly stateDir: string,
+    clientOptions: AgentClientOptions = {},
   ) {
-    this.client = new AgentClient();
+    this.client = new AgentClient(clientOptions);
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
   }
 
@@ -103,7 +107,7 @@ export class Editor {
    * Start the server for `root` with these VS Code settings (relative keys, as the user set
    * them) and initialize it like the extension.
    */
-  static async start(root: string, userSettings: Record<string, unknown>): Promise<Editor> {
+  static async start(root: string, userSettings: Record<string, unknown>, clientOptions: AgentClientOptions = {}): Promise<Editor> {
     const state = mkdtempSync(path.join(tmpdir(), 'lsp-agent-vscode-state-'));
     const child = spawn(PYTHON, ['-m', 'lsp_agent', 'serve'], {
       cwd: root,
@@ -122,7 +126,7 @@ export class Editor {
     });
     const connection = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
     const settings = serverSettings((key) => userSettings[key]);
-    const editor = new Editor(root, child, connection, settings, state);
+    const editor = new Editor(root, child, connection, settings, state, clientOptions);
     editor.wire();
     connection.listen();
     await withTimeout(
@@ -205,8 +209,27 @@ export class Editor {
     return this.buffers.get(uri)?.doc.getText();
   }
 
+  /** Replace an open buffer's whole text as a user edit (didChange) and save it (didSave), as a
+   *  WorkspaceEdit followed by a save does in VS Code. false when the file is not open. */
+  async replaceAndSave(relative: string, text: string): Promise<boolean> {
+    const uri = pathToFileURL(path.join(this.root, relative)).toString();
+    const buffer = this.buffers.get(uri);
+    if (!buffer) {
+      return false;
+    }
+    buffer.doc = TextDocument.create(uri, 'plaintext', buffer.doc.version + 1, text);
+    await this.connection.sendNotification('textDocument/didChange', {
+      textDocument: { uri, version: buffer.doc.version },
+      contentChanges: [{ text }],
+    });
+    await buffer.save();
+    await this.connection.sendNotification('textDocument/didSave', { textDocument: { uri } });
+    return true;
+  }
+
   /** workspace/applyEdit as VS Code applies it: into the open buffers (marking them dirty), checked by version. */
   private async applyEdit(edit: { documentChanges?: TextDocumentEditLike[] }): Promise<{ applied: boolean; failureReason?: string }> {
+    this.beforeApplyEdit?.(edit);
     const changes = edit.documentChanges ?? [];
     for (const change of changes) {
       const buffer = this.buffers.get(change.textDocument.uri);

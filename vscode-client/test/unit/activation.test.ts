@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import * as esbuild from 'esbuild';
 
 import { INPUT_FOCUS_CONTEXT } from '../../src/commands.js';
+import { REVIEWING_CONTEXT } from '../../src/review.js';
 import { createVscodeStub } from '../helpers/vscodeStub.js';
 import type { StubRecord } from '../helpers/vscodeStub.js';
 
@@ -107,7 +108,17 @@ describe('the bundled extension, activated against a stand-in vscode', () => {
     const views = Object.values(manifest.contributes.views).flat();
     assert.deepEqual(record.webviewViews, views.filter((v) => v.type === 'webview').map((v) => v.id));
     assert.deepEqual(record.treeViews, views.filter((v) => v.type !== 'webview').map((v) => v.id));
-    assert.equal(record.statusItems.length, 1);
+    // the status, and the Stop button shown while a task runs
+    assert.equal(record.statusItems.length, 2);
+    // the before-text of Review Changes' diffs
+    assert.deepEqual(record.contentProviders, ['lsp-agent-before']);
+  });
+
+  it('sets the context keys its menus use (running, reviewing) to false at start', () => {
+    assert.equal(record.contexts.get('lspAgent.running'), false);
+    assert.equal(record.contexts.get(REVIEWING_CONTEXT), false);
+    const whens = Object.values(manifest.contributes.menus).flat().map((m) => m.when ?? '').join(' ');
+    assert.ok(whens.includes(REVIEWING_CONTEXT), 'the review actions show only while reviewing');
   });
 
   it('explains a missing interpreter with the fix, and the status bar says the server failed', async () => {
@@ -119,6 +130,15 @@ describe('the bundled extension, activated against a stand-in vscode', () => {
 
   it('a command without a server says so instead of throwing', async () => {
     await record.commands.get('lspAgent.runTask')!();
+    assert.match(record.messages.at(-1)!.text, /server is not running/);
+  });
+
+  it('Review Changes and Open Past Session are wired: no run yet / no server are said, not thrown', async () => {
+    await record.commands.get('lspAgent.reviewChanges')!();
+    assert.equal(record.messages.at(-1)!.text, 'LSP Agent: no changed files to review (no run in this window changed files).');
+    await record.commands.get('lspAgent.review.revert')!({ scheme: 'file', fsPath: '/x' }); // a Uri from the editor title
+    assert.equal(record.messages.at(-1)!.text, 'LSP Agent: no changed files to review (no run in this window changed files).');
+    await record.commands.get('lspAgent.openSession')!();
     assert.match(record.messages.at(-1)!.text, /server is not running/);
   });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { AgentClient } from '../../src/agentClient.js';
-import { AgentCommands, itemIdOf, receiptMessage } from '../../src/commands.js';
+import { AgentCommands, REVEAL_TRANSCRIPT, itemIdOf, receiptMessage } from '../../src/commands.js';
 import { Methods } from '../../src/protocol.js';
 import { GEN, SESSION, item, runEvents } from '../helpers/events.js';
 import { FakeComposer, FakeHost, FakeRpc, rpcError } from '../helpers/fakes.js';
@@ -63,6 +63,72 @@ describe('other commands', () => {
     rpc.answer(Methods.run, { sessionID: SESSION, generation: GEN });
     await commands.runTask();
     assert.deepEqual(rpc.sent.at(-1), { method: Methods.run, params: { prompt: 'fix the test' } });
+    // the transcript opens (or comes forward) where the run streams
+    assert.deepEqual(host.executed, [{ command: REVEAL_TRANSCRIPT, args: [] }]);
+  });
+
+  it('Run Task that the server refuses does not open the transcript', async () => {
+    const { host, rpc, commands } = await setup('', false);
+    host.inputAnswers = ['fix the test'];
+    rpc.answer(Methods.run, rpcError(-32602, 'prompt too long'));
+    await commands.runTask();
+    assert.deepEqual(host.executed, []);
+    assert.match(host.last('error')!, /prompt too long/);
+  });
+
+  it('Open Past Session lists agent/sessions and shows the picked one', async () => {
+    const { host, rpc, client, commands } = await setup('', false);
+    rpc.answer(Methods.sessions, {
+      sessions: [
+        { sessionID: 'ses_new', title: 'newest', model: 'scripted/demo', createdAt: 2, updatedAt: 2, state: 'idle' },
+        { sessionID: 'ses_old', title: 'fix result.txt', model: 'scripted/demo', createdAt: 1, updatedAt: 1, state: 'idle' },
+      ],
+    });
+    host.pickIndex = 1;
+    rpc.answer(Methods.session, {
+      sessionID: 'ses_old',
+      title: 'fix result.txt',
+      messages: [{ id: 'msg_1', role: 'user', generation: 'gen-old', step: 0, parts: [{ id: 'p1', type: 'text', text: 'fix result.txt', synthetic: false }] }],
+    });
+    rpc.answer(Methods.status, { sessionID: 'ses_old', state: 'idle', step: 0, verification: 'verified' });
+    rpc.answer(Methods.queueList, { items: [] });
+    await commands.openSession();
+    assert.deepEqual(host.picks[0]!.map((p) => p.label), ['newest', 'fix result.txt']);
+    assert.equal(client.snapshot.sessionID, 'ses_old');
+    assert.deepEqual(client.transcript.lines(), ['-- Session ses_old: fix result.txt', '>> fix result.txt']);
+    assert.deepEqual(host.executed.at(-1), { command: REVEAL_TRANSCRIPT, args: [] });
+    assert.match(host.last('flash')!, /reopened "fix result.txt" \(1 messages\)/);
+  });
+
+  it('reopening the current session replaces what is shown (no duplicates) and follows the pages', async () => {
+    const { rpc, client } = await setup('', false);
+    rpc.answer(Methods.run, { sessionID: 'ses_cur', generation: 'g1' });
+    await client.run('first task');
+    rpc.notify('agent/event', { sessionID: 'ses_cur', generation: 'g1', event: { ...runEvents('g1').at(-1)!, sessionID: 'ses_cur' } });
+    const page = (id: string, text: string, next?: string) => ({
+      sessionID: 'ses_cur',
+      title: 't',
+      messages: [{ id, role: 'user', generation: 'g1', step: 0, parts: [{ id: `p-${id}`, type: 'text', text, synthetic: false }] }],
+      ...(next ? { next } : {}),
+    });
+    rpc.answer(Methods.session, (params: { after?: string }) => (params.after ? undefined : page('m1', 'first task', 'm1')));
+    rpc.answer(Methods.session, (params: { after?: string }) => (params.after === 'm1' ? page('m2', 'second task') : undefined));
+    rpc.answer(Methods.status, { sessionID: 'ses_cur', state: 'idle', step: 0, verification: 'not_run' });
+    rpc.answer(Methods.queueList, { items: [] });
+    const opened = await client.openSession('ses_cur');
+    assert.deepEqual(opened, { title: 't', messages: 2, complete: true });
+    assert.deepEqual(client.transcript.lines(), ['-- Session ses_cur: t', '>> first task', '>> second task']);
+  });
+
+  it('Open Past Session is refused while a task runs, and the transcript stays', async () => {
+    const { host, rpc, client, commands } = await setup();
+    const before = client.transcript.lines();
+    rpc.answer(Methods.sessions, { sessions: [{ sessionID: 'ses_old', title: 'old', model: 'm', createdAt: 1, updatedAt: 1, state: 'idle' }] });
+    await commands.openSession();
+    assert.match(host.last('warning')!, /A task is running/);
+    assert.equal(client.snapshot.sessionID, SESSION);
+    assert.deepEqual(client.transcript.lines(), before);
+    assert.ok(!rpc.methods().includes(Methods.session));
   });
 
   it('Run Task while running offers to queue instead', async () => {

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { Transcript, describeInput, firstLine, formatTokens } from '../../src/transcript.js';
-import type { ToolEntry } from '../../src/transcript.js';
+import { renderMarkdown } from '../../src/markdown.js';
+import type { MessageOut, RunFinishEvent } from '../../src/protocol.js';
+import { Transcript, describeInput, firstLine, formatTokens, verificationNote } from '../../src/transcript.js';
+import type { FinishEntry, ToolEntry } from '../../src/transcript.js';
 import { escapeHtml, renderEntries, renderShell } from '../../src/transcriptHtml.js';
 import { GEN, SESSION, runEvents } from '../helpers/events.js';
 
@@ -165,5 +167,127 @@ describe('transcript HTML', () => {
     assert.match(page, /<script nonce="abc123" src="vscode-resource:\/t.js">/);
     assert.match(page, /<textarea id="input"/);
     assert.ok(!page.includes('unsafe-inline'));
+  });
+});
+
+function finishWith(extra: Partial<RunFinishEvent>): Transcript {
+  const events = runEvents();
+  const finish = { ...(events.at(-1) as RunFinishEvent), ...extra };
+  return fed([...events.slice(0, -1), finish]);
+}
+
+describe('a verification downgrade', () => {
+  it('is explained with the server\'s reason in the transcript and its HTML', () => {
+    const transcript = finishWith({
+      verificationReason: "result.txt written by the agent's apply_patch at step 3 after the last check (it had passed)",
+      invalidatedBy: { paths: ['result.txt'], by: 'agent_tool', step: 3, tool: 'apply_patch' },
+    });
+    const line = transcript.lines().at(-1)!;
+    assert.match(line, /Why not verified: result\.txt written by the agent's apply_patch at step 3 after the last check \(it had passed\)\. The checks have to run again/);
+    const html = renderEntries(transcript.entries);
+    assert.match(html, /<div class="downgrade" role="note" aria-label="Why not verified">Why not verified: result\.txt written by the agent&#39;s apply_patch/);
+  });
+
+  it('is explained from invalidatedBy alone when the reason is missing', () => {
+    const transcript = finishWith({ invalidatedBy: { paths: ['a.py', 'b.py'], by: 'command', step: 2, tool: 'run_command' } });
+    const entry = transcript.entries.at(-1) as FinishEntry;
+    assert.equal(
+      verificationNote(entry),
+      'Why not verified: a.py, b.py written by a command the agent ran (run_command, step 2) after the last check. The checks have to run again (ask the agent to verify) for a verified result.',
+    );
+  });
+
+  it('says nothing when there was no downgrade', () => {
+    const transcript = fed();
+    assert.equal(verificationNote(transcript.entries.at(-1) as FinishEntry), undefined);
+    assert.ok(!renderEntries(transcript.entries).includes('downgrade'));
+  });
+});
+
+describe('model text as Markdown', () => {
+  it('renders emphasis, code, lists and http links', () => {
+    const html = renderMarkdown('**bold** and `x < 1`\n\n- one\n- two\n\n```py\nprint(1)\n```\n\n[docs](https://example.org/a)');
+    assert.match(html, /<strong>bold<\/strong>/);
+    assert.match(html, /<code>x &lt; 1<\/code>/);
+    assert.match(html, /<li>one<\/li>/);
+    assert.match(html, /<pre><code class="language-py">print\(1\)\n<\/code><\/pre>/);
+    assert.match(html, /<a href="https:\/\/example.org\/a" rel="noopener noreferrer">docs<\/a>/);
+  });
+
+  it('never lets raw HTML, scripts, images or unsafe links through', () => {
+    const hostile = [
+      '<script>alert(1)</script>',
+      '<img src=x onerror=alert(1)>',
+      '<iframe src="https://evil"></iframe>',
+      '[click](javascript:alert(1))',
+      '[file](file:///etc/passwd)',
+      '[data](data:text/html;base64,PHNjcmlwdD4=)',
+      '![pixel](https://evil/pixel.png)',
+      '<a href="javascript:alert(1)">x</a>',
+      '[rel](vscode://command/x)',
+    ].join('\n\n');
+    const html = renderMarkdown(hostile);
+    assert.ok(!/<script|<img|<iframe|<a href="javascript|href="file|href="data|href="vscode/i.test(html), html);
+    assert.ok(html.includes('&lt;script&gt;alert(1)&lt;/script&gt;'));
+  });
+
+  it('is used for model text in the transcript HTML, and user prompts stay plain', () => {
+    const transcript = new Transcript();
+    transcript.prompt('**not markdown**');
+    transcript.apply({ sessionID: SESSION, generation: GEN, type: 'text', part: { id: 't', messageID: 'm', text: 'Done: **fixed**' } });
+    const html = renderEntries(transcript.entries);
+    assert.match(html, /<div class="entry text markdown" data-key="text:t"><p>Done: <strong>fixed<\/strong><\/p>/);
+    assert.match(html, /<pre>\*\*not markdown\*\*<\/pre>/);
+  });
+});
+
+describe('webview controls', () => {
+  it('the page has a Stop button (hidden until a task runs) and a Sessions button, with stable ids and labels', () => {
+    const page = renderShell({ nonce: 'n', cspSource: 'vscode-resource:', scriptUri: 's', styleUri: 'c' });
+    assert.match(page, /<button type="button" id="stop" class="stop" aria-label="Stop"[^>]*data-command="lspAgent.cancel" hidden>/);
+    assert.match(page, /<button type="button" id="sessions" aria-label="Past sessions"[^>]*data-command="lspAgent.openSession">/);
+  });
+
+  it('a run that changed files ends with a Review changes button for that generation', () => {
+    const html = renderEntries(finishWith({ filesChanged: ['result.txt'] }).entries);
+    assert.match(html, /<button type="button" class="review" data-command="lspAgent.reviewChanges" data-arg="gen-1" aria-label="Review changes">Review changes \(1\)<\/button>/);
+    assert.ok(!renderEntries(fed().entries).includes('Review changes'));
+  });
+});
+
+describe('a stored session as a transcript', () => {
+  it('shows prompts, text, reasoning and tool calls with their results; skips harness notes', () => {
+    const messages: MessageOut[] = [
+      { id: 'm1', role: 'user', generation: 'g1', step: 0, parts: [{ id: 'u1', type: 'text', text: 'fix it', synthetic: false }] },
+      {
+        id: 'm2',
+        role: 'assistant',
+        generation: 'g1',
+        step: 1,
+        parts: [
+          { id: 'r1', type: 'reasoning', text: 'look first' },
+          { id: 'c1', type: 'tool_call', callID: 'call_1', name: 'read_file', arguments: '{"path": "a.txt"}' },
+          { id: 'c2', type: 'tool_call', callID: 'call_2', name: 'run_command', arguments: '{"argv": ["make"]}' },
+        ],
+      },
+      {
+        id: 'm3',
+        role: 'tool',
+        generation: 'g1',
+        step: 1,
+        parts: [{ id: 't1', type: 'tool_result', callID: 'call_1', name: 'read_file', ok: true, output: 'OK: a.txt lines 1-1 of 1', elapsedMs: 2 }],
+      },
+      { id: 'm4', role: 'user', generation: 'g1', step: 2, parts: [{ id: 'n1', type: 'text', text: 'reminder', synthetic: true }] },
+      { id: 'm5', role: 'assistant', generation: 'g1', step: 2, parts: [{ id: 'x1', type: 'text', text: 'Done.', synthetic: false }] },
+    ];
+    const transcript = new Transcript();
+    transcript.history(messages);
+    assert.deepEqual(transcript.lines(), [
+      '>> fix it',
+      '(thinking) look first',
+      '  ✓ read_file a.txt → OK: a.txt lines 1-1 of 1',
+      '  ✗ run_command make → no result was stored',
+      'Done.',
+    ]);
   });
 });
