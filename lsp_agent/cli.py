@@ -227,12 +227,11 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from lsp_agent.server.app import serve
+    # server/boot.py answers `initialize` while the server itself is still being imported
+    from lsp_agent.server.boot import TransportLimits, serve
 
     if args.tcp is not None and ":" not in args.tcp:
         raise UsageError(f"--tcp takes HOST:PORT, got {args.tcp!r}")
-    from lsp_agent.server.transport import TransportLimits
-
     defaults = TransportLimits()
     max_body = defaults.max_body if args.max_message_bytes is None else args.max_message_bytes
     stall = defaults.stall_timeout if args.stall_timeout is None else args.stall_timeout
