@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import logging
 import os
 import sys
@@ -343,10 +344,14 @@ def _with_absolute_script(layer: Any, root: Path) -> Any:
     return layer
 
 
+HANDLER_MODULES = ("context_methods", "lifecycle", "mcp_methods", "methods", "rpc", "skill_methods",
+                   "steering_methods")
+
+
 def import_handlers() -> None:
     """Import what `create_server` needs (server/boot.py does it on a thread, ahead of time)."""
-    from lsp_agent.server import context_methods, lifecycle, mcp_methods, methods, rpc, skill_methods  # noqa: F401
-    from lsp_agent.server import steering_methods  # noqa: F401
+    for name in HANDLER_MODULES:
+        importlib.import_module(f"lsp_agent.server.{name}")
 
 
 def create_server() -> AgentServer:

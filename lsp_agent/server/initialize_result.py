@@ -27,7 +27,7 @@ def compute(client: types.ClientCapabilities, server: AgentServer | None = None)
     capabilities = ServerCapabilitiesBuilder(
         client, set({**fm.features, **fm.builtin_features}.keys()), fm.feature_options, list(fm.commands.keys()),
         server._text_document_sync_kind, server._notebook_document_sync,
-        ServerCapabilitiesBuilder.choose_position_encoding(client)).build()
+        ServerCapabilitiesBuilder.choose_position_encoding(client)).build()  # type: ignore[no-untyped-call]
     result = types.InitializeResult(capabilities=capabilities, server_info=server.protocol.server_info)
     plain: dict[str, Any] = json.loads(json.dumps(result, default=server.protocol._serialize_message))
     return plain
