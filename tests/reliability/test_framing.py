@@ -42,7 +42,7 @@ def fresh_inbox(request: pytest.FixtureRequest) -> None:
     """Errors a previous test's frames caused are not this test's."""
     if "server" in request.fixturenames:
         raw: RawServer = request.getfixturevalue("server")
-        raw.drain(quiet=STALL * 2)
+        raw.barrier(timeout=STALL * 4 + 10)
         raw.unclaimed.clear()
 
 
