@@ -11,6 +11,7 @@ import signal
 from pathlib import Path
 
 from lsprotocol import types
+from pytest_lsp import LanguageClient
 
 from lsp_agent.providers.scripted import Script
 from tests.e2e.conftest import SERVER, TIMEOUT, Editor, full_capabilities, make_client
@@ -20,13 +21,25 @@ class Servers:
     def __init__(self, scripts: Path) -> None:
         self.scripts = scripts  # where each server's scripted model is written
         self.editors: list[Editor] = []
+        self._spare: tuple[LanguageClient, list[Editor]] | None = None
+
+    async def _spawn(self) -> tuple[LanguageClient, list[Editor]]:
+        ref: list[Editor] = []
+        client = make_client(ref)
+        await client.start_io(*SERVER)
+        return client, ref
+
+    async def warm(self) -> None:
+        """Start the next server's process now, so its imports overlap the test: it reads the
+        workspace, the store and its settings only when `start` initializes it (a restart)."""
+        if self._spare is None:
+            self._spare = await self._spawn()
 
     async def start(self, root: Path, script: Script) -> Editor:
         path = self.scripts / f"script-{len(self.editors)}.json"
         path.write_text(script.model_dump_json(), encoding="utf-8")
-        ref: list[Editor] = []
-        client = make_client(ref)
-        await client.start_io(*SERVER)
+        client, ref = self._spare or await self._spawn()
+        self._spare = None
         editor = Editor(client, root)
         ref.append(editor)
         self.editors.append(editor)
@@ -46,6 +59,11 @@ class Servers:
         await editor.client.stop()  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
+        if self._spare is not None:
+            spare = self._spare[0]._server
+            if spare is not None and spare.returncode is None:
+                spare.kill()
+            await self._spare[0].stop()  # type: ignore[no-untyped-call]
         for editor in self.editors:
             process = editor.client._server
             if process is None or process.returncode is not None:

@@ -54,6 +54,7 @@ async def test_kill_9_mid_generation_loses_and_duplicates_nothing_and_leaves_no_
     (workspace / "a.txt").write_text("a\n", encoding="utf-8")
     first = await servers.start_with([reply(call("read_file", path="a.txt"), delay_ms=WINDOW_MS),
                                  reply(text="never arrives", delay_ms=FOREVER_MS)])
+    await servers.warm()  # the restart's process imports while this one runs
     receipts = record(first, "agent/receipt")
     started = await first.run("first")
     sid, gen = started["sessionID"], started["generation"]

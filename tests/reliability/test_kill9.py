@@ -120,12 +120,14 @@ async def test_the_tool_process_dies_with_the_server_and_the_call_is_answered_as
         servers: Servers, tmp_path: Path) -> None:
     root = workspace_at(tmp_path, "ws")
     first = await servers.start(root, first_script(0))
+    await servers.warm()  # the restart's process imports while this one runs
     sid = (await first.run("start the slow tool"))["sessionID"]
     pids = await tool_pids(root)
     await servers.kill(first)
     assert await all_gone(pids), "the tool process outlived the server"
 
     second = await servers.start(root, STRICT)
+    await servers.warm()
     history = await messages(second, sid)
     (result,) = [p for m in history for p in m["parts"] if p["type"] == "tool_result"]
     assert not result["ok"] and "interrupted" in result["output"] and "may have had effects" in result["output"]
@@ -185,6 +187,7 @@ async def test_kill_9_at_a_random_point_loses_nothing_accepted_and_the_session_g
     rng = random.Random(SEED * 1000 + point)
     root = workspace_at(tmp_path, "ws")
     first = await servers.start(root, first_script(rng.randrange(0, 300)))
+    await servers.warm()
     started = await first.run("first")
     client = Client(first, started["sessionID"], started["generation"])
     client.accepted.append("first")
