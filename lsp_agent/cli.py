@@ -37,6 +37,38 @@ class UsageError(Exception):
     pass
 
 
+class _Help(argparse.HelpFormatter):
+    """argparse's formatter with the terminal width found without `shutil`: importing shutil
+    (zlib, bz2, lzma) was a sixth of --help's time above the interpreter's."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns() - 2)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose formatter is `_Help` unless told otherwise (subcommands too)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
+
+def _columns() -> int:
+    """`shutil.get_terminal_size().columns`: $COLUMNS, else the terminal's, else 80."""
+    import os  # already imported by the interpreter's start-up: free
+
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 def _chosen(argv: list[str]) -> str | None:
     """The command named in `argv` (skipping the top-level options), if any."""
     rest = iter(argv)
@@ -50,8 +82,7 @@ def _chosen(argv: list[str]) -> str | None:
 
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser, with the arguments of `command` only (None: every command by name, for --help)."""
-    parser = argparse.ArgumentParser(prog="lsp-agent",
-                                     description="A coding-agent harness served as a language server.")
+    parser = _Parser(prog="lsp-agent", description="A coding-agent harness served as a language server.")
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default: WARNING)")
     sub = parser.add_subparsers(dest="command", required=True)
     builders = {"run": _run_parser, "serve": _serve_parser, "schema": _schema_parser, "demo": _demo_parser,
@@ -61,8 +92,16 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         if name == command:
             builders[name](sub)
         else:
-            sub.add_parser(name, help=help_text)
+            _listed(sub, name, help_text)
     return parser
+
+
+def _listed(sub: Any, name: str, help_text: str) -> None:
+    """A command --help lists and the parser accepts as a choice, without building its parser
+    (seven parsers were a tenth of --help's time). `main` only parses argv whose command is
+    either this chosen one or none."""
+    sub.choices[name] = None
+    sub._choices_actions.append(argparse._SubParsersAction._ChoicesPseudoAction(name, (), help_text))
 
 
 def _run_parser(sub: Any) -> None:
@@ -237,12 +276,11 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from lsp_agent.server.app import serve
+    # server/boot.py answers `initialize` while the server itself is still being imported
+    from lsp_agent.server.boot import TransportLimits, serve
 
     if args.tcp is not None and ":" not in args.tcp:
         raise UsageError(f"--tcp takes HOST:PORT, got {args.tcp!r}")
-    from lsp_agent.server.transport import TransportLimits
-
     defaults = TransportLimits()
     max_body = defaults.max_body if args.max_message_bytes is None else args.max_message_bytes
     stall = defaults.stall_timeout if args.stall_timeout is None else args.stall_timeout

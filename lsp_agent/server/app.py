@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import logging
 import os
 import sys
@@ -63,18 +64,38 @@ def _version() -> str:
 
 
 class AgentProtocol(LanguageServerProtocol):
+    #: the id of the `initialize` server/boot.py answered: its response here is not sent again
+    _held: Any = None
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
         # One runtime per server: a second initialize would replace it under a running generation.
-        if isinstance(self._server, AgentServer) and self._server.rt is not None:
+        if isinstance(self._server, AgentServer) and self._server.initialized_once:
             raise JsonRpcInvalidRequest("initialize: the server is already initialized")
         # Edit plans carry UTF-16 positions (the LSP default); never negotiate another encoding.
         if params.capabilities.general is not None:
             params.capabilities.general.position_encodings = [types.PositionEncodingKind.Utf16]
         return (yield from super().lsp_initialize(params))
 
+    def hold_response(self, msg_id: Any) -> None:
+        self._held = msg_id
+
+    def early_failed(self, problem: str) -> None:
+        """The client was told `initialize` succeeded (server/boot.py) but the server could not
+        follow: say so once, and every request that needs the runtime is refused with it."""
+        log.error("the server could not start: %s", problem)
+        if isinstance(self._server, AgentServer):
+            self._server.startup_problem = problem
+            self._server.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Error, message=f"lsp-agent could not start: {problem}"))
+
     def _send_response(self, msg_id: Any, result: Any | None = None,
                        error: types.ResponseError | None = None) -> None:
+        if self._held is not None and msg_id == self._held:
+            self._held = None  # answered already, with the same capabilities
+            if error is not None:
+                self.early_failed(error.message)
+            return
         # pygls puts a traceback (with file paths) into `data` of internal errors: it goes to the
         # log, the client gets the error class only.
         if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
@@ -109,6 +130,8 @@ class AgentServer(LanguageServer):
         super().__init__("lsp-agent", _version(), text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=AgentProtocol, converter_factory=make_converter)
         self.rt: Runtime | None = None
+        #: set when the runtime could not be built after boot.py answered `initialize`
+        self.startup_problem: str | None = None
         self.reporter = layered.OnceReporter()
         self.init_options: Any = None
         self.client_section: Any = None
@@ -119,12 +142,28 @@ class AgentServer(LanguageServer):
 
     # --- lifecycle ------------------------------------------------------------------------------
 
+    @property
+    def initialized_once(self) -> bool:
+        return self.rt is not None or self.startup_problem is not None
+
     def runtime(self) -> Runtime:
         if self.rt is None:
+            if self.startup_problem is not None:
+                raise ProtocolError(UNAVAILABLE, f"the server could not start: {self.startup_problem}",
+                                    kind="not_initialized")
             raise ProtocolError(UNAVAILABLE, "the server is not initialized yet", kind="not_initialized")
         return self.rt
 
     def setup(self, params: types.InitializeParams) -> None:
+        try:
+            self._setup(params)
+        except ProtocolError:
+            raise
+        except Exception as exc:  # the store, the workspace: say what, not only "internal error"
+            log.exception("initialize failed")
+            raise ProtocolError(UNAVAILABLE, f"{type(exc).__name__}: {exc}", kind="not_initialized") from None
+
+    def _setup(self, params: types.InitializeParams) -> None:
         root = _root_of(params)
         self.init_options = _with_absolute_script(to_plain(params.initialization_options), root)
         settings, problems = layered.resolve(root, self.init_options, None)
@@ -150,7 +189,9 @@ class AgentServer(LanguageServer):
     def initialized(self) -> None:
         self._initialized = True
         self.tell([])
-        rt = self.runtime()
+        if self.rt is None:
+            return  # it could not start: said once already (AgentProtocol.early_failed)
+        rt = self.rt
         rt.watcher.start()
         workspace = self.client_capabilities.workspace
         if workspace is not None and workspace.configuration:
@@ -303,6 +344,16 @@ def _with_absolute_script(layer: Any, root: Path) -> Any:
     return layer
 
 
+HANDLER_MODULES = ("context_methods", "lifecycle", "mcp_methods", "methods", "rpc", "skill_methods",
+                   "steering_methods")
+
+
+def import_handlers() -> None:
+    """Import what `create_server` needs (server/boot.py does it on a thread, ahead of time)."""
+    for name in HANDLER_MODULES:
+        importlib.import_module(f"lsp_agent.server.{name}")
+
+
 def create_server() -> AgentServer:
     # The handler modules import AgentServer, so they are imported here, not at the top.
     from lsp_agent.server import context_methods, lifecycle, mcp_methods, methods, skill_methods, steering_methods
@@ -317,6 +368,7 @@ def create_server() -> AgentServer:
 
 
 def serve(tcp: str | None = None, limits: TransportLimits | None = None) -> int:
+    """Serve without the early `initialize` answer (TCP; stdio where server/boot.py cannot)."""
     server = create_server()
     if tcp:
         host, _, port = tcp.rpartition(":")

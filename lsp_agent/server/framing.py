@@ -90,6 +90,11 @@ class FrameDecoder:
         self.push(data)
         return list(iter(self.next, None))
 
+    def rest(self) -> bytes:
+        """The buffered bytes after the last whole frame (between frames only): for a new decoder."""
+        assert self._state is _State.HEADERS and not self._in_block
+        return bytes(self._buf)
+
     def stalled(self) -> BadFrame:
         """The peer stopped in the middle of a frame: drop it and look for the next header."""
         if self._state is _State.BODY:

@@ -31,6 +31,8 @@ def initialize(ls: AgentServer, params: types.InitializeParams) -> None:
 @routes.lsp(types.INITIALIZED)
 def initialized(ls: AgentServer, params: types.InitializedParams) -> None:
     ls.initialized()
+    if ls.rt is None:
+        return  # the runtime could not be built (reported once)
     for participant in ls.lifecycle.participants:
         participant.started(ls)
 

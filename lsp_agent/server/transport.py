@@ -15,8 +15,7 @@ import os
 import re
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol, cast
 
 import cattrs
 from pygls.exceptions import JsonRpcInvalidParams
@@ -24,7 +23,8 @@ from pygls.io_ import StdoutWriter
 from pygls.protocol import JsonRPCProtocol
 
 from lsp_agent.server import envelope
-from lsp_agent.server.framing import DEFAULT_MAX_BODY, DEFAULT_STALL_TIMEOUT, BadFrame, FrameDecoder
+from lsp_agent.server.boot import Start, TransportLimits
+from lsp_agent.server.framing import BadFrame, FrameDecoder
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +32,15 @@ _CHUNK = 64 * 1024
 _CAMEL = re.compile(r"_([a-z])")
 
 
-@dataclass(frozen=True)
-class TransportLimits:
-    """`lsp-agent serve --max-message-bytes/--stall-timeout`."""
+__all__ = ["Pump", "TransportLimits", "feed", "serve_stdio", "serve_tcp"]
 
-    max_body: int = DEFAULT_MAX_BODY
-    stall_timeout: float = DEFAULT_STALL_TIMEOUT
+
+class AnsweredEarly(Protocol):
+    """The protocol's side of an `initialize` that server/boot.py answered before it existed."""
+
+    def hold_response(self, msg_id: envelope.MsgId) -> None: ...
+
+    def early_failed(self, problem: str) -> None: ...
 
 
 class Pump:
@@ -80,6 +83,20 @@ class Pump:
 
     def reply(self, reject: envelope.Reject) -> None:
         self.protocol._send_data(envelope.error_response(reject))
+
+    def replay(self, raw: dict[str, Any]) -> None:
+        """The `initialize` server/boot.py already answered: handled as usual (pygls' state, the
+        runtime), with its response held back; a failure is reported, as the answer is out."""
+        protocol = cast(AnsweredEarly, self.protocol)
+        try:
+            message = self.protocol.structure_message(raw)
+        except Exception as exc:
+            problem = "; ".join(_problems(exc.__cause__)) if isinstance(exc, JsonRpcInvalidParams) \
+                else type(exc).__name__
+            protocol.early_failed(f"the initialize params cannot be read: {problem}")
+            return
+        protocol.hold_response(raw["id"])
+        self.protocol.handle_message(message)
 
     def dispatch(self, raw: dict[str, Any]) -> None:
         request_id = envelope.usable_id(raw.get("id")) if "method" in raw else None
@@ -133,9 +150,16 @@ def _read_forever(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue
 
 
 async def feed(read: Callable[[], Awaitable[bytes]], protocol: JsonRPCProtocol, stop: threading.Event,
-               limits: TransportLimits) -> None:
-    """Chunks from `read` (b"" at EOF) through the decoder, with the stall timeout mid-frame."""
+               limits: TransportLimits, start: Start | None = None) -> None:
+    """Chunks from `read` (b"" at EOF) through the decoder, with the stall timeout mid-frame;
+    first what server/boot.py read before the server existed (`start`)."""
     handler = Pump(protocol, limits)
+    if start is not None:
+        if start.answered is not None:
+            handler.replay(start.answered)
+        await handler.receive(start.pending)
+        if start.stalled:
+            await handler.stalled()
     pending: asyncio.Future[bytes] | None = None
     while not stop.is_set():
         pending = pending or asyncio.ensure_future(read())
@@ -151,13 +175,13 @@ async def feed(read: Callable[[], Awaitable[bytes]], protocol: JsonRPCProtocol, 
 
 
 async def pump(stdin: BinaryIO, protocol: JsonRPCProtocol, stop: threading.Event,
-               limits: TransportLimits) -> None:
+               limits: TransportLimits, start: Start | None = None) -> None:
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[bytes] = asyncio.Queue()
     reader = threading.Thread(target=_read_forever, args=(stdin.fileno(), loop, queue), daemon=True,
                               name="lsp-stdin")
     reader.start()
-    await feed(queue.get, protocol, stop, limits)
+    await feed(queue.get, protocol, stop, limits, start)
 
 
 def serve_tcp(server: Any, host: str, port: int, limits: TransportLimits) -> None:
@@ -183,12 +207,13 @@ def serve_tcp(server: Any, host: str, port: int, limits: TransportLimits) -> Non
         server.shutdown()
 
 
-def serve_stdio(server: Any, stdin: BinaryIO, stdout: BinaryIO, limits: TransportLimits) -> None:
-    """pygls' `start_io`, with our reader."""
+def serve_stdio(server: Any, stdin: BinaryIO, stdout: BinaryIO, limits: TransportLimits,
+                start: Start | None = None) -> None:
+    """pygls' `start_io`, with our reader; `start`: what server/boot.py read first."""
     server._stop_event = stop = threading.Event()
     server.protocol.set_writer(StdoutWriter(stdout))
     try:
-        asyncio.run(pump(stdin, server.protocol, stop, limits))
+        asyncio.run(pump(stdin, server.protocol, stop, limits, start))
     except BrokenPipeError:
         log.error("the connection to the client is lost; shutting down")
     except (KeyboardInterrupt, SystemExit):

@@ -4,69 +4,34 @@ no row stuck (SPEC 4, 12: a restart recovers rows whose steering owner died)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest_asyncio
-from lsprotocol import types
 
-from tests.e2e.conftest import SERVER, TIMEOUT, Editor, full_capabilities, make_client, write_script
+from lsp_agent.providers.scripted import Script
+from tests.e2e.conftest import Editor
+from tests.e2e.servers import Servers
 from tests.e2e.test_lsp_queue import finishes, queue, user_texts
 from tests.e2e.test_lsp_steering import FOREVER_MS, WINDOW_MS, record, until
 from tests.helpers import call, reply
 
 
-class Servers:
-    """Real server processes on one workspace; the state directory comes from the environment
-    (LSP_AGENT_STATE_DIR, set per test), so every server started here shares it."""
+class Crash(Servers):
+    """Every server on the one workspace, each with its scripted replies."""
 
     def __init__(self, root: Path, scripts: Path) -> None:
+        super().__init__(scripts)
         self.root = root
-        self.scripts = scripts
-        self.editors: list[Editor] = []
 
-    async def start(self, replies: list[Any], repeat_last: bool = False) -> Editor:
-        script = write_script(self.scripts / f"crash-{len(self.editors)}.json", replies, repeat_last)
-        ref: list[Editor] = []
-        client = make_client(ref)
-        await client.start_io(*SERVER)
-        editor = Editor(client, self.root)
-        ref.append(editor)
-        self.editors.append(editor)
-        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
-            capabilities=full_capabilities(), root_uri=self.root.as_uri(),
-            initialization_options={"model": "scripted/test", "script": str(script)})), TIMEOUT)
-        return editor
-
-    @staticmethod
-    async def kill(editor: Editor) -> None:
-        """SIGKILL: no shutdown, no finally blocks, no flush. Reaped before returning, so the dead
-        process's pid no longer answers (the recovery checks whether a steering owner is alive)."""
-        process = editor.client._server  # pygls keeps the child process here
-        assert process is not None and process.returncode is None
-        os.kill(process.pid, signal.SIGKILL)
-        assert await asyncio.wait_for(process.wait(), TIMEOUT) == -signal.SIGKILL
-        await editor.client.stop()  # type: ignore[no-untyped-call]
-
-    async def close(self) -> None:
-        for editor in self.editors:
-            process = editor.client._server
-            if process is None or process.returncode is not None:
-                continue
-            try:
-                await asyncio.wait_for(editor.client.shutdown_session(), TIMEOUT)
-            except (TimeoutError, RuntimeError):
-                process.kill()
-            await editor.client.stop()  # type: ignore[no-untyped-call]
+    async def start_with(self, replies: list[Any], repeat_last: bool = False) -> Editor:
+        return await self.start(self.root, Script(label="crash", replies=replies, repeat_last=repeat_last))
 
 
 @pytest_asyncio.fixture
-async def servers(workspace: Path, tmp_path: Path) -> AsyncIterator[Servers]:
-    started = Servers(workspace, tmp_path)
+async def servers(workspace: Path, tmp_path: Path) -> AsyncIterator[Crash]:
+    started = Crash(workspace, tmp_path)
     yield started
     await started.close()
 
@@ -85,10 +50,11 @@ async def assert_exactly_once(editor: Editor, session_id: str, submitted: list[s
 
 
 async def test_kill_9_mid_generation_loses_and_duplicates_nothing_and_leaves_no_row_stuck(
-        servers: Servers, workspace: Path, isolated_state: Path) -> None:
+        servers: Crash, workspace: Path, isolated_state: Path) -> None:
     (workspace / "a.txt").write_text("a\n", encoding="utf-8")
-    first = await servers.start([reply(call("read_file", path="a.txt"), delay_ms=WINDOW_MS),
+    first = await servers.start_with([reply(call("read_file", path="a.txt"), delay_ms=WINDOW_MS),
                                  reply(text="never arrives", delay_ms=FOREVER_MS)])
+    await servers.warm()  # the restart's process imports while this one runs
     receipts = record(first, "agent/receipt")
     started = await first.run("first")
     sid, gen = started["sessionID"], started["generation"]
@@ -114,7 +80,7 @@ async def test_kill_9_mid_generation_loses_and_duplicates_nothing_and_leaves_no_
     await servers.kill(first)
     assert any(isolated_state.rglob("*.db")), "the store lives in the shared state directory"
 
-    second = await servers.start([reply(text="ok")], repeat_last=True)
+    second = await servers.start_with([reply(text="ok")], repeat_last=True)
     # The very first answer of the new server already has A back in the queue: the Agent (and its
     # Queue.recover) is built during `initialize`, before any request is served.
     rows = await queue(second, sid)

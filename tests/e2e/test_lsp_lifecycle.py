@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.e2e.conftest import SERVER, TIMEOUT, raw_converter
+from tests.reliability.framing_client import RawServer, frame, message
 
 
 def free_port() -> int:
@@ -60,3 +63,65 @@ def test_stdio_server_exits_when_the_client_goes_away(workspace: Path) -> None:
     proc.stdin.close()
     assert proc.wait(timeout=15) is not None
     assert time.monotonic() - began < 15
+
+
+# --- the early `initialize` answer (server/boot.py) ----------------------------------------------
+
+
+def init_params(root: Path, capabilities: Any = None) -> dict[str, Any]:
+    return {"processId": None, "rootUri": root.as_uri(), "capabilities": capabilities or {}}
+
+
+def test_initialize_is_answered_early_with_what_pygls_answers_and_early_requests_wait(workspace: Path,
+                                                                                    tmp_path: Path) -> None:
+    other = tmp_path / "other"  # its own workspace and store: the two start at the same time
+    (other / "ws").mkdir(parents=True)
+    early = RawServer(workspace)
+    late = RawServer(other / "ws", env={**os.environ, "LSP_AGENT_STATE_DIR": str(other / "state")})
+    try:
+        # initialize, initialized and a request in one write: the request waits for the runtime
+        early.send(frame(message(id="init", method="initialize", params=init_params(workspace)))
+                   + frame(message(method="initialized", params={}))
+                   + frame(message(id="status", method="agent/status", params={})))
+        # a notification first: the boot leaves the stream to pygls, which answers initialize itself
+        late.send(frame(message(method="$/setTrace", params={"value": "off"})))
+        assert early.response("init", TIMEOUT)["result"] == late.request("initialize", init_params(other / "ws"),
+                                                                     TIMEOUT)["result"]
+        status = early.response("status", TIMEOUT)
+        assert status.get("result", {}).get("state") == "idle", status
+        again = early.request("initialize", init_params(workspace), TIMEOUT)
+        assert again["error"]["code"] == -32600 and "already initialized" in again["error"]["message"]
+        assert len(early.responses_to("init")) == 1  # the replayed initialize's own answer is held back
+    finally:
+        early.close()
+        late.close()
+
+
+def test_a_runtime_that_cannot_be_built_after_the_early_answer_is_reported(workspace: Path, tmp_path: Path) -> None:
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("x", encoding="utf-8")
+    server = RawServer(workspace, env={**os.environ, "LSP_AGENT_STATE_DIR": str(blocked)})
+    try:
+        assert "capabilities" in server.request("initialize", init_params(workspace), TIMEOUT)["result"]
+        shown = server.until(lambda m: m.get("method") == "window/showMessage", TIMEOUT)["params"]
+        assert shown["type"] == 1 and shown["message"].startswith("lsp-agent could not start:")
+        assert "NotADirectoryError" in shown["message"] or "FileExistsError" in shown["message"], shown
+        status = server.request("agent/status", {}, TIMEOUT)
+        assert status["error"]["code"] == -32010 and "could not start" in status["error"]["message"]
+        again = server.request("initialize", init_params(workspace), TIMEOUT)
+        assert again["error"]["code"] == -32600  # the client was told it is initialized: it stays so
+    finally:
+        server.close()
+
+
+def test_capabilities_pygls_cannot_read_after_the_early_answer_are_reported(workspace: Path) -> None:
+    server = RawServer(workspace)
+    try:
+        bad = init_params(workspace, {"general": {"positionEncodings": 5}})
+        assert "capabilities" in server.request("initialize", bad, TIMEOUT)["result"]
+        shown = server.until(lambda m: m.get("method") == "window/showMessage", TIMEOUT)["params"]
+        assert "the initialize params cannot be read" in shown["message"], shown
+        assert "positionEncodings" in shown["message"], shown
+        assert server.request("agent/status", {}, TIMEOUT)["error"]["code"] == -32010
+    finally:
+        server.close()

@@ -115,8 +115,16 @@ class RawServer:
         return answer
 
     def responses_to(self, msg_id: Any) -> list[dict[str, Any]]:
-        self.drain()
+        self.barrier()
         return [m for m in self.received if m.get("id") == msg_id and "method" not in m]
+
+    def barrier(self, timeout: float = 30.0) -> None:
+        """Wait until everything the bytes sent so far caused has arrived: the server reads and
+        answers in order, so a request sent now is answered after all of it (a quiet period is
+        slower and proves less)."""
+        msg_id = f"barrier-{self.new_id()}"
+        self.send(frame(message(id=msg_id, method="agent/status", params={})))
+        self.response(msg_id, timeout)
 
     def drain(self, quiet: float = 0.2) -> None:
         while True:

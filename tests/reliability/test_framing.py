@@ -8,7 +8,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,15 +22,50 @@ STALL = 0.5  # --stall-timeout
 FUZZ_FRAMES = int(os.environ.get("LSP_AGENT_FUZZ_FRAMES", "200"))
 
 
+def isolated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A module-scoped server's environment: its own state and config (the per-test fixture that
+    sets them has not run yet)."""
+    return {**os.environ, "LSP_AGENT_STATE_DIR": str(tmp_path_factory.mktemp("state")),
+            "XDG_CONFIG_HOME": str(tmp_path_factory.mktemp("config"))}
+
+
+class Spares:
+    """The two other servers this module needs, started together with the module's server so the
+    three import at once: one left uninitialized, one on TCP."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        import socket
+        import subprocess
+
+        self.fresh = RawServer(tmp_path_factory.mktemp("ws"), env=isolated(tmp_path_factory))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        self.tcp = subprocess.Popen([*SERVER, "--tcp", f"127.0.0.1:{self.port}", "--stall-timeout", str(STALL)],
+                                    cwd=tmp_path_factory.mktemp("tcp"), env=isolated(tmp_path_factory),
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def close(self) -> None:
+        self.fresh.close()
+        self.tcp.kill()
+        self.tcp.wait()
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawServer]:
+def spares(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spares]:
+    started = Spares(tmp_path_factory)
+    yield started
+    started.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, spares: Spares) -> Iterator[RawServer]:
     """One server for the module: each test leaves it after a bad frame, and the next test's
     first good request is one more check that it recovered."""
-    env = {**os.environ, "LSP_AGENT_STATE_DIR": str(tmp_path_factory.mktemp("state")),
-           "XDG_CONFIG_HOME": str(tmp_path_factory.mktemp("config"))}
     raw = RawServer(tmp_path_factory.mktemp("ws"), "--max-message-bytes", str(LIMIT), "--stall-timeout", str(STALL),
-                    env=env)
+                    env=isolated(tmp_path_factory))
     assert "capabilities" in raw.initialize()["result"]
+    raw.barrier(timeout=120)  # the runtime is built after the early answer (server/boot.py): ready now
     yield raw
     raw.close()
     assert raw.proc.returncode == 0  # shutdown and exit were still answered and obeyed
@@ -42,7 +76,7 @@ def fresh_inbox(request: pytest.FixtureRequest) -> None:
     """Errors a previous test's frames caused are not this test's."""
     if "server" in request.fixturenames:
         raw: RawServer = request.getfixturevalue("server")
-        raw.drain(quiet=STALL * 2)
+        raw.barrier(timeout=STALL * 4 + 10)
         raw.unclaimed.clear()
 
 
@@ -192,17 +226,14 @@ def test_a_standard_request_with_bad_params_is_answered(server: RawServer) -> No
     answered(server)
 
 
-def test_initialize_with_bad_params_is_answered(tmp_path: Path) -> None:
-    raw = RawServer(tmp_path)
-    try:
-        msg_id = raw.new_id()
-        raw.send(frame(message(id=msg_id, method="initialize", params={"processId": "x", "capabilities": {}})))
-        reply = raw.response(msg_id)
-        assert reply["error"]["code"] == -32602 and "processId" in reply["error"]["message"], reply
-        clean(reply["error"])
-        assert "capabilities" in raw.initialize()["result"]  # the bad one changed nothing
-    finally:
-        raw.close()
+def test_initialize_with_bad_params_is_answered(spares: Spares) -> None:
+    raw = spares.fresh  # not initialized yet
+    msg_id = raw.new_id()
+    raw.send(frame(message(id=msg_id, method="initialize", params={"processId": "x", "capabilities": {}})))
+    reply = raw.response(msg_id)
+    assert reply["error"]["code"] == -32602 and "processId" in reply["error"]["message"], reply
+    clean(reply["error"])
+    assert "capabilities" in raw.initialize()["result"]  # the bad one changed nothing
 
 
 # --- the fuzz --------------------------------------------------------------------------------------
@@ -288,33 +319,23 @@ def test_fuzzed_frames_never_silence_the_server(server: RawServer) -> None:
           f"{len(server.received)} messages received")
 
 
-def test_the_tcp_transport_resyncs_too(tmp_path: Path) -> None:
+def test_the_tcp_transport_resyncs_too(spares: Spares) -> None:
     """`serve --tcp` (for debugging) reads through the same framing layer."""
     import socket
-    import subprocess
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen([*SERVER, "--tcp", f"127.0.0.1:{port}", "--stall-timeout", str(STALL)], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                conn = socket.create_connection(("127.0.0.1", port), timeout=20)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the TCP server did not start"
-                time.sleep(0.1)
-        with conn:
-            conn.sendall(b"content-length: nope\r\n\r\n{}" + frame(status_body(7)))
-            data = b""
-            while b'"id": 7' not in data and b'"id":7' not in data:
-                chunk = conn.recv(65536)
-                assert chunk, data
-                data += chunk
-            assert b"-32700" in data  # the bad frame's error came first, then the answer to 7
-    finally:
-        proc.kill()
-        proc.wait()
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            conn = socket.create_connection(("127.0.0.1", spares.port), timeout=20)
+            break
+        except OSError:
+            assert spares.tcp.poll() is None and time.monotonic() < deadline, "the TCP server did not start"
+            time.sleep(0.1)
+    with conn:
+        conn.sendall(b"content-length: nope\r\n\r\n{}" + frame(status_body(7)))
+        data = b""
+        while b'"id": 7' not in data and b'"id":7' not in data:
+            chunk = conn.recv(65536)
+            assert chunk, data
+            data += chunk
+        assert b"-32700" in data  # the bad frame's error came first, then the answer to 7

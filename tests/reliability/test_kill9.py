@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from lsprotocol import types
 
 from lsp_agent.providers.scripted import Script, ScriptedReply
-from tests.e2e.conftest import SERVER, TIMEOUT, Editor, full_capabilities, make_client
+from tests.e2e.conftest import TIMEOUT, Editor
+from tests.e2e.servers import Servers
 from tests.e2e.test_lsp_queue import finishes, queue, user_texts
 from tests.e2e.test_lsp_steering import messages
 from tests.helpers import call, reply
@@ -36,47 +36,6 @@ KILLS = max(1, int(os.environ.get("LSP_AGENT_SOAK_KILLS", "3")))
 SEED = int(os.environ.get("LSP_AGENT_SOAK_SEED", "14"))
 #: a tool that outlives any test unless it dies with the server; it says its pid first
 SLOW_TOOL = "import os, time\nopen('tool.pid', 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
-
-
-class Servers:
-    """Real server processes; each test's state directory comes from LSP_AGENT_STATE_DIR (conftest)."""
-
-    def __init__(self, scripts: Path) -> None:
-        self.scripts = scripts
-        self.editors: list[Editor] = []
-
-    async def start(self, root: Path, script: Script) -> Editor:
-        path = self.scripts / f"script-{len(self.editors)}.json"
-        path.write_text(script.model_dump_json(), encoding="utf-8")
-        ref: list[Editor] = []
-        client = make_client(ref)
-        await client.start_io(*SERVER)
-        editor = Editor(client, root)
-        ref.append(editor)
-        self.editors.append(editor)
-        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
-            capabilities=full_capabilities(), root_uri=root.as_uri(),
-            initialization_options={"model": "scripted/test", "script": str(path)})), TIMEOUT)
-        return editor
-
-    @staticmethod
-    async def kill(editor: Editor) -> None:
-        process = editor.client._server
-        assert process is not None and process.returncode is None
-        os.kill(process.pid, signal.SIGKILL)
-        assert await asyncio.wait_for(process.wait(), TIMEOUT) == -signal.SIGKILL
-        await editor.client.stop()  # type: ignore[no-untyped-call]
-
-    async def close(self) -> None:
-        for editor in self.editors:
-            process = editor.client._server
-            if process is None or process.returncode is not None:
-                continue
-            try:
-                await asyncio.wait_for(editor.client.shutdown_session(), TIMEOUT)
-            except (TimeoutError, RuntimeError):
-                process.kill()
-            await editor.client.stop()  # type: ignore[no-untyped-call]
 
 
 @pytest_asyncio.fixture
@@ -161,12 +120,14 @@ async def test_the_tool_process_dies_with_the_server_and_the_call_is_answered_as
         servers: Servers, tmp_path: Path) -> None:
     root = workspace_at(tmp_path, "ws")
     first = await servers.start(root, first_script(0))
+    await servers.warm()  # the restart's process imports while this one runs
     sid = (await first.run("start the slow tool"))["sessionID"]
     pids = await tool_pids(root)
     await servers.kill(first)
     assert await all_gone(pids), "the tool process outlived the server"
 
     second = await servers.start(root, STRICT)
+    await servers.warm()
     history = await messages(second, sid)
     (result,) = [p for m in history for p in m["parts"] if p["type"] == "tool_result"]
     assert not result["ok"] and "interrupted" in result["output"] and "may have had effects" in result["output"]
@@ -226,6 +187,7 @@ async def test_kill_9_at_a_random_point_loses_nothing_accepted_and_the_session_g
     rng = random.Random(SEED * 1000 + point)
     root = workspace_at(tmp_path, "ws")
     first = await servers.start(root, first_script(rng.randrange(0, 300)))
+    await servers.warm()
     started = await first.run("first")
     client = Client(first, started["sessionID"], started["generation"])
     client.accepted.append("first")

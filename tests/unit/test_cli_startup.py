@@ -3,6 +3,7 @@ uses, and --help imports neither pydantic, asyncio nor the core."""
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
@@ -18,7 +19,8 @@ try:
 except SystemExit:
     pass
 heavy = sorted(m for m in ("pydantic", "asyncio", "httpx", "lsprotocol", "pygls", "sqlite3", "lsp_agent.config",
-                            "lsp_agent.core.loop", "lsp_agent.eval.cli", "lsp_agent.skills.cli") if m in sys.modules)
+                            "lsp_agent.core.loop", "lsp_agent.eval.cli", "lsp_agent.skills.cli", "shutil")
+               if m in sys.modules)
 print("HEAVY:" + ",".join(heavy), file=sys.stderr)
 """
 
@@ -31,6 +33,14 @@ def imported_by(*argv: str) -> list[str]:
 
 def test_help_imports_nothing_heavy() -> None:
     assert imported_by("--help") == []
+
+
+@pytest.mark.parametrize("columns", ["50", "200"])
+def test_help_wraps_as_argparse_does_with_shutil(monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
+    monkeypatch.setenv("COLUMNS", columns)  # what shutil.get_terminal_size reads first
+    ours = cli._parser(None).format_help()
+    monkeypatch.setattr(cli, "_Help", argparse.HelpFormatter)  # the stock one, which asks shutil
+    assert ours == cli._parser(None).format_help()
 
 
 def test_a_command_help_imports_only_that_command() -> None:
