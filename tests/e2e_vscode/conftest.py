@@ -98,7 +98,8 @@ def extensions_dir(tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return root / "ext"
 
 
-@pytest.fixture(scope="session")
+# Module scope: the sync Playwright loop is closed before the asyncio suites of other directories run.
+@pytest.fixture(scope="module")
 def browser(tools: Tools) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
