@@ -225,11 +225,12 @@ class VSCode:
         self.page.locator(".monaco-editor .view-lines").first.wait_for(timeout=TIMEOUT_MS)
 
     def editor_text(self) -> str:
-        """The active editor's visible text (Monaco draws spaces as no-break spaces)."""
+        """The active editor's visible text, without the empty last line (Monaco draws spaces as no-break
+        spaces)."""
         lines = self.page.locator(".editor-group-container.active .monaco-editor .view-lines .view-line")
         tops = lines.evaluate_all(
             "els => els.map(e => [parseFloat(e.style.top) || 0, e.textContent])")
-        return "\n".join(text for _, text in sorted(tops)).replace("\xa0", " ")
+        return "\n".join(text for _, text in sorted(tops)).replace("\xa0", " ").rstrip("\n")
 
     def wait_editor_text(self, predicate: Callable[[str], bool], what: str, timeout_s: float = 30) -> str:
         deadline = time.monotonic() + timeout_s
