@@ -342,14 +342,19 @@ def open_vscode(tools: Tools, extensions_dir: Path, browser: Any, tmp_path: Path
         for name, text in (files or {}).items():
             (workspace / name).write_text(text, encoding="utf-8")
         workspace_config(workspace, write_script(root / "script.json", replies), verify, kind, parser)
+        t0 = time.monotonic()
         server = _start_code_server(tools, extensions_dir, root, workspace, user_settings(autosave, settings))
+        t1 = time.monotonic()
         context = browser.new_context(viewport={"width": 1400, "height": 900})
         page = context.new_page()
         vscode = VSCode(page, server)
         started.append((server, context, vscode))
         page.goto(f"{server.url}/?folder={workspace}", wait_until="domcontentloaded")
         page.locator(".monaco-workbench").wait_for(timeout=60_000)
+        t2 = time.monotonic()
         vscode.status("Agent: idle", timeout_ms=60_000)
+        print(f"code-server up {t1 - t0:.1f} s, workbench {t2 - t1:.1f} s, extension active and server ready "
+              f"{time.monotonic() - t2:.1f} s")
         return vscode
 
     request.node.vscode_windows = lambda: [v for _, _, v in started]
