@@ -40,17 +40,24 @@ def test_a_failing_check_shows_a_diagnostic_with_the_ask_the_agent_to_fix_action
 
     squiggle = vs.page.locator(".editor-group-container.active .monaco-editor .squiggly-error").first
     squiggle.wait_for(timeout=30_000)
-    squiggle.click()  # the cursor on the diagnostic's line, then Quick Fix (Ctrl+.)
+    # F8 (Go to Next Problem) puts the cursor on the diagnostic; then Quick Fix (Ctrl+.)
+    vs.page.locator(".editor-group-container.active .monaco-editor .view-line", has_text="def add").click()
+    vs.page.keyboard.press("F8")
+    vs.page.locator(".marker-widget", has_text="expected 5").wait_for(timeout=10_000)
+    vs.page.keyboard.press("Escape")
     vs.page.keyboard.press("Control+.")
     action = vs.page.locator(".action-widget .monaco-list-row", has_text="Ask the agent to fix this").first
     action.wait_for(timeout=30_000)
-    action.click()
+    # the only action (below the "Quick Fix" header) has the focus; a click hits the menu's pointer guard
+    assert vs.page.locator(".action-widget .monaco-list-row.action").count() == 1
+    vs.page.keyboard.press("Enter")
 
+    # the quick fix started a second generation in the same session: its reply and its finish show
     transcript.get_by_text("Looking at the failure now.").wait_for(timeout=30_000)
-    prompts = transcript.locator(".entry.prompt")
-    assert prompts.count() == 2
-    fix_prompt = str(prompts.last.inner_text())
-    assert "calc.py" in fix_prompt and "expected 5" in fix_prompt, fix_prompt
+    transcript.locator(".entry.finish").nth(1).wait_for(timeout=30_000)
+    # Not checked: the fix prompt (file, line, message). The VS Code transcript draws no prompt line for
+    # a run the server started from a code action (issue 19's rough edge, as in Neovim); tests/e2e
+    # test_lsp_code_actions checks that prompt over the protocol.
 
 
 @pytest.mark.parametrize("autosave", AUTOSAVE)
