@@ -329,19 +329,23 @@ OpenVSCode = Callable[..., VSCode]
 @pytest.fixture
 def open_vscode(tools: Tools, extensions_dir: Path, browser: Any, tmp_path: Path,
                 request: pytest.FixtureRequest) -> Iterator[OpenVSCode]:
-    """`open_vscode(autosave, replies, files=…, verify=…, settings=…)`: a window on a fresh workspace,
-    the extension active (status bar `Agent: idle`)."""
+    """`open_vscode(autosave, replies, files=…, verify=…, settings=…, prepare=…)`: a window on a fresh
+    workspace (`prepare(workspace)` runs before code-server starts), the extension active (status bar
+    `Agent: idle`)."""
     started: list[tuple[CodeServer, Any, VSCode]] = []
 
     def open_(autosave: str, replies: list[ScriptedReply], *, files: dict[str, str] | None = None,
               verify: list[str] | None = None, kind: str = "test", parser: str = "generic",
-              settings: dict[str, Any] | None = None) -> VSCode:
+              settings: dict[str, Any] | None = None,
+              prepare: Callable[[Path], None] | None = None) -> VSCode:
         root = tmp_path / f"host-{len(started)}"
         workspace = root / "workspace"
         workspace.mkdir(parents=True)
         for name, text in (files or {}).items():
             (workspace / name).write_text(text, encoding="utf-8")
         workspace_config(workspace, write_script(root / "script.json", replies), verify, kind, parser)
+        if prepare is not None:
+            prepare(workspace)
         t0 = time.monotonic()
         server = _start_code_server(tools, extensions_dir, root, workspace, user_settings(autosave, settings))
         t1 = time.monotonic()
