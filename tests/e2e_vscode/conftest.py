@@ -69,7 +69,7 @@ def find_tools() -> Tools | str:
     if not VSIX.is_file():
         return f"{VSIX.relative_to(REPO)} is missing: run `{INSTALL}`"
     sources = [p for d in ("src", "media") for p in (CLIENT / d).rglob("*") if p.is_file()]
-    sources.append(CLIENT / "package.json")
+    sources += [CLIENT / "package.json", CLIENT / ".vscodeignore"]
     newest = max(p.stat().st_mtime for p in sources)
     if newest > VSIX.stat().st_mtime:
         return f"{VSIX.relative_to(REPO)} is older than vscode-client/src: run `{INSTALL}` to repackage it"

@@ -66,7 +66,7 @@ mkdir -p "$CACHE"
 [ -x "$CS_DIR/node_modules/.bin/code-server" ] || install_code_server
 
 # The .vsix, rebuilt when any source is newer (vsce comes with the client's devDependencies).
-if [ ! -f "$VSIX" ] || [ -n "$(find "$CLIENT/src" "$CLIENT/media" "$CLIENT/package.json" -newer "$VSIX" -print -quit)" ]; then
+if [ ! -f "$VSIX" ] || [ -n "$(find "$CLIENT/src" "$CLIENT/media" "$CLIENT/package.json" "$CLIENT/.vscodeignore" -newer "$VSIX" -print -quit)" ]; then
   [ -x "$CLIENT/node_modules/.bin/vsce" ] || (cd "$CLIENT" && npm ci --loglevel=error >&2)
   log "packaging $VSIX"
   (cd "$CLIENT" && npm run --silent package >&2)
