@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +179,6 @@ class VSCode:
 
     page: Any
     server: CodeServer
-    notes: list[str] = field(default_factory=list)
 
     @property
     def workspace(self) -> Path:
