@@ -1,0 +1,92 @@
+"""A failing check in a real VS Code window: its diagnostic in the editor, and the "Ask the agent to
+fix this" quick fix starting a run about it. The approval prompt: with `lspAgent.approvalPolicy`
+`untrusted` a command waits for the modal dialog; "Allow once" runs it, "Deny" does not."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from tests.e2e_vscode.conftest import AUTOSAVE, PY, OpenVSCode
+from tests.helpers import call, reply
+
+CALC = "def add(a, b):\n    return a - b\n"
+# prints a mypy-style error, which the `mypy` parser turns into a diagnostic on calc.py line 2
+CHECK = """import pathlib, sys
+text = pathlib.Path("calc.py").read_text()
+ns = {}
+exec(text, ns)
+got = ns["add"](2, 3)
+if got == 5:
+    print("Success: no issues found in 1 source file")
+    sys.exit(0)
+print(f"calc.py:2: error: add(2, 3) returned {got}, expected 5  [misc]")
+print("Found 1 error in 1 file (checked 1 source file)")
+sys.exit(1)
+"""
+
+
+@pytest.mark.parametrize("autosave", AUTOSAVE)
+def test_a_failing_check_shows_a_diagnostic_with_the_ask_the_agent_to_fix_action(
+        open_vscode: OpenVSCode, autosave: str) -> None:
+    vs = open_vscode(autosave, [reply(call("verify_project")), reply(text="The check fails."),
+                                reply(text="Looking at the failure now.")],
+                     files={"calc.py": CALC, "check.py": CHECK}, verify=[PY, "check.py"], kind="typecheck",
+                     parser="mypy")
+    vs.open_file("calc.py")
+    transcript = vs.show_transcript()
+    vs.command("LSP Agent: Run Task")
+    vs.answer_input("check the project")
+    vs.status("Agent: failed", timeout_ms=60_000)
+
+    squiggle = vs.page.locator(".editor-group-container.active .monaco-editor .squiggly-error").first
+    squiggle.wait_for(timeout=30_000)
+    # F8 (Go to Next Problem) puts the cursor on the diagnostic; then Quick Fix (Ctrl+.)
+    vs.page.locator(".editor-group-container.active .monaco-editor .view-line", has_text="def add").click()
+    vs.page.keyboard.press("F8")
+    vs.page.locator(".marker-widget", has_text="expected 5").wait_for(timeout=10_000)
+    vs.page.keyboard.press("Escape")
+    action = vs.page.locator(".action-widget .monaco-list-row", has_text="Ask the agent to fix this").first
+    # Under heavy load VS Code once answered "No code actions available" (1 run in 16 at load 12; not
+    # understood yet: the server offers the action for any lsp-agent diagnostic in the request's
+    # context): a user would press Ctrl+. again, and so does the test, at most three times.
+    for attempt in range(3):
+        vs.page.keyboard.press("Control+.")
+        try:
+            action.wait_for(timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+            vs.page.keyboard.press("Escape")
+    # the only action (below the "Quick Fix" header) has the focus; a click hits the menu's pointer guard
+    assert vs.page.locator(".action-widget .monaco-list-row.action").count() == 1
+    vs.page.keyboard.press("Enter")
+
+    # the quick fix started a second generation in the same session: its reply and its finish show
+    transcript.get_by_text("Looking at the failure now.").wait_for(timeout=30_000)
+    transcript.locator(".entry.finish").nth(1).wait_for(timeout=30_000)
+    # Not checked: the fix prompt (file, line, message). The VS Code transcript draws no prompt line for
+    # a run the server started from a code action (issue 19's rough edge, as in Neovim); tests/e2e
+    # test_lsp_code_actions checks that prompt over the protocol.
+
+
+@pytest.mark.parametrize("autosave", AUTOSAVE)
+@pytest.mark.parametrize(("button", "runs"), [("Allow once", True), ("Deny", False)])
+def test_the_approval_dialog_decides_whether_the_command_runs(
+        open_vscode: OpenVSCode, autosave: str, button: str, runs: bool) -> None:
+    touch = "python3 -c \"open('made.txt', 'w').write('x')\""
+    vs = open_vscode(autosave, [reply(call("run_command", command=touch)), reply(text="Finished.")],
+                     settings={"lspAgent.approvalPolicy": "untrusted"})
+    transcript = vs.show_transcript()
+    vs.command("LSP Agent: Run Task")
+    vs.answer_input("make the file")
+
+    dialog = vs.page.locator(".monaco-dialog-box", has_text="LSP Agent wants to run")
+    dialog.wait_for(timeout=30_000)
+    assert "made.txt" in str(dialog.inner_text())
+    assert not (vs.workspace / "made.txt").exists(), "the command ran before the answer"
+    dialog.locator(".monaco-button", has_text=button).first.click()
+
+    transcript.get_by_text("Finished.").wait_for(timeout=30_000)
+    assert (vs.workspace / "made.txt").exists() is runs
