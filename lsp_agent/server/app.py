@@ -215,7 +215,9 @@ class AgentServer(LanguageServer):
         try:
             return make_provider(settings), None
         except ProviderError as exc:
-            problem = f"model {settings.model!r} cannot be used: {exc.message}"
+            from lsp_agent.providers.registry import NoModel
+
+            problem = exc.message if isinstance(exc, NoModel) else f"model {settings.model!r} cannot be used: {exc.message}"
             return unconfigured(problem), problem
 
     def change_settings(self, section: Any) -> None:
