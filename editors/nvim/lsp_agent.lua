@@ -630,6 +630,14 @@ local function start_client(config, root)
   return vim.lsp.start_client(config)
 end
 
+-- A table sent as a JSON object: an empty Lua table would be encoded as an array.
+local function object(t)
+  if t == nil or next(t) == nil then
+    return vim.empty_dict()
+  end
+  return t
+end
+
 function M.setup(opts)
   opts = opts or {}
   M.root_markers = opts.root_markers or M.root_markers
@@ -655,8 +663,8 @@ function M.setup(opts)
     cmd = opts.cmd or { "lsp-agent", "serve" },
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
-    init_options = opts.init_options or vim.empty_dict(),
-    settings = { lspAgent = opts.settings or vim.empty_dict() },
+    init_options = object(opts.init_options),
+    settings = { lspAgent = object(opts.settings) },
     handlers = handlers,
     flags = opts.flags or {},
   }

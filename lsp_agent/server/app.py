@@ -248,9 +248,15 @@ class AgentServer(LanguageServer):
         self._untold += self.reporter.fresh(problems)
         if not self._initialized or not self._untold:
             return
+        from lsp_agent.providers.registry import NO_MODEL
+
         lines, self._untold = self._untold, []
-        text = "lsp-agent: settings problems (defaults used instead): " + "; ".join(lines)
-        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
+        texts = [f"lsp-agent: {NO_MODEL}"] if NO_MODEL in lines else []  # not a setting that fell back
+        lines = [line for line in lines if line != NO_MODEL]
+        if lines:
+            texts.insert(0, "lsp-agent: settings problems (defaults used instead): " + "; ".join(lines))
+        for text in texts:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
 
     # --- the core, for the handlers -------------------------------------------------------------
 

@@ -135,8 +135,8 @@ def test_human_output_starts_with_model_workspace_and_session(tmp_path: Path) ->
     assert first.startswith("lsp-agent: scripted/t ")
     assert second == f"workspace: {ws.resolve()}"
     assert third.startswith("session: ses_")
-    listed = cli("session", "list", "--workspace", str(ws))
-    assert third.removeprefix("session: ") in listed.stdout, listed.stdout + listed.stderr
+    shown = cli("session", "show", third.removeprefix("session: "), "--workspace", str(ws))
+    assert shown.returncode == 0 and "say hi" in shown.stdout, shown.stdout + shown.stderr
 
 
 async def run_cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
