@@ -159,8 +159,12 @@ def resolve_model(settings: Settings, name: str) -> ResolvedModel:
         merged["context_window"] = DEFAULT_CONTEXT_WINDOW
     info = ModelInfo.model_validate(merged)
     config = settings.providers.get(provider)
-    if config is None and provider in BUILTIN_PROVIDERS:
-        config = BUILTIN_PROVIDERS[provider].config()
+    builtin = BUILTIN_PROVIDERS.get(provider)
+    if config is None and builtin is not None:
+        config = builtin.config()
+    elif config is not None and builtin is not None and "api_key_env" not in config.model_fields_set:
+        # A section that tweaks a built-in provider (a timeout, `discover`) keeps its key variable.
+        config = config.model_copy(update={"api_key_env": builtin.api_key_env})
     return ResolvedModel(provider, model_id, config, info, known is not None)
 
 

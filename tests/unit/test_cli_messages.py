@@ -150,28 +150,34 @@ async def run_cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("key", [None, "sk-wrong"])
-async def test_a_401_names_the_key_variable_and_whether_it_was_set(tmp_path: Path, key: str | None) -> None:
+@pytest.mark.parametrize(("model", "resolved", "variable"), [
+    ("openai-compatible/m", "openai-compatible/m", "LSP_AGENT_API_KEY"),
+    ("qwen2.5-coder", "ollama/qwen2.5-coder", "OLLAMA_API_KEY"),  # a bare known name: its usual provider
+])
+async def test_a_401_names_the_key_variable_and_whether_it_was_set(tmp_path: Path, key: str | None, model: str,
+                                                                   resolved: str, variable: str) -> None:
     server = LoopbackServer()
     await server.start()
+    provider = resolved.split("/")[0]
     try:
         server.fallback = json_reply(401, {"error": {"message": "Incorrect API key provided"}})
-        env = {k: v for k, v in os.environ.items() if k != "LSP_AGENT_API_KEY"}
+        env = {k: v for k, v in os.environ.items() if k not in ("LSP_AGENT_API_KEY", "OLLAMA_API_KEY")}
         if key:
-            env["LSP_AGENT_API_KEY"] = key
-        code, out, err = await run_cli("run", "hi", "--workspace", str(tmp_path), "--model", "openai-compatible/m",
-                                       "--base-url", server.url, "--config", "providers.openai-compatible.discover=false",
+            env[variable] = key
+        code, out, err = await run_cli("run", "hi", "--workspace", str(tmp_path), "--model", model,
+                                       "--base-url", server.url, "--config", f"providers.{provider}.discover=false",
                                        env=env)
     finally:
         await server.close()
     assert code == 1
     assert "Traceback" not in err
-    assert f"lsp-agent: openai-compatible/m via {server.url}/chat/completions (chat)" in out
+    assert f"lsp-agent: {resolved} via {server.url}/chat/completions (chat)" in out
     assert "answered HTTP 401: Incorrect API key provided" in out
     if key:
-        assert "the server refused the API key in LSP_AGENT_API_KEY: check it" in out
+        assert f"the server refused the API key in {variable}: check it" in out
         assert server.requests[0].headers.get("authorization") == "Bearer sk-wrong"
     else:
-        assert "set the environment variable LSP_AGENT_API_KEY (it is unset)" in out
+        assert f"set the environment variable {variable} (it is unset)" in out
         assert "authorization" not in server.requests[0].headers
     assert len(server.requests) == 1  # a 401 is not retried
 
