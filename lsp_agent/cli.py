@@ -253,9 +253,8 @@ async def _run(args: argparse.Namespace) -> int:
     server = await discover_server(provider, settings)
     sink = _sink(args.json)
     env = open_environment(root, settings, provider, sink, wire=args.wire, server=server)
-    if args.json:
-        if not provider.scripted:
-            print(run_header(env, server), file=sys.stderr, flush=True)
+    if args.json and not provider.scripted:  # the human transcript prints its own header (_header)
+        print(run_header(env, server), file=sys.stderr, flush=True)
     from lsp_agent.approve_cli import TerminalApprover
 
     env.approver = TerminalApprover()

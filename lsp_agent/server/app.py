@@ -217,7 +217,8 @@ class AgentServer(LanguageServer):
         except ProviderError as exc:
             from lsp_agent.providers.registry import NoModel
 
-            problem = exc.message if isinstance(exc, NoModel) else f"model {settings.model!r} cannot be used: {exc.message}"
+            problem = (exc.message if isinstance(exc, NoModel)
+                       else f"model {settings.model!r} cannot be used: {exc.message}")
             return unconfigured(problem), problem
 
     def change_settings(self, section: Any) -> None:

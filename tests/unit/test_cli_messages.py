@@ -18,6 +18,7 @@ import pytest
 from lsp_agent.providers.registry import NO_MODEL
 from tests.providers.loopback import LoopbackServer, json_reply, write_workspace
 
+
 def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "lsp_agent", *args], capture_output=True, text=True, timeout=120,
                           cwd=cwd, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
