@@ -220,6 +220,7 @@ async def _run(args: argparse.Namespace) -> int:
         open_environment,
         run_header,
     )
+    from lsp_agent.sinks import JsonLinesSink
 
     root: Path = args.workspace
     if not args.prompt.strip():
@@ -258,7 +259,8 @@ async def _run(args: argparse.Namespace) -> int:
     from lsp_agent.approve_cli import TerminalApprover
 
     env.approver = TerminalApprover()
-    header = None if args.json else (lambda session_id: _header(env, server, session_id))
+    header = None if isinstance(sink, JsonLinesSink) else (lambda session_id: sink.note(_header(env, server,
+                                                                                            session_id)))
     try:
         run = HeadlessRun(env, args.prompt, args.max_steps, args.session, on_session=header)
     except UnknownSession as exc:
@@ -277,11 +279,11 @@ async def _run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.stop_reason is StopReason.FINAL else EXIT_STOPPED
 
 
-def _header(env: Any, server: Any, session_id: str) -> None:
+def _header(env: Any, server: Any, session_id: str) -> str:
     """The human transcript's first lines: model and endpoint, workspace, session."""
     from lsp_agent.headless import run_header
 
-    print(f"{run_header(env, server)}\nworkspace: {env.root}\nsession: {session_id}", flush=True)
+    return f"{run_header(env, server)}\nworkspace: {env.root}\nsession: {session_id}"
 
 
 def _serve(args: argparse.Namespace) -> int:
