@@ -53,3 +53,4 @@ def test_neovim_runs_a_task_on_an_open_buffer_and_saves_it(nvim: str, tmp_path: 
     # A run that ends well is not announced with vim.notify; its progress is echoed.
     assert result["notes"] == []
     assert any(e.startswith("lsp-agent: step ") for e in result["echoes"]), result["echoes"]
+    assert not [e for e in result["echoes"] if "deprecated" in e], result["echoes"]  # 0.11+: client:request

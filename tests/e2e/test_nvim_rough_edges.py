@@ -110,6 +110,11 @@ ROOTS = r"""
     result.attached = vim.lsp.buf_is_attached(0, agent.client_id)
   end
   result.commands = vim.fn.exists(":AgentRun") == 2
+  result.new_api = vim.fn.has("nvim-0.11") == 1
+  if result.new_api then
+    local registered = vim.lsp.config["lsp-agent"]
+    result.registered = registered ~= nil and registered.cmd ~= nil and registered.cmd[1] == env.PYTHON
+  end
 """
 
 
@@ -140,6 +145,8 @@ def test_the_workspace_is_the_nearest_directory_with_a_marker(nvim: str, marker:
     assert result["client"] is not None and result["notes"] == []
     assert result["root"] == str(root) and result["client_root"] == str(root)
     assert result["attached"] is True and result["commands"] is True
+    # On 0.11+ the server is registered with vim.lsp.config (and enabled with vim.lsp.enable).
+    assert result.get("registered") is (True if result["new_api"] else None)
 
 
 STEER_NOW_IDLE = r"""
