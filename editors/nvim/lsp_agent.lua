@@ -585,7 +585,7 @@ function M.find_root(start, markers)
   local dir = vim.fn.fnamemodify(start, ":p"):gsub("/$", "")
   while true do
     for _, marker in ipairs(markers) do
-      if vim.loop.fs_stat((dir == "" and "" or dir) .. "/" .. marker) then
+      if vim.loop.fs_stat(dir .. "/" .. marker) then
         return dir == "" and "/" or dir
       end
     end
