@@ -31,6 +31,8 @@ local M = {
   gen_line = {},      -- generation -> the events-buffer line (0-based) where its lines begin
   announced = {},     -- generation -> true once its prompt line (== text) is in the events buffer
   run_error = {},     -- generation -> the message of its last error event
+  row_status = {},    -- queue row id -> the status last seen
+  next_prompts = {},  -- texts of waiting rows just sent: the prompts of the generations starting next
 }
 
 local steer_seq = 0
@@ -123,6 +125,12 @@ local function announce(generation, text)
     return
   end
   M.announced[generation] = true
+  for i, waiting in ipairs(M.next_prompts) do
+    if waiting == text then -- the reply that started it came first: not the next one's prompt
+      table.remove(M.next_prompts, i)
+      break
+    end
+  end
   local at = M.gen_line[generation]
   local line = append("== " .. text, at)
   if at == nil then
@@ -195,6 +203,11 @@ handlers["agent/event"] = function(_, params, _)
   end
   if event.type == "error" then
     M.run_error[params.generation] = event.error.message
+  end
+  -- A waiting follow-up the server started when the previous generation ended: its prompt line.
+  if params.sessionID == M.session_id and not M.announced[params.generation] and M.gen_line[params.generation] == nil
+      and #M.next_prompts > 0 then
+    announce(params.generation, table.remove(M.next_prompts, 1))
   end
   local line = describe(event)
   if line then
@@ -296,8 +309,20 @@ local function render_queue()
   vim.api.nvim_buf_set_option(M.queue_buf, "modifiable", false)
 end
 
+-- A row seen waiting that is now sent started the session's next generation.
+local function note_sent(items)
+  for _, item in ipairs(items) do
+    local before = M.row_status[item.id]
+    if item.status == "sent" and (before == "queued" or before == "paused") and not value(item.steeredInto) then
+      table.insert(M.next_prompts, item.text)
+    end
+    M.row_status[item.id] = item.status
+  end
+end
+
 handlers["agent/queueChanged"] = function(_, params, _)
   if params.sessionID == M.session_id then
+    note_sent(params.items)
     M.queue = params.items
     render_queue()
   end
@@ -505,6 +530,7 @@ function M.show_queue()
       on_reply("agent/queue/list")(err)
       return
     end
+    note_sent(result.items)
     M.queue = result.items
     render_queue()
   end)
@@ -697,7 +723,7 @@ function M.setup(opts)
   vim.api.nvim_create_user_command("AgentEvents", function() M.show_events() end, { nargs = 0 })
   vim.api.nvim_create_user_command("AgentMcp", function() M.show_mcp() end, { nargs = 0 })
   vim.api.nvim_create_user_command("AgentNew", function()
-    M.session_id, M.generation, M.queue = nil, nil, {}
+    M.session_id, M.generation, M.queue, M.next_prompts = nil, nil, {}, {}
   end, { nargs = 0 })
   return M.client_id
 end

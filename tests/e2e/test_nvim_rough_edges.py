@@ -221,3 +221,40 @@ def test_a_run_from_the_code_action_gets_a_prompt_line(nvim: str, tmp_path: Path
     (line,) = [e for e in events if e.startswith("== fix: ")]
     assert line.startswith("== fix: typecheck failure in calc.py at line 2: "), line
     assert events[events.index(line) + 1].startswith("-- step 1/"), events
+
+
+QUEUED_FOLLOW_UP = r"""
+  local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT } })
+  vim.cmd("AgentRun first")
+  wait("the first generation", function() return agent.generation ~= nil end)
+  local gen1 = agent.generation
+  vim.cmd("AgentRun second")
+  wait("the queued row", function() return #agent.queue == 1 and agent.queue[1].status == "queued" end)
+  local f = assert(io.open(env.ROOT .. "/gate", "w"))
+  f:close()
+  wait("the follow-up to finish", function()
+    return agent.last_finish ~= nil and agent.last_finish.generation ~= gen1
+  end)
+  vim.cmd("AgentRun third")
+  wait("the third run", function() return #vim.tbl_filter(function(l) return l:find("^%-%- stop") end,
+    vim.api.nvim_buf_get_lines(agent.events_buf, 0, -1, false)) == 3 end)
+  result.events = vim.api.nvim_buf_get_lines(agent.events_buf, 0, -1, false)
+"""
+
+
+@pytest.mark.parametrize("nvim", NVIMS)
+def test_a_follow_up_that_waited_in_the_queue_gets_its_prompt_line(nvim: str, tmp_path: Path,
+                                                                  isolated_state: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    script = write_script(tmp_path / "script.json", [
+        reply(call("run_command", command=wait_for("gate"))), reply(text="first done"),
+        reply(text="second done"), reply(text="third done"),
+    ])
+    result = run_nvim(nvim, tmp_path, QUEUED_FOLLOW_UP, root=root, env={"SCRIPT": str(script)})
+    events = result["events"]
+    prompts = [line for line in events if line.startswith("== ")]
+    assert prompts == ["== first", "== second", "== third"], events  # each once, none misplaced
+    for prompt in prompts:
+        assert events[events.index(prompt) + 1].startswith("-- step 1/"), events
+    assert "-- queued: second" in events
