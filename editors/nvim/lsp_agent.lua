@@ -33,6 +33,8 @@ local M = {
   run_error = {},     -- generation -> the message of its last error event
   row_status = {},    -- queue row id -> the status last seen
   next_prompts = {},  -- texts of waiting rows just sent: the prompts of the generations starting next
+  corrections = {},   -- clientID -> text of a correction :AgentSteer sent, until it is applied or rejected
+  stopped = {},       -- generation -> its stop reason, from its run_finish
 }
 
 local steer_seq = 0
@@ -194,6 +196,7 @@ handlers["agent/event"] = function(_, params, _)
   local event = params.event
   if event.type == "run_finish" then
     M.last_finish = event
+    M.stopped[params.generation] = event.stopReason
     if M.generation == params.generation then
       M.generation = nil
     end
@@ -328,11 +331,40 @@ handlers["agent/queueChanged"] = function(_, params, _)
   end
 end
 
+-- Reasons for which a correction's text is queued instead (nothing typed is lost): the generation
+-- ended or another started before the correction could land (also after it had been accepted).
+local REQUEUE = { generation_not_active = true, stale_generation = true,
+                  generation_ended_before_application = true }
+
+-- The end of one :AgentSteer correction, from the agent/steer answer or a later agent/receipt
+-- (whichever comes first; the text is handled once).
+local function settle_correction(receipt)
+  local text = M.corrections[receipt.clientID]
+  if text == nil or receipt.status == "accepted" then
+    return
+  end
+  M.corrections[receipt.clientID] = nil
+  if receipt.status ~= "rejected" then
+    return
+  end
+  local reason = value(receipt.reason)
+  local stopped = M.stopped[value(receipt.generation)]
+  if REQUEUE[reason] and (stopped == "cancelled" or stopped == "error") then
+    -- Not started by itself after an interrupt (the server pauses steered rows the same way).
+    notify(string.format("correction not applied, the run ended (%s): %s", stopped, text), vim.log.levels.WARN)
+  elseif REQUEUE[reason] then
+    M.queue_add(text)
+  else
+    notify("correction rejected: " .. tostring(reason), vim.log.levels.WARN)
+  end
+end
+
 handlers["agent/receipt"] = function(_, params, _)
   local receipt = params.receipt
   M.receipts[receipt.clientID] = receipt
   local reason = value(receipt.reason)
   append("~~ correction " .. receipt.status .. (reason and (" (" .. reason .. ")") or ""))
+  settle_correction(receipt)
 end
 
 -- The server asks to save the buffers the agent edited, so its checks test what is in them.
@@ -466,20 +498,16 @@ function M.steer(text)
       return
     end
     M.generation = generation
-    local params = { sessionID = M.session_id, expectedGeneration = generation, clientID = next_client_id(),
-                     text = text }
+    local client_id = next_client_id()
+    M.corrections[client_id] = text
+    local params = { sessionID = M.session_id, expectedGeneration = generation, clientID = client_id, text = text }
     request(c, "agent/steer", params, function(err2, receipt)
       if err2 then
+        M.corrections[client_id] = nil
         on_reply("agent/steer")(err2)
         return
       end
-      local reason = value(receipt.reason)
-      -- The generation ended (or the next one started) between the two requests: queue the text.
-      if receipt.status == "rejected" and (reason == "generation_not_active" or reason == "stale_generation") then
-        M.queue_add(text)
-      elseif receipt.status == "rejected" then
-        notify("correction rejected: " .. tostring(reason), vim.log.levels.WARN)
-      end
+      settle_correction(receipt)
     end)
   end)
 end

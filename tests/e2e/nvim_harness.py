@@ -4,7 +4,8 @@ A test gives the body of a Lua chunk; the harness wraps it so that whatever happ
 file is written (`result.error` holds a Lua error) and Neovim quits. Inside the body:
 
 - `env` is vim.env; `result` is the table written back (JSON);
-- `wait(what, predicate, ms?)` waits on the event loop or raises "timed out waiting for WHAT";
+- `wait(what, predicate, ms?)` waits on the event loop (60 s by default) or raises "timed out
+  waiting for WHAT";
 - `start(opts?)` loads the module, calls setup() with the server of this checkout (the test's
   Python) rooted at $ROOT and `opts.init_options`, waits for `initialize` and returns the module;
 - `notes` (also `result.notes`) collects every vim.notify call as {msg, level}, `echoes` every
@@ -47,11 +48,14 @@ _G.print = function(...)
   table.insert(printed, table.concat(parts, " "))
 end
 local function wait(what, predicate, ms)
-  assert(vim.wait(ms or 30000, predicate, 20), "timed out waiting for " .. what)
+  -- 60 s: these machines run several suites at once; a wait is for an event, never for time to pass.
+  assert(vim.wait(ms or 60000, predicate, 20), "timed out waiting for " .. what)
 end
+local started_agent = nil
 local function start(opts)
   opts = opts or {}
   local agent = dofile(env.LSP_AGENT_LUA)
+  started_agent = agent
   local setup = vim.tbl_extend("force", { cmd = { env.PYTHON, "-m", "lsp_agent", "serve" }, root_dir = env.ROOT },
                                opts)
   agent.setup(setup)
@@ -67,6 +71,9 @@ local ok, err = pcall(function()
 POSTLUDE = r"""
 end)
 result.error = (not ok) and tostring(err) or nil
+if not ok and started_agent and started_agent.events_buf then -- what the user saw, for the failure message
+  result.events_at_error = vim.api.nvim_buf_get_lines(started_agent.events_buf, 0, -1, false)
+end
 local f = assert(io.open(env.RESULT, "w"))
 f:write(vim.json.encode(result))
 f:close()
@@ -119,5 +126,6 @@ def run_nvim(nvim: str, tmp_path: Path, body: str, *, root: Path, cwd: Path | No
     assert result_file.exists(), f"nvim wrote no result (exit {proc.returncode}): {proc.stderr[-2000:]}"
     result: dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8"))
     if check:
-        assert result.get("error") is None, result["error"]
+        assert result.get("error") is None, (f"{result['error']}\nevents: {result.get('events_at_error')}\n"
+                                             f"notes: {result['notes']}")
     return result

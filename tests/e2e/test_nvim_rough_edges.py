@@ -258,3 +258,36 @@ def test_a_follow_up_that_waited_in_the_queue_gets_its_prompt_line(nvim: str, tm
     for prompt in prompts:
         assert events[events.index(prompt) + 1].startswith("-- step 1/"), events
     assert "-- queued: second" in events
+
+
+STEER_INTO_A_FAILING_RUN = r"""
+  local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT } })
+  vim.cmd("AgentRun first")
+  wait("the first generation", function() return agent.generation ~= nil end)
+  vim.cmd("AgentSteer use the other file")
+  wait("the run to fail", function() return agent.last_finish ~= nil end)
+  wait("the correction's end", function() return #notes > 1 end)
+  result.finish = agent.last_finish
+  result.receipts = vim.tbl_values(agent.receipts)
+  result.generation = agent.generation
+  result.events = vim.api.nvim_buf_get_lines(agent.events_buf, 0, -1, false)
+"""
+
+
+@pytest.mark.parametrize("nvim", NVIMS)
+def test_a_correction_accepted_by_a_run_that_then_fails_is_shown_not_lost(nvim: str, tmp_path: Path,
+                                                                         isolated_state: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    # The model answers with an error after 3 s: the correction is accepted meanwhile, then can never land.
+    script = write_script(tmp_path / "script.json", [
+        ScriptedReply(delay_ms=3000, error=ScriptedError(message="the model server exploded", status=500)),
+    ])
+    result = run_nvim(nvim, tmp_path, STEER_INTO_A_FAILING_RUN, root=root, env={"SCRIPT": str(script)})
+    assert result["finish"]["stopReason"] == "error"
+    (receipt,) = result["receipts"]
+    assert (receipt["status"], receipt["reason"]) == ("rejected", "generation_ended_before_application")
+    said = [n["msg"] for n in result["notes"]]
+    assert "lsp-agent: correction not applied, the run ended (error): use the other file" in said, said
+    assert result.get("generation") is None  # nothing started by itself after the failure
+    assert "~~ correction accepted" in result["events"]
