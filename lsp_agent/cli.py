@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from lsp_agent.sinks import JsonLinesSink, TranscriptSink
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
+#: `run --require-verified`: the run ended, but not with a check that observed the result
+EXIT_NOT_VERIFIED = 3
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 #: every command with its one-line help, in the order --help lists them
 COMMANDS = {
@@ -69,6 +72,32 @@ def _columns() -> int:
     return columns or 80
 
 
+class _Version(argparse.Action):
+    """--version, reading the installed package's version only when asked (not for --help)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("lsp-agent")
+        except PackageNotFoundError:
+            found = "unknown (not installed as a package)"
+        print(f"lsp-agent {found}")
+        parser.exit()
+
+
+def _log_level(text: str) -> str:
+    level = text.upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"unknown log level {text!r}: use one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
 def _chosen(argv: list[str]) -> str | None:
     """The command named in `argv` (skipping the top-level options), if any."""
     rest = iter(argv)
@@ -83,7 +112,9 @@ def _chosen(argv: list[str]) -> str | None:
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser, with the arguments of `command` only (None: every command by name, for --help)."""
     parser = _Parser(prog="lsp-agent", description="A coding-agent harness served as a language server.")
-    parser.add_argument("--log-level", default="WARNING", help="stderr log level (default: WARNING)")
+    parser.add_argument("--version", action=_Version)
+    parser.add_argument("--log-level", default="WARNING", type=_log_level, metavar="LEVEL",
+                        help=f"stderr log level: {', '.join(LOG_LEVELS)} (default: WARNING)")
     sub = parser.add_subparsers(dest="command", required=True)
     builders = {"run": _run_parser, "serve": _serve_parser, "schema": _schema_parser, "demo": _demo_parser,
                 "eval": _eval_parser, "skill": _skill_parser, "session": _session_parser,
@@ -110,7 +141,8 @@ def _run_parser(sub: Any) -> None:
     run = sub.add_parser("run", help=COMMANDS["run"])
     run.add_argument("prompt", help="the task")
     run.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace root (default: cwd)")
-    run.add_argument("--model", help="provider/model, e.g. ollama/qwen2.5-coder or scripted/demo")
+    run.add_argument("--model", help="provider/model, e.g. ollama/qwen2.5-coder or openai/gpt-4.1 (a bare "
+                     "known name such as gpt-4o picks its usual provider; see docs/configuration.md)")
     run.add_argument("--base-url", help="base URL of an OpenAI-compatible server (no config file needed)")
     run.add_argument("--wire", choices=["chat", "responses"], help="wire protocol for --base-url")
     run.add_argument("--max-steps", type=int, help="step budget (default 40)")
@@ -119,6 +151,9 @@ def _run_parser(sub: Any) -> None:
     run.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                      help="override a setting, e.g. experimental.tail_reminders=true (repeatable)")
     run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
+    run.add_argument("--require-verified", action="store_true",
+                     help=f"exit {EXIT_NOT_VERIFIED} unless the run ends verified (a check observed the result), "
+                          "for CI")
     run.add_argument("--sandbox", choices=["read-only", "workspace-write", "danger-full-access"],
                      help="OS sandbox of the commands run for the model (default: workspace-write)")
     run.add_argument("--approval", choices=["untrusted", "on-request", "on-failure", "never"],
@@ -143,7 +178,10 @@ def _schema_parser(sub: Any) -> None:
 
 def _demo_parser(sub: Any) -> None:
     demo = sub.add_parser("demo", help=COMMANDS["demo"])
-    demo.add_argument("--scenario", choices=["ok", "wrong-write", "budget"], default="ok")
+    demo.add_argument("--scenario", choices=["ok", "wrong-write", "budget"], default="ok",
+                      help="ok: the fix passes its checks (final / verified); wrong-write: a wrong edit the checks "
+                           "catch (final / failed); budget: the step budget runs out (step_limit / not_run) "
+                           "(default: ok)")
     demo.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     demo.add_argument("--keep", action="store_true", help="keep the temp workspace")
 
@@ -188,8 +226,13 @@ def _override(pairs: list[str]) -> dict[str, Any]:
             value = raw
         node = layer
         *parents, leaf = key.split(".")
+        if not all(parents) or not leaf:
+            raise UsageError(f"--config {pair!r}: the key has an empty part")
         for name in parents:
-            node = node.setdefault(name, {})
+            child = node.setdefault(name, {})
+            if not isinstance(child, dict):
+                raise UsageError(f"--config {pair!r}: {name} was given a value, it cannot also have keys")
+            node = child
         node[leaf] = value
     return layer
 
@@ -215,7 +258,7 @@ async def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from lsp_agent.config import ConfigError, load_settings
-    from lsp_agent.core.events import StopReason
+    from lsp_agent.core.events import StopReason, VerificationStatus
     from lsp_agent.core.ports import ProviderError
     from lsp_agent.headless import (
         HeadlessRun,
@@ -226,8 +269,12 @@ async def _run(args: argparse.Namespace) -> int:
         open_environment,
         run_header,
     )
+    from lsp_agent.sinks import JsonLinesSink
 
     root: Path = args.workspace
+    if not args.prompt.strip():
+        raise UsageError("the prompt is empty: say what the agent should do, e.g. lsp-agent run \"fix the failing "
+                         "test\"")
     if not await asyncio.to_thread(root.is_dir):
         raise UsageError(f"--workspace {root} is not a directory")
     layer: dict[str, Any] = _override(args.config)
@@ -256,13 +303,15 @@ async def _run(args: argparse.Namespace) -> int:
     server = await discover_server(provider, settings)
     sink = _sink(args.json)
     env = open_environment(root, settings, provider, sink, wire=args.wire, server=server)
-    if not provider.scripted:
+    if args.json and not provider.scripted:  # the human transcript prints its own header (_header)
         print(run_header(env, server), file=sys.stderr, flush=True)
     from lsp_agent.approve_cli import TerminalApprover
 
     env.approver = TerminalApprover()
+    header = None if isinstance(sink, JsonLinesSink) else (lambda session_id: sink.note(_header(env, server,
+                                                                                            session_id)))
     try:
-        run = HeadlessRun(env, args.prompt, args.max_steps, args.session)
+        run = HeadlessRun(env, args.prompt, args.max_steps, args.session, on_session=header)
     except UnknownSession as exc:
         env.store.close()
         raise UsageError(str(exc)) from None
@@ -272,7 +321,18 @@ async def _run(args: argparse.Namespace) -> int:
     env.store.close()
     if received:
         return 128 + received[0]  # the shell's convention for "ended by this signal" (130 for Ctrl-C)
+    if args.require_verified and result.verification is not VerificationStatus.VERIFIED:
+        print(f"lsp-agent: --require-verified: the run ended {result.stop_reason.value} with verification "
+              f"{result.verification.value}, not verified", file=sys.stderr, flush=True)
+        return EXIT_NOT_VERIFIED
     return EXIT_OK if result.stop_reason is StopReason.FINAL else EXIT_STOPPED
+
+
+def _header(env: Any, server: Any, session_id: str) -> str:
+    """The human transcript's first lines: model and endpoint, workspace, session."""
+    from lsp_agent.headless import run_header
+
+    return f"{run_header(env, server)}\nworkspace: {env.root}\nsession: {session_id}"
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -235,4 +235,16 @@ def load_settings(workspace: Path | None, *layers: dict[str, Any],
     try:
         return Settings.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(str(exc)) from exc
+        raise ConfigError(describe_invalid(exc)) from exc
+
+
+def describe_invalid(exc: ValidationError) -> str:
+    """One line per invalid setting (`maxSteps: Input should be a valid integer (got 'x')`), without
+    pydantic's class names and documentation URLs."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        name = ".".join(str(part) for part in error["loc"]) or "(settings)"
+        got = error.get("input")
+        shown = f" (got {got!r})" if isinstance(got, str | int | float | bool) else ""
+        lines.append(f"{name}: {error['msg']}{shown}")
+    return "invalid settings: " + "; ".join(lines)

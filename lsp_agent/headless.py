@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -116,7 +116,7 @@ class HeadlessRun:
     handler or when the output is closed — so that it always ends with a run_finish."""
 
     def __init__(self, env: Environment, prompt: str, max_steps: int | None = None,
-                 session_id: str | None = None) -> None:
+                 session_id: str | None = None, on_session: Callable[[str], None] | None = None) -> None:
         if session_id is not None and env.store.session(session_id) is None:
             raise UnknownSession(f"no session {session_id!r} in workspace {env.root}; run without --session "
                                  "to start a new one")
@@ -124,6 +124,8 @@ class HeadlessRun:
         self.prompt = prompt
         self.max_steps = max_steps
         self.session_id = session_id
+        #: told the session's ID once it is open (the CLI's header), before the first event
+        self.on_session = on_session
         self.current: Generation | None = None
         self.cancelled = False
 
@@ -143,6 +145,8 @@ class HeadlessRun:
     async def run(self) -> RunFinish:
         try:
             session = AgentSession(self.env, self.session_id, title=self.prompt[:80])
+            if self.on_session is not None:
+                self.on_session(session.id)
             generation = self._start(Generation(session, self.max_steps))
             result = await generation.run(self.prompt)
             while self._continues(result, generation):

@@ -79,6 +79,10 @@ class TranscriptSink(_Output):
             self.err.write("\r\033[K" + text)
             self.err.flush()
 
+    def note(self, text: str) -> None:
+        """A line of the transcript that is not an event (the CLI's header)."""
+        self._print(text)
+
     def emit(self, event: Any) -> None:
         if isinstance(event, events.StepStart):
             self._print(f"── step {event.step}/{event.max_steps}")

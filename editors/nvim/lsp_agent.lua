@@ -1,4 +1,5 @@
--- lsp-agent for Neovim 0.7+ (uses vim.lsp.start where it exists, vim.lsp.start_client otherwise).
+-- lsp-agent for Neovim 0.7+ (vim.lsp.config/vim.lsp.enable on 0.11+, vim.lsp.start on 0.8-0.10,
+-- vim.lsp.start_client on 0.7).
 --
 --   local agent = require("lsp_agent")      -- this file on 'runtimepath' as lua/lsp_agent.lua
 --   agent.setup({ init_options = { model = "ollama/qwen2.5-coder" } })
@@ -10,6 +11,10 @@
 -- (agent/saveDocuments), answered here with :write. A prompt typed while a generation runs is
 -- queued (agent/queue/add); :AgentQueue shows the queue in `lsp-agent://queue`. Calls the approval
 -- policy names are put to the user with vim.ui.select (agent/requestApproval).
+-- The workspace is the nearest directory above the current file (or the start directory) holding one
+-- of `root_markers` (default `.git`, `.lsp-agent`); without one the server is not started (pass
+-- `root_dir` to choose it yourself). Failed runs and their errors are shown with vim.notify; the
+-- server's progress messages are echoed.
 
 local M = {
   client_id = nil,
@@ -21,6 +26,15 @@ local M = {
   queue_buf = nil,
   receipts = {},      -- steering receipts by clientID, as agent/receipt updates them
   approval_wait_ms = 300000, -- how long an approval question waits for vim.ui.select (then: deny)
+  root_markers = { ".git", ".lsp-agent" },
+  show_progress = true, -- echo the server's $/progress messages
+  gen_line = {},      -- generation -> the events-buffer line (0-based) where its lines begin
+  announced = {},     -- generation -> true once its prompt line (== text) is in the events buffer
+  run_error = {},     -- generation -> the message of its last error event
+  row_status = {},    -- queue row id -> the status last seen
+  next_prompts = {},  -- texts of waiting rows just sent: the prompts of the generations starting next
+  corrections = {},   -- clientID -> text of a correction :AgentSteer sent, until it is applied or rejected
+  stopped = {},       -- generation -> its stop reason, from its run_finish
 }
 
 local steer_seq = 0
@@ -38,6 +52,14 @@ local function client()
   return c
 end
 
+-- A request to the server (`client:request` on 0.11+, where `client.request` is deprecated).
+local function request(c, method, params, handler)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return c:request(method, params, handler)
+  end
+  return c.request(method, params, handler)
+end
+
 -- events ---------------------------------------------------------------------------------------
 
 local function events_buffer()
@@ -49,15 +71,72 @@ local function events_buffer()
   return M.events_buf
 end
 
-local function append(text)
+-- Windows showing the events buffer whose cursor is on its last line follow what is appended
+-- (like `tail -f`); a cursor moved up stays where it is.
+local function followers(buf)
+  local last = vim.api.nvim_buf_line_count(buf)
+  local wins = {}
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == buf and vim.api.nvim_win_get_cursor(win)[1] >= last then
+      table.insert(wins, win)
+    end
+  end
+  return wins
+end
+
+local function follow(wins, buf)
+  local last = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(wins) do
+    if vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_set_cursor(win, { last, 0 })
+    end
+  end
+end
+
+-- Inserts `text` before line `at` (0-based; nil: at the end); returns the line it landed on.
+local function append(text, at)
   local buf = events_buffer()
   local lines = vim.split(text, "\n", { plain = true })
+  local wins = followers(buf)
   local count = vim.api.nvim_buf_line_count(buf)
   local first = vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1]
+  local index
   if count == 1 and first == "" then
+    index = 0
     vim.api.nvim_buf_set_lines(buf, 0, 1, false, lines)
+  elseif at ~= nil and at < count then
+    index = at
+    vim.api.nvim_buf_set_lines(buf, at, at, false, lines)
+    for generation, line in pairs(M.gen_line) do -- the later generations' lines moved down
+      if line >= at then
+        M.gen_line[generation] = line + #lines
+      end
+    end
   else
+    index = count
     vim.api.nvim_buf_set_lines(buf, -1, -1, false, lines)
+  end
+  follow(wins, buf)
+  return index
+end
+
+-- The prompt line (`== text`) of a generation: before its first event line when the events came
+-- first (a reply can arrive after the generation's first events), else at the end.
+local function announce(generation, text)
+  if generation == nil or M.announced[generation] then
+    return
+  end
+  M.announced[generation] = true
+  for i, waiting in ipairs(M.next_prompts) do
+    if waiting == text then -- the reply that started it came first: not the next one's prompt
+      table.remove(M.next_prompts, i)
+      break
+    end
+  end
+  local at = M.gen_line[generation]
+  local line = append("== " .. text, at)
+  if at == nil then
+    M.gen_line[generation] = line
   end
 end
 
@@ -89,27 +168,103 @@ local function describe(event)
   elseif t == "error" then
     return "  x " .. event.error.message
   elseif t == "run_finish" then
-    return string.format("-- stop: %s · verification: %s · steps %d · files changed: %s", event.stopReason,
-      event.verification, event.steps, table.concat(event.filesChanged or {}, ", "))
+    local files = event.filesChanged or {}
+    return string.format("-- stop: %s · verification: %s · steps %d%s", event.stopReason, event.verification,
+      event.steps, #files > 0 and (" · files changed: " .. table.concat(files, ", ")) or "")
   end
   return nil -- text/reasoning deltas: the full text follows in one piece
 end
 
 local handlers = {}
 
+-- A run that did not end well is shown even when lsp-agent://events is not open.
+local function report_finish(event, generation)
+  local err = value(event.error)
+  local message = (err and err.message) or M.run_error[generation]
+  M.run_error[generation] = nil
+  if event.stopReason == "error" then
+    notify("run failed: " .. (message or "unknown error"), vim.log.levels.ERROR)
+  elseif event.stopReason == "step_limit" or event.stopReason == "loop" then
+    notify(string.format("run stopped (%s) after %d steps · verification: %s", event.stopReason, event.steps,
+      event.verification), vim.log.levels.WARN)
+  elseif event.verification == "failed" then
+    notify("run ended, but its checks failed (verification: failed)", vim.log.levels.WARN)
+  end
+end
+
 handlers["agent/event"] = function(_, params, _)
   local event = params.event
   if event.type == "run_finish" then
     M.last_finish = event
+    M.stopped[params.generation] = event.stopReason
     if M.generation == params.generation then
       M.generation = nil
     end
+    report_finish(event, params.generation)
   elseif params.sessionID == M.session_id then
     M.generation = params.generation -- also generations a queued follow-up started
   end
+  if event.type == "error" then
+    M.run_error[params.generation] = event.error.message
+  end
+  -- A waiting follow-up the server started when the previous generation ended: its prompt line.
+  if params.sessionID == M.session_id and not M.announced[params.generation] and M.gen_line[params.generation] == nil
+      and #M.next_prompts > 0 then
+    announce(params.generation, table.remove(M.next_prompts, 1))
+  end
   local line = describe(event)
   if line then
-    append(line)
+    local at = append(line)
+    if M.gen_line[params.generation] == nil then
+      M.gen_line[params.generation] = at
+    end
+  end
+end
+
+-- $/progress: Neovim 0.7 keeps the messages without showing them; echo "lsp-agent: step k of N · tool".
+local function echo_progress(params)
+  local v = params.value or {}
+  local text = v.message or v.title
+  if type(text) == "string" and text ~= "" then
+    vim.api.nvim_echo({ { "lsp-agent: " .. text } }, false, {})
+  end
+end
+
+handlers["$/progress"] = function(err, params, ctx, config)
+  local default = vim.lsp.handlers["$/progress"]
+  local result = default and default(err, params, ctx, config)
+  if params and M.show_progress then
+    pcall(echo_progress, params)
+  end
+  return result
+end
+
+-- The built-in handler echoes "Workspace edit <label>" for every edit; the edit itself is enough.
+handlers["workspace/applyEdit"] = function(err, params, ctx, config)
+  if params then
+    params.label = nil
+  end
+  return vim.lsp.handlers["workspace/applyEdit"](err, params, ctx, config)
+end
+
+-- The code action "Ask the agent to fix this" (workspace/executeCommand) starts a run: follow it,
+-- with a prompt line naming the failure (the server builds the full prompt).
+handlers["workspace/executeCommand"] = function(err, result, ctx, config)
+  local params = ctx and ctx.params or {}
+  if not err and type(result) == "table" and result.sessionID and result.generation then
+    M.session_id, M.generation = result.sessionID, result.generation
+    local args = (params.arguments or {})[1] or {}
+    local file = args.uri and vim.fn.fnamemodify(vim.uri_to_fname(args.uri), ":.") or "?"
+    announce(result.generation, string.format("fix: %s failure in %s at line %s: %s", tostring(args.kind),
+      file, tostring(args.line), first_line(args.message)))
+    return result
+  end
+  local default = vim.lsp.handlers["workspace/executeCommand"]
+  if default then
+    return default(err, result, ctx, config)
+  end
+  if err then
+    notify("command failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
   end
 end
 
@@ -157,10 +312,50 @@ local function render_queue()
   vim.api.nvim_buf_set_option(M.queue_buf, "modifiable", false)
 end
 
+-- A row seen waiting that is now sent started the session's next generation.
+local function note_sent(items)
+  for _, item in ipairs(items) do
+    local before = M.row_status[item.id]
+    if item.status == "sent" and (before == "queued" or before == "paused") and not value(item.steeredInto) then
+      table.insert(M.next_prompts, item.text)
+    end
+    M.row_status[item.id] = item.status
+  end
+end
+
 handlers["agent/queueChanged"] = function(_, params, _)
   if params.sessionID == M.session_id then
+    note_sent(params.items)
     M.queue = params.items
     render_queue()
+  end
+end
+
+-- Reasons for which a correction's text is queued instead (nothing typed is lost): the generation
+-- ended or another started before the correction could land (also after it had been accepted).
+local REQUEUE = { generation_not_active = true, stale_generation = true,
+                  generation_ended_before_application = true }
+
+-- The end of one :AgentSteer correction, from the agent/steer answer or a later agent/receipt
+-- (whichever comes first; the text is handled once).
+local function settle_correction(receipt)
+  local text = M.corrections[receipt.clientID]
+  if text == nil or receipt.status == "accepted" then
+    return
+  end
+  M.corrections[receipt.clientID] = nil
+  if receipt.status ~= "rejected" then
+    return
+  end
+  local reason = value(receipt.reason)
+  local stopped = M.stopped[value(receipt.generation)]
+  if REQUEUE[reason] and (stopped == "cancelled" or stopped == "error") then
+    -- Not started by itself after an interrupt (the server pauses steered rows the same way).
+    notify(string.format("correction not applied, the run ended (%s): %s", stopped, text), vim.log.levels.WARN)
+  elseif REQUEUE[reason] then
+    M.queue_add(text)
+  else
+    notify("correction rejected: " .. tostring(reason), vim.log.levels.WARN)
   end
 end
 
@@ -169,6 +364,7 @@ handlers["agent/receipt"] = function(_, params, _)
   M.receipts[receipt.clientID] = receipt
   local reason = value(receipt.reason)
   append("~~ correction " .. receipt.status .. (reason and (" (" .. reason .. ")") or ""))
+  settle_correction(receipt)
 end
 
 -- The server asks to save the buffers the agent edited, so its checks test what is in them.
@@ -237,7 +433,7 @@ function M.queue_add(text)
   if not c or not M.session_id then
     return
   end
-  c.request("agent/queue/add", { sessionID = M.session_id, text = text }, function(err, result)
+  request(c, "agent/queue/add", { sessionID = M.session_id, text = text }, function(err, result)
     if err then
       on_reply("agent/queue/add")(err)
       return
@@ -245,7 +441,7 @@ function M.queue_add(text)
     local started = value(result.started)
     if started then
       M.generation = started.generation
-      append("== " .. text)
+      announce(started.generation, text)
     else
       append("-- queued: " .. first_line(text))
     end
@@ -263,7 +459,7 @@ function M.run(prompt)
     return
   end
   local params = { prompt = prompt, sessionID = M.session_id }
-  c.request("agent/run", params, function(err, result)
+  request(c, "agent/run", params, function(err, result)
     if err and M.session_id and err.data and err.data.kind == "busy" then
       M.queue_add(prompt) -- a generation we did not know about is running
       return
@@ -272,7 +468,7 @@ function M.run(prompt)
       return
     end
     M.session_id, M.generation = result.sessionID, result.generation
-    append("== " .. prompt)
+    announce(result.generation, prompt)
   end)
 end
 
@@ -291,7 +487,7 @@ function M.steer(text)
     M.run(text)
     return
   end
-  c.request("agent/steering", { sessionID = M.session_id }, function(err, view)
+  request(c, "agent/steering", { sessionID = M.session_id }, function(err, view)
     if err then
       on_reply("agent/steering")(err)
       return
@@ -302,20 +498,16 @@ function M.steer(text)
       return
     end
     M.generation = generation
-    local params = { sessionID = M.session_id, expectedGeneration = generation, clientID = next_client_id(),
-                     text = text }
-    c.request("agent/steer", params, function(err2, receipt)
+    local client_id = next_client_id()
+    M.corrections[client_id] = text
+    local params = { sessionID = M.session_id, expectedGeneration = generation, clientID = client_id, text = text }
+    request(c, "agent/steer", params, function(err2, receipt)
       if err2 then
+        M.corrections[client_id] = nil
         on_reply("agent/steer")(err2)
         return
       end
-      local reason = value(receipt.reason)
-      -- The generation ended (or the next one started) between the two requests: queue the text.
-      if receipt.status == "rejected" and (reason == "generation_not_active" or reason == "stale_generation") then
-        M.queue_add(text)
-      elseif receipt.status == "rejected" then
-        notify("correction rejected: " .. tostring(reason), vim.log.levels.WARN)
-      end
+      settle_correction(receipt)
     end)
   end)
 end
@@ -327,7 +519,7 @@ function M.steer_now()
   if not c or not M.session_id then
     return
   end
-  c.request("agent/steerPrefix", { sessionID = M.session_id }, function(err, result)
+  request(c, "agent/steerPrefix", { sessionID = M.session_id }, function(err, result)
     if err then
       on_reply("agent/steerPrefix")(err)
       return
@@ -339,7 +531,7 @@ function M.steer_now()
       local started = value(r.started)
       if started then
         M.generation = started.generation
-        append("== " .. r.item.text)
+        announce(started.generation, r.item.text)
       else
         append("-- steered: " .. first_line(r.item.text))
       end
@@ -361,11 +553,12 @@ function M.show_queue()
     vim.cmd("botright split")
     vim.api.nvim_win_set_buf(0, M.queue_buf)
   end
-  c.request("agent/queue/list", { sessionID = M.session_id }, function(err, result)
+  request(c, "agent/queue/list", { sessionID = M.session_id }, function(err, result)
     if err then
       on_reply("agent/queue/list")(err)
       return
     end
+    note_sent(result.items)
     M.queue = result.items
     render_queue()
   end)
@@ -374,13 +567,22 @@ end
 function M.cancel()
   local c = client()
   if c and M.session_id then
-    c.request("agent/cancel", { sessionID = M.session_id }, on_reply("agent/cancel"))
+    request(c, "agent/cancel", { sessionID = M.session_id }, on_reply("agent/cancel"))
   end
 end
 
+-- Focus the window already showing the events, else open one at the bottom; the cursor goes to
+-- the last line, so the window follows new lines.
 function M.show_events()
-  vim.cmd("botright split")
-  vim.api.nvim_win_set_buf(0, events_buffer())
+  local buf = events_buffer()
+  local win = vim.fn.bufwinid(buf)
+  if win ~= -1 then
+    vim.api.nvim_set_current_win(win)
+  else
+    vim.cmd("botright split")
+    vim.api.nvim_win_set_buf(0, buf)
+  end
+  vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(buf), 0 })
 end
 
 -- The MCP servers (agent/mcp/list, started first): one line per server, then its tools.
@@ -409,7 +611,7 @@ function M.show_mcp()
   if not c then
     return
   end
-  c.request("agent/mcp/list", { start = true }, function(err, result)
+  request(c, "agent/mcp/list", { start = true }, function(err, result)
     if err then
       on_reply("agent/mcp/list")(err)
       return
@@ -429,27 +631,98 @@ end
 -- setup ----------------------------------------------------------------------------------------
 
 local function under(root, name)
-  return name ~= "" and name:sub(1, #root + 1) == root .. "/"
+  return name ~= "" and (name == root or name:sub(1, #root + 1) == root .. "/")
+end
+
+-- The nearest directory at or above `start` that holds one of `markers` (nil: none).
+function M.find_root(start, markers)
+  local dir = vim.fn.fnamemodify(start, ":p"):gsub("/$", "")
+  while true do
+    for _, marker in ipairs(markers) do
+      if vim.loop.fs_stat(dir .. "/" .. marker) then
+        return dir == "" and "/" or dir
+      end
+    end
+    if dir == "" then
+      return nil
+    end
+    dir = dir:match("^(.*)/[^/]*$") or ""
+  end
+end
+
+-- Where the root search starts: the current file's directory, else the start directory.
+local function search_start()
+  local name = vim.api.nvim_buf_get_name(0)
+  if name ~= "" and vim.bo.buftype == "" then
+    return vim.fn.fnamemodify(name, ":p:h")
+  end
+  return vim.loop.cwd()
+end
+
+-- Neovim 0.11+ has vim.lsp.config/vim.lsp.enable: file buffers under the root attach through it.
+local function has_lsp_config()
+  return vim.fn.has("nvim-0.11") == 1 and vim.lsp.config ~= nil and vim.lsp.enable ~= nil
+end
+
+local function start_client(config, root)
+  if has_lsp_config() then
+    local enabled = vim.tbl_extend("force", config, {
+      root_dir = function(bufnr, on_dir)
+        if vim.bo[bufnr].buftype == "" and under(root, vim.api.nvim_buf_get_name(bufnr)) then
+          on_dir(root)
+        end
+      end,
+    })
+    vim.lsp.config(config.name, enabled)
+    vim.lsp.enable(config.name)
+    -- Started now too (not at the first file), so :AgentRun works in an empty Neovim; the buffers
+    -- vim.lsp.enable attaches reuse this client (same name and root).
+    return vim.lsp.start(config, { attach = false })
+  elseif vim.lsp.start then
+    return vim.lsp.start(config)
+  end
+  return vim.lsp.start_client(config)
+end
+
+-- A table sent as a JSON object: an empty Lua table would be encoded as an array.
+local function object(t)
+  if t == nil or next(t) == nil then
+    return vim.empty_dict()
+  end
+  return t
 end
 
 function M.setup(opts)
   opts = opts or {}
-  local root = vim.fn.fnamemodify(opts.root_dir or vim.loop.cwd(), ":p"):gsub("/$", "")
+  M.root_markers = opts.root_markers or M.root_markers
+  if opts.progress ~= nil then
+    M.show_progress = opts.progress
+  end
+  local root = opts.root_dir
+  if root == nil then
+    root = M.find_root(search_start(), M.root_markers)
+    if root == nil then
+      notify("no workspace: none of " .. table.concat(M.root_markers, ", ") .. " above " .. search_start()
+        .. "; not started (create .lsp-agent/ in the project, or pass root_dir to setup)", vim.log.levels.WARN)
+      return nil
+    end
+  end
+  root = vim.fn.fnamemodify(root, ":p"):gsub("/$", "")
+  if root == "" then
+    root = "/"
+  end
+  M.root = root
   local config = {
     name = "lsp-agent",
     cmd = opts.cmd or { "lsp-agent", "serve" },
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
-    init_options = opts.init_options or vim.empty_dict(),
-    settings = { lspAgent = opts.settings or vim.empty_dict() },
+    init_options = object(opts.init_options),
+    settings = { lspAgent = object(opts.settings) },
     handlers = handlers,
     flags = opts.flags or {},
   }
-  if vim.lsp.start then
-    M.client_id = vim.lsp.start(config)
-  else
-    M.client_id = vim.lsp.start_client(config)
-  end
+  M.client_id = start_client(config, root)
   if not M.client_id then
     notify("could not start " .. table.concat(config.cmd, " "), vim.log.levels.ERROR)
     return
@@ -478,7 +751,7 @@ function M.setup(opts)
   vim.api.nvim_create_user_command("AgentEvents", function() M.show_events() end, { nargs = 0 })
   vim.api.nvim_create_user_command("AgentMcp", function() M.show_mcp() end, { nargs = 0 })
   vim.api.nvim_create_user_command("AgentNew", function()
-    M.session_id, M.generation, M.queue = nil, nil, {}
+    M.session_id, M.generation, M.queue, M.next_prompts = nil, nil, {}, {}
   end, { nargs = 0 })
   return M.client_id
 end

@@ -23,7 +23,9 @@ __all__ = [
     "BUILTIN_PROVIDERS",
     "DEFAULT_CONTEXT_WINDOW",
     "KNOWN_MODELS",
+    "NO_MODEL",
     "KnownModel",
+    "NoModel",
     "ProviderEntry",
     "ResolvedModel",
     "build_provider",
@@ -37,6 +39,17 @@ WIRES: tuple[Wire, ...] = ("chat", "responses")
 #: compacts early rather than overflowing (and it never qualifies for the context pack).
 DEFAULT_CONTEXT_WINDOW = 32_768
 SCRIPTED = "scripted"
+
+
+#: Said when nothing chose a model (the default, `scripted/demo`, is only the demo's test double).
+NO_MODEL = ("no model is configured: pass --model provider/model (e.g. ollama/qwen2.5-coder, openai/gpt-4.1; "
+            "--base-url URL for another OpenAI-compatible server), or set model = \"provider/model\" in "
+            ".lsp-agent/config.toml or ~/.config/lsp-agent/config.toml (in an editor also `model` in the "
+            "initialization options or the lspAgent settings); `lsp-agent demo` runs a scripted example without one")
+
+
+class NoModel(ProviderError):
+    """No layer of the configuration names a model."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +159,12 @@ def resolve_model(settings: Settings, name: str) -> ResolvedModel:
         merged["context_window"] = DEFAULT_CONTEXT_WINDOW
     info = ModelInfo.model_validate(merged)
     config = settings.providers.get(provider)
-    if config is None and provider in BUILTIN_PROVIDERS:
-        config = BUILTIN_PROVIDERS[provider].config()
+    builtin = BUILTIN_PROVIDERS.get(provider)
+    if config is None and builtin is not None:
+        config = builtin.config()
+    elif config is not None and builtin is not None and "api_key_env" not in config.model_fields_set:
+        # A section that tweaks a built-in provider (a timeout, `discover`) keeps its key variable.
+        config = config.model_copy(update={"api_key_env": builtin.api_key_env})
     return ResolvedModel(provider, model_id, config, info, known is not None)
 
 
@@ -158,6 +175,8 @@ def build_provider(settings: Settings, name: str, *, base_url: str | None = None
         raise ProviderError(ProviderErrorKind.CONFIG,
                             f"unknown wire protocol {wire!r}: use {' or '.join(WIRES)}")
     resolved = resolve_model(settings, name)
+    if resolved.provider_name == SCRIPTED and not settings.script and "model" not in settings.model_fields_set:
+        raise NoModel(ProviderErrorKind.CONFIG, NO_MODEL)
     if resolved.provider_name == SCRIPTED:
         from lsp_agent.providers.scripted import ScriptedProvider
 

@@ -256,7 +256,10 @@ class AgentServer(LanguageServer):
         try:
             return make_provider(settings), None
         except ProviderError as exc:
-            problem = f"model {settings.model!r} cannot be used: {exc.message}"
+            from lsp_agent.providers.registry import NoModel
+
+            problem = (exc.message if isinstance(exc, NoModel)
+                       else f"model {settings.model!r} cannot be used: {exc.message}")
             return unconfigured(problem), problem
 
     def change_settings(self, section: Any) -> None:
@@ -287,9 +290,15 @@ class AgentServer(LanguageServer):
         self._untold += self.reporter.fresh(problems)
         if not self._initialized or not self._untold:
             return
+        from lsp_agent.providers.registry import NO_MODEL
+
         lines, self._untold = self._untold, []
-        text = "lsp-agent: settings problems (defaults used instead): " + "; ".join(lines)
-        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
+        texts = [f"lsp-agent: {NO_MODEL}"] if NO_MODEL in lines else []  # not a setting that fell back
+        lines = [line for line in lines if line != NO_MODEL]
+        if lines:
+            texts.insert(0, "lsp-agent: settings problems (defaults used instead): " + "; ".join(lines))
+        for text in texts:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
 
     # --- the core, for the handlers -------------------------------------------------------------
 

@@ -1,58 +1,53 @@
 """Real Neovim (headless) with the documented Lua module: :AgentSteer while running and while idle,
-:AgentRun while busy queues, :AgentQueue lists with status, :AgentSteerNow steers the queue prefix."""
+:AgentRun while busy queues, :AgentQueue lists with status, :AgentSteerNow steers the queue prefix.
+
+Deterministic: the two steps that must still be running when Neovim steers or queues are a command
+that waits for a gate file, which the driver creates only once the correction (step 1) or both
+queued rows (step 3) have been taken by the server (a timed model delay raced a loaded machine), and
+the wait for "two queued rows" counts rows whose status is `queued`: agent.queue also holds the
+history, so a bare `#agent.queue == 2` was true with one row waiting and one sent."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import write_script
-from tests.e2e.test_lsp_steering import WINDOW_MS
+from tests.e2e.nvim_harness import NVIMS, run_nvim
 from tests.helpers import call, reply
 
-REPO = Path(__file__).resolve().parents[2]
-LUA = REPO / "editors" / "nvim" / "lsp_agent.lua"
-
-DRIVER = r"""
-local env = vim.env
-local result = {}
-local ok, err = pcall(function()
-  local agent = dofile(env.LSP_AGENT_LUA)
-  agent.setup({ cmd = { env.PYTHON, "-m", "lsp_agent", "serve" }, root_dir = env.ROOT,
-                init_options = { model = "scripted/test", script = env.SCRIPT } })
-  local function wait(what, predicate)
-    assert(vim.wait(30000, predicate, 20), "timed out waiting for " .. what)
-  end
+BODY = r"""
+  local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT } })
   local function finished(generation)
     return agent.last_finish ~= nil and agent.last_finish.generation == generation
   end
-  local function applied()
+  local function receipts(status)
     local n = 0
     for _, r in pairs(agent.receipts) do
-      if r.status == "applied" then n = n + 1 end
+      if status == nil or r.status == status then n = n + 1 end
     end
     return n
   end
   local function queue_buffer()
     return vim.api.nvim_buf_get_lines(agent.queue_buf, 0, -1, false)
   end
-  wait("initialize", function()
-    local c = vim.lsp.get_client_by_id(agent.client_id)
-    return c ~= nil and c.initialized
-  end)
+  local function events()
+    return vim.api.nvim_buf_get_lines(agent.events_buf, 0, -1, false)
+  end
+  local function open_gate(name)
+    local f = assert(io.open(env.ROOT .. "/" .. name, "w"))
+    f:close()
+  end
 
-  -- 1. Steer a running generation: the correction is applied (agent/receipt).
+  -- 1. Steer a running generation (held by its command until the server took the correction).
   vim.cmd("AgentRun first")
   wait("the first generation", function() return agent.generation ~= nil end)
   local gen1 = agent.generation
   vim.cmd("AgentSteer also check b")
-  wait("the correction to apply", function() return applied() == 1 end)
+  wait("the correction's receipt", function() return receipts() == 1 end)
+  open_gate("gate1")
+  wait("the correction to apply", function() return receipts("applied") == 1 end)
   wait("the first generation to finish", function() return finished(gen1) end)
 
   -- 2. Steer while idle: the text is queued, and an idle session starts it at once.
@@ -67,14 +62,27 @@ local ok, err = pcall(function()
   local gen3 = agent.generation
   vim.cmd("AgentRun fourth")
   vim.cmd("AgentRun fifth")
-  wait("two queued rows", function() return #agent.queue == 2 end)
+  local function waiting()
+    local n = 0
+    for _, item in ipairs(agent.queue) do
+      if item.status == "queued" then n = n + 1 end
+    end
+    return n
+  end
+  -- agent.queue also holds the history (the sent idle follow-up): count the waiting rows only.
+  wait("two queued rows", function() return waiting() == 2 end)
   vim.cmd("AgentQueue")
   wait("the queue buffer", function() return #queue_buffer() >= 4 end)
   result.queued = queue_buffer()
 
   -- 4. :AgentSteerNow steers both waiting rows into the running generation, in order.
   vim.cmd("AgentSteerNow")
-  wait("both rows to apply", function() return applied() == 3 end)
+  wait("both rows steered", function()
+    local shown = table.concat(events(), "\n")
+    return shown:find("-- steered: fourth", 1, true) ~= nil and shown:find("-- steered: fifth", 1, true) ~= nil
+  end)
+  open_gate("gate3")
+  wait("both rows to apply", function() return receipts("applied") == 3 end)
   wait("the third generation to finish", function() return finished(gen3) end)
   result.finish = agent.last_finish
   wait("the queue buffer to show the steered rows", function()
@@ -83,47 +91,43 @@ local ok, err = pcall(function()
   result.history = queue_buffer()
 
   local c = vim.lsp.get_client_by_id(agent.client_id)
-  local answer = c.request_sync("agent/session", { sessionID = agent.session_id }, 10000)
+  local params = { sessionID = agent.session_id }
+  local answer
+  if vim.fn.has("nvim-0.11") == 1 then
+    answer = c:request_sync("agent/session", params, 10000)
+  else
+    answer = c.request_sync("agent/session", params, 10000)
+  end
   result.messages = {}
   for _, m in ipairs(answer.result.messages) do
     if m.role == "user" then
       table.insert(result.messages, m.parts[1].text)
     end
   end
-  result.events = vim.api.nvim_buf_get_lines(agent.events_buf, 0, -1, false)
+  result.events = events()
   result.generations = { gen1, gen2, gen3 }
-end)
-result.error = (not ok) and tostring(err) or nil
-local f = assert(io.open(env.RESULT, "w"))
-f:write(vim.json.encode(result))
-f:close()
-vim.cmd("qa!")
 """
 
 
-@pytest.mark.skipif(shutil.which("nvim") is None, reason="Neovim (`nvim`) is not installed; .ci/run installs it")
-def test_neovim_steers_queues_lists_and_steers_the_queue_prefix(tmp_path: Path, isolated_state: Path) -> None:
+def wait_for(gate: str) -> str:
+    """A command that runs until the file `gate` exists in the workspace."""
+    return f"python3 -c \"import os, time; [time.sleep(0.02) for _ in iter(lambda: os.path.exists('{gate}'), True)]\""
+
+
+@pytest.mark.parametrize("nvim", NVIMS)
+def test_neovim_steers_queues_lists_and_steers_the_queue_prefix(nvim: str, tmp_path: Path,
+                                                                isolated_state: Path) -> None:
     root = tmp_path / "ws"
     root.mkdir()
-    (root / "a.txt").write_text("a\n", encoding="utf-8")
     # Replies are picked by the number of assistant messages so far in the session.
     script = write_script(tmp_path / "script.json", [
-        reply(call("read_file", path="a.txt"), delay_ms=WINDOW_MS),  # generation 1, step 1: steered
+        reply(call("run_command", command=wait_for("gate1"))),  # generation 1, step 1: steered
         reply(text="checked a and b"),  # generation 1, step 2
         reply(text="idle follow-up done"),  # generation 2
-        reply(text="working", delay_ms=WINDOW_MS),  # generation 3, step 1: queue, steer the prefix
+        reply(call("run_command", command=wait_for("gate3"))),  # generation 3, step 1: queue, steer the prefix
         reply(text="done with four and five"),  # generation 3, step 2
     ])
-    driver = tmp_path / "driver.lua"
-    driver.write_text(DRIVER, encoding="utf-8")
-    result_file = tmp_path / "result.json"
-    env = {**os.environ, "LSP_AGENT_LUA": str(LUA), "ROOT": str(root), "SCRIPT": str(script),
-           "PYTHON": sys.executable, "RESULT": str(result_file)}
-    proc = subprocess.run(["nvim", "--headless", "--clean", "-n", "-i", "NONE", "-c", f"luafile {driver}"],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-    assert result_file.exists(), f"nvim wrote no result (exit {proc.returncode}): {proc.stderr[-2000:]}"
-    result = json.loads(result_file.read_text(encoding="utf-8"))
-    assert result.get("error") is None, result["error"]
+    result = run_nvim(nvim, tmp_path, BODY, root=root, env={"SCRIPT": str(script)})
 
     assert result["messages"] == ["first", "also check b", "idle follow-up", "third", "fourth", "fifth"]
     assert (result["finish"]["stopReason"], result["finish"]["steps"]) == ("final", 2)
@@ -143,3 +147,6 @@ def test_neovim_steers_queues_lists_and_steers_the_queue_prefix(tmp_path: Path, 
     assert "-- steered: fourth" in events and "-- steered: fifth" in events
     assert events.count("~~ correction applied") == 3
     assert "== idle follow-up" in events
+    # Each prompt line comes right before its generation's first step.
+    for prompt in ("== first", "== idle follow-up", "== third"):
+        assert events[events.index(prompt) + 1].startswith("-- step 1/"), events

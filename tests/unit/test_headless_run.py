@@ -164,7 +164,7 @@ def test_a_closed_stdout_in_transcript_mode_ends_the_same_way(tmp_path: Path) ->
     command = shlex.join([*RUN, "task", "--workspace", str(ws), "--model", "scripted/t", "--script", str(script)])
     proc = subprocess.run(["bash", "-c", f"set -o pipefail; {command} | head -1"], capture_output=True, text=True,
                           timeout=60)
-    assert proc.returncode == 1 and proc.stdout.startswith("── step 1/"), proc.stderr
+    assert proc.returncode == 1 and proc.stdout.startswith("lsp-agent: scripted/t "), proc.stderr  # the header
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     store = Store(workspace_dir(ws) / "store.db")
     try:
