@@ -36,7 +36,7 @@ sys.exit(0 if value == "4" else 1)
 """
 # No baseUrl here: --base-url fills it (provider settings compose with the flag).
 # The compact profile is what a small local model needs (docs/providers.md); idleTimeoutS: a CPU
-# server sends nothing, not even headers, until it has processed the prompt.
+# server streams nothing until it has processed the prompt.
 CONFIG = ('toolProfile = "minimal"\ninstructionProfile = "compact"\n'
           f'[[tools.verify]]\nkind = "test"\nargv = [{json.dumps(sys.executable)}, "check.py"]\n'
           '[providers.openai-compatible]\ntoolCallFormat = "auto"\nmaxRetries = 1\n'
