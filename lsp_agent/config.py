@@ -150,6 +150,11 @@ class Settings(_Section):
     compaction: Compaction = Field(default_factory=Compaction)
     mcp: McpSettings = Field(default_factory=McpSettings, description="MCP servers whose tools the agent gets.")
     script: str | None = Field(None, description="Reply script for the scripted provider (JSON file).")
+    instruction_profile: Literal["default", "compact"] = Field(
+        "default", alias="instructionProfile",
+        description="default: the full instructions and tool descriptions; compact: four lines of instructions "
+                    "and each tool's first sentence without parameter descriptions (about 40% of the tokens), "
+                    "for small local models and servers that process prompts slowly.")
     tool_profile: Literal["default", "minimal"] = Field(
         "default", alias="toolProfile",
         description="Which tools the model gets: all defaults, or a minimal read/patch/verify set.")

@@ -3,6 +3,11 @@ generations (no dates, IDs or paths that change), so providers can cache the pre
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+from lsp_agent.core.ports import ToolSpec
+
 BASE_INSTRUCTIONS = """\
 You are lsp-agent, a coding agent working inside the user's repository through tools.
 
@@ -20,3 +25,56 @@ How to work:
 - When the task is done (or you cannot continue), reply without tool calls: say what you changed, how it
   was verified, and anything left open.
 """
+
+#: `instructionProfile = "compact"`: the same rules in a few lines, for small local models (a 135M-1B
+#: model loses the thread in 2k tokens of instructions and schemas, and a CPU server spends a minute
+#: processing them before the first token).
+COMPACT_INSTRUCTIONS = """\
+You are lsp-agent, a coding agent in the user's repository. Work through the tools, one call at a time.
+Read a file (read_file) before you change it (apply_patch). Check your work with verify_project: only its
+result counts. Tool results start with OK: or ERROR:; after an ERROR, do what it says.
+When done, reply without tool calls: what you changed and how it was verified.
+"""
+
+_SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)", re.DOTALL)
+#: a compact description is cut here even without a sentence end
+COMPACT_DESCRIPTION_CHARS = 240
+
+
+def instructions_for(profile: str) -> str:
+    return COMPACT_INSTRUCTIONS if profile == "compact" else BASE_INSTRUCTIONS
+
+
+def _first_sentence(text: str) -> str:
+    paragraph = text.strip().split("\n\n", 1)[0].strip()
+    match = _SENTENCE.match(paragraph)
+    first = match.group(1) if match else paragraph
+    return first if len(first) <= COMPACT_DESCRIPTION_CHARS else first[:COMPACT_DESCRIPTION_CHARS - 1] + "…"
+
+
+def _without_descriptions(schema: Any) -> Any:
+    """A JSON Schema without its `description` annotations (types, enums, required stay: the controller
+    checks the same schema either way). Property *names* are kept, even one called "description"."""
+    if isinstance(schema, list):
+        return [_without_descriptions(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "description" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
+            out[key] = {name: _without_descriptions(sub) for name, sub in value.items()}
+        else:
+            out[key] = _without_descriptions(value)
+    return out
+
+
+def compact_spec(spec: ToolSpec) -> ToolSpec:
+    """The tool as a small model sees it: the first sentence of its description, no parameter prose."""
+    return ToolSpec(name=spec.name, description=_first_sentence(spec.description),
+                    parameters=_without_descriptions(spec.parameters))
+
+
+def specs_for(profile: str, specs: list[ToolSpec]) -> list[ToolSpec]:
+    return [compact_spec(s) for s in specs] if profile == "compact" else specs

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from lsp_agent.context.handoff import prepare_handoff, same_failure_streak
-from lsp_agent.context.instructions import BASE_INSTRUCTIONS
+from lsp_agent.context.instructions import instructions_for, specs_for
 from lsp_agent.context.manager import ContextManager, ContextOverflow
 from lsp_agent.context.reminders import reminders
 from lsp_agent.context.stale import stale_note
@@ -100,9 +100,10 @@ def resolve_for(env: Environment, history: list[Message]) -> CapabilityResolutio
 def make_request(env: Environment, resolution: CapabilityResolution, messages: list[Message],
                  tail: list[str] | None = None, tools: ToolRegistry | None = None) -> ModelRequest:
     """Static content first (instructions, tools), then the model-visible history, then the tail."""
-    instructions = BASE_INSTRUCTIONS + (f"\n{CONTEXT_PACK}" if resolution.context_pack else "")
+    profile = env.settings.instruction_profile
+    instructions = instructions_for(profile) + (f"\n{CONTEXT_PACK}" if resolution.context_pack else "")
     tools = tools or env.registry
-    return ModelRequest(model=env.settings.model, instructions=instructions, tools=tools.specs(),
+    return ModelRequest(model=env.settings.model, instructions=instructions, tools=specs_for(profile, tools.specs()),
                         messages=messages, tail=tail or [], reasoning_effort=resolution.reasoning_effort)
 
 
@@ -309,7 +310,9 @@ class Generation:
         record: dict[str, Any] = {
             "generation": self.id, "step": self.steps, "model": self.env.model.name,
             "capabilityResolution": resolution.wire(),
-            "hashes": request_hashes(body, request.instructions, self.tools.digest),
+            # compact tool specs differ from the registry's: their digest is read from the body
+            "hashes": request_hashes(body, request.instructions,
+                                     self.tools.digest if self.env.settings.instruction_profile == "default" else None),
             "bytes": len(body), "prefixShare": round(share, 6), "messages": len(request.messages),
             "tokens": tokens,
         }

@@ -20,6 +20,10 @@ import pytest
 
 TEMPLATE = "Qwen-Qwen2.5-7B-Instruct.jinja"
 CONTEXT = 4096
+#: llama-server threads. One by default: on a shared or busy machine two threads that wait on each
+#: other at every layer were 10x slower (a 745-token request took 114 s with -t 2, 10 s with -t 1,
+#: at load 12 on 2 cores); on an idle machine one thread costs little for a 135M model.
+THREADS = int(os.environ.get("LSP_AGENT_LLAMA_THREADS") or 1)
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,8 @@ class LlamaServer:
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = log_dir / f"llama-server-{self.port}.log"
         argv = [str(artifacts.server), "-m", str(artifacts.model), "--host", "127.0.0.1", "--port", str(self.port),
-                "-c", str(context), "-np", "1", "-t", "2", "--jinja", "--chat-template-file", str(artifacts.template),
+                "-c", str(context), "-np", "1", "-t", str(THREADS), "--jinja",
+                "--chat-template-file", str(artifacts.template),
                 "--temp", "0", "--seed", "1", "--no-webui", "--no-warmup"]
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -112,3 +117,7 @@ def own_llama(artifacts: Artifacts, tmp_path: Path) -> Iterator[LlamaServer]:
     server = LlamaServer(artifacts, tmp_path)
     yield server
     server.stop()
+
+
+# The e2e editor model (pytest-lsp client, real `lsp-agent serve` over stdio) for test_llama_lsp.
+from tests.e2e.conftest import start_editor, workspace  # noqa: E402, F401
