@@ -62,6 +62,10 @@ class Store(QueueTables):
     def close(self) -> None:
         self.db.close()
 
+    def release_memory(self) -> None:
+        """The connection's page cache (up to 2 MB) is rebuilt from the file on demand."""
+        self.db.execute("PRAGMA shrink_memory")
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE … COMMIT: a guarded multi-statement write."""
