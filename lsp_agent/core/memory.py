@@ -16,9 +16,10 @@ import ctypes
 import ctypes.util
 import logging
 import sys
+import traceback
 from collections.abc import Callable
 
-__all__ = ["available", "release_now", "release_soon", "released"]
+__all__ = ["available", "drop_frames", "release_now", "release_soon", "released"]
 
 log = logging.getLogger(__name__)
 
@@ -81,3 +82,24 @@ async def released() -> None:
     """Wait until no release is pending (tests measure RSS after it)."""
     while _pending is not None and not _pending.done():
         await asyncio.shield(_pending)
+
+
+def drop_frames(exc: BaseException) -> None:
+    """Clear the locals of the finished frames in `exc`'s traceback, its causes and its sub-errors.
+
+    A caught exception often sits in a reference cycle (a frame that collected errors into a list,
+    as cattrs does; a future whose `result()` re-raised it), so the frames' locals — the request that
+    failed, possibly tens of megabytes — would live until a GC pass. Call it once the error's text is
+    taken; frames still running are left alone."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        error = pending.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        traceback.clear_frames(error.__traceback__)
+        pending.extend(e for e in (error.__cause__, error.__context__) if e is not None)
+        nested = getattr(error, "exceptions", None)  # ExceptionGroup, cattrs' ClassValidationError
+        if isinstance(nested, list | tuple):
+            pending.extend(e for e in nested if isinstance(e, BaseException))

@@ -168,3 +168,57 @@ def test_freed_heap_pages_go_back_to_the_os() -> None:
     print(f"\nRSS: {full:.1f} MB with the burst, {freed:.1f} MB freed, {trimmed:.1f} MB after release_now")
     assert freed - trimmed >= 25, (full, freed, trimmed)
     assert keep
+
+
+# --- large rejected messages (the real server over stdio) -----------------------------------------
+
+
+def server_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        line = next(x for x in status if x.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def settled_growth(pid: int, before: float, within_s: float = 3.0) -> float:
+    """RSS growth once the server's page release (a worker thread, right after the frame) is done:
+    polled for a few seconds — an idle server runs no GC pass of its own meanwhile."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while (grown := server_rss_mb(pid) - before) > FLAT_MB and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return grown
+
+
+def test_large_rejected_messages_are_freed_at_once(tmp_path: Path) -> None:
+    """40 MB requests the server refuses — a body that is not JSON, an LSP method whose params do not
+    fit, an agent/run whose prompt is over its limit — leave the server's RSS where it was: none of
+    them waits in a reference cycle for a GC pass (the issue saw 526 MB after eight)."""
+    import json
+
+    from tests.reliability.framing_client import RawServer, frame, message
+
+    big = "x" * (40 * 2**20)
+    server = RawServer(tmp_path)
+    try:
+        server.initialize()
+        server.request("agent/status", {})
+        before = server_rss_mb(server.proc.pid)
+        bodies = {
+            "not JSON": lambda: b"{" + big.encode(),
+            "params that do not fit": lambda: message(id=server.new_id(), method="textDocument/hover",
+                                                      params={"textDocument": big}),
+            "prompt over the limit": lambda: message(id=server.new_id(), method="agent/run", params={"prompt": big}),
+            "a batch": lambda: json.dumps([{"jsonrpc": "2.0", "id": 1, "method": "agent/run", "params": big}]).encode(),
+        }
+        seen = []
+        for name, body in bodies.items():
+            for _ in range(2):
+                server.send(frame(body()))
+                answer = server.request("agent/status", {}, timeout=120)  # the server read it and answers
+                assert "result" in answer
+                seen.append((name, round(settled_growth(server.proc.pid, before), 1)))
+        print(f"\nserver RSS {before:.1f} MB; growth after each large rejected frame: {seen}")
+        assert all(grown <= FLAT_MB for _, grown in seen), seen
+    finally:
+        server.close()
