@@ -22,8 +22,6 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, Protocol, TypedDict
 
-from lsp_agent.providers.http_client import httpx, new_client
-
 from lsp_agent.config import ProviderConfig
 from lsp_agent.core.history import Message, ToolResultPart
 from lsp_agent.core.ports import (
@@ -36,6 +34,7 @@ from lsp_agent.core.ports import (
     ReplyDone,
     TextDelta,
 )
+from lsp_agent.providers.http_client import httpx, new_client
 from lsp_agent.providers.sse import SSEDecoder, SSEEvent
 from lsp_agent.providers.text_calls import TextCallParser
 

@@ -44,7 +44,6 @@ async def test_a_plain_http_client_talks_to_a_real_server() -> None:
 
     server = await asyncio.start_server(answer, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    async with server:
-        async with new_client(f"http://127.0.0.1:{port}/v1") as client:
-            response = await client.get(f"http://127.0.0.1:{port}/v1/models")
+    async with server, new_client(f"http://127.0.0.1:{port}/v1") as client:
+        response = await client.get(f"http://127.0.0.1:{port}/v1/models")
     assert response.status_code == 200 and response.json() == {}
