@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 _CHUNK = 64 * 1024
 #: A frame at least this large is followed by a GC pass (milliseconds; such frames are rare).
 LARGE_FRAME = 4 * 1024 * 1024
+LARGE_FRAME_GC_AFTER_S = (0.5, 3.0)
 _CAMEL = re.compile(r"_([a-z])")
 
 
@@ -58,8 +59,10 @@ class Pump:
             if isinstance(event, Frame) and len(event.body) >= LARGE_FRAME:
                 # Refusing a large message (pygls keeps a handler's error in a future that its
                 # traceback's frames hold: a cycle reaching the params) would keep it alive until
-                # a GC pass; one pass right after it is handled frees it, and the pages go back.
-                asyncio.get_running_loop().call_soon(_collect)
+                # a GC pass; passes shortly after it (an async handler refuses it on its first
+                # step, later on a loaded machine) free it, and the pages go back.
+                for delay in LARGE_FRAME_GC_AFTER_S:
+                    asyncio.get_running_loop().call_later(delay, _collect)
             if isinstance(event, BadFrame):
                 log.warning("bad frame: %s", event.reason)
                 self.reply(envelope.Reject(None, envelope.PARSE_ERROR, f"Parse error: {event.reason}"))
