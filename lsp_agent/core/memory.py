@@ -63,9 +63,10 @@ def release_soon() -> None:
     except RuntimeError:
         release_now()
         return
-    if _pending is not None and not _pending.done():
+    if _pending is not None and not _pending.done() and _pending.get_loop() is loop:
         _again = True
         return
+    # (a future of an earlier event loop may never complete: that loop may be closed)
     _again = False
     _pending = loop.run_in_executor(None, release_now)
     _pending.add_done_callback(_finished)
@@ -80,7 +81,8 @@ def _finished(done: asyncio.Future[None]) -> None:
 
 async def released() -> None:
     """Wait until no release is pending (tests measure RSS after it)."""
-    while _pending is not None and not _pending.done():
+    loop = asyncio.get_running_loop()
+    while _pending is not None and not _pending.done() and _pending.get_loop() is loop:
         await asyncio.shield(_pending)
 
 
