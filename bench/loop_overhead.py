@@ -10,7 +10,7 @@ it. Measured, per wire protocol and N:
 - per-step overhead: time from the server finishing a reply to receiving the next
   request, as seen by the server — parsing the stream, checking and running the
   call, storing the step, building and sending the next request (median, p95);
-- peak RSS of the agent process (ru_maxrss from os.wait4 on that child);
+- peak RSS of the agent process (its `VmHWM` from /proc, polled; see `peak_rss_kib`);
 - first and last request size in bytes;
 - prefix-stable: the share of requests that are exact extensions of the previous
   one (every field but the message/item list byte-identical, the list starting

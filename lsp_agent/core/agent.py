@@ -13,6 +13,7 @@ from typing import Any, Literal
 from lsp_agent.context.compaction import touched_files
 from lsp_agent.context.handoff import CONTINUE_PROMPT, prepare_handoff
 from lsp_agent.context.manager import CompactionOutcome, ContextManager
+from lsp_agent.core import memory
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid, not_found
 from lsp_agent.core.events import QueueChangedEvent, ReceiptEvent, RunFinish, StopReason, VerificationStatus
 from lsp_agent.core.history import Message
@@ -124,6 +125,9 @@ class Agent:
                 if sid != keep and s.active is None and not s.context.compacting and not s.pending_notes]
         for sid in idle[:excess]:
             del self.sessions[sid]
+        if idle[:excess]:
+            self.env.store.release_memory()
+            memory.release_soon()  # the dropped histories' pages go back to the OS
 
     # --- reading sessions (live or stored) -------------------------------------------------------
 
@@ -197,6 +201,7 @@ class Agent:
         finally:
             self.tasks.pop(generation.id, None)
             self._after_generation(session, generation.stop_reason)
+            memory.release_soon()  # the run's request bodies and stream buffers are garbage now
             if generation.handoff_to is not None:
                 self._continue_handoff(generation.handoff_to, session)
 

@@ -142,10 +142,13 @@ class Generation:
         self.cancel_event = asyncio.Event()
         limits = self.env.settings.limits
         self.guard = LoopGuard(limits.loop_warn_repeats, limits.loop_stop_repeats)
+        # The sink's own emit, not self.emit: a bound method of this generation held by its parts
+        # is a reference cycle, and a cycle kept the session's whole history alive until a GC pass.
+        emit = self.env.sink.emit
         desk = ApprovalDesk(self.env.settings.approval_policy, self.env.approver,
                             self.env.settings.approval_timeout_s, self.env.store, session.id, self.id,
-                            self.cancel_event, self.emit, session.approvals)
-        self.calls = CallRunner(session.gate, self.cancel_event, self.emit, self._base(),
+                            self.cancel_event, emit, session.approvals)
+        self.calls = CallRunner(session.gate, self.cancel_event, emit, self._base(),
                                 self.env.settings.limits.result_chars, desk)
         self._stream_task: asyncio.Future[AssistantReply] | None = None
         self._assistant_message_id = ""

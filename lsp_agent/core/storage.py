@@ -113,6 +113,10 @@ class SessionStore(Protocol):
 
     def close(self) -> None: ...
 
+    def release_memory(self) -> None:
+        """Free caches that reload on demand (called when sessions are dropped from memory)."""
+        ...
+
 
 class QueueStore(Protocol):
     def queue_get(self, item_id: str) -> QueueItem | None: ...

@@ -14,9 +14,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from lsp_agent.config import ProviderConfig
+from lsp_agent.providers.http_client import httpx, new_client
 
 __all__ = ["ServerFacts", "discover", "facts_from_models", "ollama_context"]
 
@@ -91,7 +90,7 @@ async def discover(config: ProviderConfig, model: str, *, timeout_s: float = _TI
         headers["Authorization"] = f"Bearer {key}"
     base, root = config.base_url.rstrip("/"), _root(config.base_url)
     try:
-        async with httpx.AsyncClient(timeout=timeout_s) as client:
+        async with new_client(config.base_url, timeout=timeout_s) as client:
             return await asyncio.wait_for(_probe(client, base, root, model, headers), timeout_s * 2)
     except (TimeoutError, httpx.HTTPError):
         return ServerFacts()

@@ -22,8 +22,6 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, Protocol, TypedDict
 
-import httpx
-
 from lsp_agent.config import ProviderConfig
 from lsp_agent.core.history import Message, ToolResultPart
 from lsp_agent.core.ports import (
@@ -36,6 +34,7 @@ from lsp_agent.core.ports import (
     ReplyDone,
     TextDelta,
 )
+from lsp_agent.providers.http_client import httpx, new_client
 from lsp_agent.providers.sse import SSEDecoder, SSEEvent
 from lsp_agent.providers.text_calls import TextCallParser
 
@@ -538,7 +537,7 @@ class HttpStreamingProvider(ABC):
         loop = asyncio.get_running_loop()
         if self._owns_client and (self._client is None or self._client_loop is not loop):
             # Pooled connections belong to the loop that made them; a new loop needs a new pool.
-            self._client = httpx.AsyncClient()
+            self._client = new_client(self.config.base_url)
             self._client_loop = loop
         assert self._client is not None
         return self._client

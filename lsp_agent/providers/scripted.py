@@ -88,6 +88,7 @@ class ScriptedProvider:
         #: every request as the loop handed it over, when `record_requests` (tests and benchmarks)
         self.requests: list[ModelRequest] = []
         self._record = record_requests
+        self._cache: dict[str, tuple[Message, str, int]] = {}
 
     @classmethod
     def from_file(cls, path: Path) -> ScriptedProvider:
@@ -118,7 +119,28 @@ class ScriptedProvider:
         return ScriptedReply(text=EXHAUSTED)
 
     def encode_request(self, request: ModelRequest) -> bytes:
-        return request.model_dump_json(exclude={"model"}).encode()
+        """`request.model_dump_json(exclude={"model"})`, byte for byte, with each message's JSON
+        cached (history is append-only): re-dumping a 1,000-step history every step cost O(history)
+        time and a burst of garbage per step."""
+        head = request.model_dump_json(include={"instructions", "tools"})
+        tail = request.model_dump_json(exclude={"model", "instructions", "tools", "messages"})  # fields after them
+        messages = ",".join(self._message(m)[0] for m in request.messages)
+        self._cache = {m.id: self._cache[m.id] for m in request.messages}  # drops what was compacted away
+        return f'{head[:-1]},"messages":[{messages}],{tail[1:]}'.encode()
+
+    def _message(self, message: Message) -> tuple[str, int]:
+        """(the message's JSON, the summed JSON length of its parts), cached by id while it is the same object."""
+        entry = self._cache.get(message.id)
+        if entry is None or entry[0] is not message:
+            entry = (message, message.model_dump_json(), sum(len(p.model_dump_json()) for p in message.parts))
+            self._cache[message.id] = entry
+        return entry[1], entry[2]
+
+    def _estimate_usage(self, request: ModelRequest, reply: ScriptedReply) -> Usage:
+        sent = len(request.instructions) + sum(len(t.description) + len(json.dumps(t.parameters))
+                                               for t in request.tools)
+        sent += sum(self._message(m)[1] for m in request.messages)
+        return _usage(sent, reply)
 
     async def stream(self, request: ModelRequest, body: bytes | None = None) -> AsyncIterator[ProviderEvent]:
         if self._record:
@@ -147,7 +169,7 @@ class ScriptedProvider:
                          else json.dumps(c.arguments or {}, separators=(",", ":")))
             for n, c in enumerate(reply.tool_calls)
         ]
-        usage = reply.usage or _estimate_usage(request, reply)
+        usage = reply.usage or self._estimate_usage(request, reply)
         reasoning = [ReasoningPart(id=ids.part_id(), text=reply.reasoning)] if reply.reasoning else []
         yield ReplyDone(reply=AssistantReply(text=reply.text, reasoning=reasoning, tool_calls=calls, usage=usage))
 
@@ -167,10 +189,6 @@ def unanswered_call(messages: list[Message]) -> str | None:
     return None
 
 
-def _estimate_usage(request: ModelRequest, reply: ScriptedReply) -> Usage:
-    sent = len(request.instructions) + sum(len(t.description) + len(json.dumps(t.parameters))
-                                           for t in request.tools)
-    for message in request.messages:
-        sent += sum(len(p.model_dump_json()) for p in message.parts)
+def _usage(sent: int, reply: ScriptedReply) -> Usage:
     produced = len(reply.text) + sum(len(c.arguments_raw or json.dumps(c.arguments or {})) for c in reply.tool_calls)
     return Usage(input=sent // 4, output=max(1, produced // 4), reasoning=len(reply.reasoning) // 4)

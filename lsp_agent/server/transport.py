@@ -10,6 +10,7 @@ else (dispatch, responses, the writer) stays pygls'.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import re
@@ -22,13 +23,17 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.io_ import StdoutWriter
 from pygls.protocol import JsonRPCProtocol
 
+from lsp_agent.core import memory
 from lsp_agent.server import envelope
 from lsp_agent.server.boot import Start, TransportLimits
-from lsp_agent.server.framing import BadFrame, FrameDecoder
+from lsp_agent.server.framing import BadFrame, Frame, FrameDecoder
 
 log = logging.getLogger(__name__)
 
 _CHUNK = 64 * 1024
+#: A frame at least this large is followed by a GC pass (milliseconds; such frames are rare).
+LARGE_FRAME = 4 * 1024 * 1024
+LARGE_FRAME_GC_AFTER_S = (0.5, 3.0)
 _CAMEL = re.compile(r"_([a-z])")
 
 
@@ -54,6 +59,13 @@ class Pump:
     async def receive(self, data: bytes) -> None:
         self.decoder.push(data)
         while (event := self.decoder.next()) is not None:
+            if isinstance(event, Frame) and len(event.body) >= LARGE_FRAME:
+                # Refusing a large message (pygls keeps a handler's error in a future that its
+                # traceback's frames hold: a cycle reaching the params) would keep it alive until
+                # a GC pass; passes shortly after it (an async handler refuses it on its first
+                # step, later on a loaded machine) free it, and the pages go back.
+                for delay in LARGE_FRAME_GC_AFTER_S:
+                    asyncio.get_running_loop().call_later(delay, _collect)
             if isinstance(event, BadFrame):
                 log.warning("bad frame: %s", event.reason)
                 self.reply(envelope.Reject(None, envelope.PARSE_ERROR, f"Parse error: {event.reason}"))
@@ -106,14 +118,16 @@ class Pump:
         except JsonRpcInvalidParams as exc:
             # A standard LSP method whose params lsprotocol cannot structure.
             detail = "; ".join(_problems(exc.__cause__))
+            memory.drop_frames(exc)  # cattrs' errors sit in cycles with the frames holding `raw`
             if request_id is not None:
                 self.reply(envelope.Reject(request_id, envelope.INVALID_PARAMS,
                                            f"Invalid params for {method}: {detail}"))
             else:
                 log.warning("notification %s with invalid params dropped: %s", method, detail)
             return
-        except Exception:
+        except Exception as exc:
             log.exception("cannot read message %s", method)
+            memory.drop_frames(exc)
             if request_id is not None:
                 self.reply(envelope.Reject(request_id, envelope.INVALID_REQUEST, f"Invalid Request: {method}"))
             return
@@ -123,6 +137,11 @@ class Pump:
                                        "Invalid Request: the server is shutting down"))
             return
         self.protocol.handle_message(message)
+
+
+def _collect() -> None:
+    gc.collect()
+    memory.release_soon()
 
 
 def _problems(cause: BaseException | None) -> list[str]:

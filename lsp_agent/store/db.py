@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import ConfigDict, TypeAdapter
 
 from lsp_agent.core.history import Message, Part, Role
 from lsp_agent.core.queue_model import QueueItem
@@ -24,7 +24,10 @@ from lsp_agent.core.storage import Store as StorePort
 from lsp_agent.store.migrations import migrate
 from lsp_agent.store.queue import QueueTables, claim_for_send, requeue_steered, stamp_applied
 
-_PART = TypeAdapter[Part](Part)
+# Only keys go through pydantic-core's JSON string cache: with values cached too (the default), it
+# kept up to 16,384 part and call IDs from earlier loads alive, scattered over the allocator's arenas,
+# so a long-lived server could not give back the memory of a large history after dropping it.
+_PART = TypeAdapter[Part](Part, config=ConfigDict(cache_strings="keys"))
 
 
 def now_ms() -> int:
@@ -58,6 +61,10 @@ class Store(QueueTables):
 
     def close(self) -> None:
         self.db.close()
+
+    def release_memory(self) -> None:
+        """The connection's page cache (up to 2 MB) is rebuilt from the file on demand."""
+        self.db.execute("PRAGMA shrink_memory")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -173,10 +180,14 @@ class Store(QueueTables):
         if not rows:
             return []
         parts: dict[str, list[Part]] = {r["id"]: [] for r in rows}
-        marks = ",".join("?" * len(rows))
+        # One fixed statement by seq range, not `IN (?,?,...)` with a mark per message: each history
+        # length made a new prepared statement (the connection caches up to 128, growing with the
+        # history: megabytes of sqlite memory in a long-lived server), and past 32,766 messages
+        # SQLite refuses that many variables.
         for prow in self.db.execute(
-                f"SELECT message_id, data FROM parts WHERE message_id IN ({marks}) ORDER BY message_id, seq",
-                list(parts)):
+                "SELECT p.message_id, p.data FROM messages m JOIN parts p ON p.message_id = m.id"
+                " WHERE m.session_id=? AND m.seq>? AND m.seq<=? ORDER BY m.seq, p.seq",
+                (session_id, after_seq, rows[-1]["seq"])):
             parts[prow["message_id"]].append(_PART.validate_json(prow["data"]))
         return [Message(id=r["id"], role=Role(r["role"]), parts=parts[r["id"]], generation=r["generation"],
                         step=r["step"]) for r in rows]

@@ -49,6 +49,9 @@ class MemoryStore:
     def close(self) -> None:
         pass
 
+    def release_memory(self) -> None:
+        pass  # the records are the store: nothing to drop
+
     # --- sessions ---------------------------------------------------------------------------
 
     def create_session(self, session_id: str, workspace: str, model: str, title: str = "",

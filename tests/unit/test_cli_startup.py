@@ -4,8 +4,10 @@ uses, and --help imports neither pydantic, asyncio nor the core."""
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +65,33 @@ def test_the_command_is_found_after_the_top_level_options() -> None:
     assert cli._chosen(["--log-level=INFO", "serve"]) == "serve"
     assert cli._chosen(["--help"]) is None
     assert cli._chosen(["bogus"]) is None
+
+
+RUN_PROBE = """
+import sys
+from lsp_agent.cli import main
+code = main(sys.argv[1:])
+unneeded = sorted(m for m in sys.modules if m.split(".")[0] in ("lsprotocol", "pygls", "cattrs", "click", "rich",
+                                                                 "pygments", "mcp", "ray")
+                  or m.startswith(("lsp_agent.server", "lsp_agent.protocol", "lsp_agent.eval", "lsp_agent.demo",
+                                   "lsp_agent.skills_cli", "lsp_agent.session_cli")))
+print("UNNEEDED:" + ",".join(unneeded), file=sys.stderr)
+print("EXIT:%d" % code, file=sys.stderr)
+"""
+
+
+def test_a_headless_run_imports_no_server_and_no_cli_extras(tmp_path: Path) -> None:
+    """`lsp-agent run` (peak RSS, issue 18): no LSP stack (lsprotocol, pygls, cattrs, the server and its
+    protocol models), no other command's modules, and not httpx's own command line (click, rich,
+    pygments: ≈ 5 MB), which httpx imports whenever those are installed."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": [{"text": "done"}]}), encoding="utf-8")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    done = subprocess.run([sys.executable, "-c", RUN_PROBE, "run", "say done", "--model", "scripted/probe",
+                           "--script", str(script), "--workspace", str(workspace)],
+                          capture_output=True, text=True, timeout=120)
+    lines = done.stderr.splitlines()
+    assert "EXIT:0" in lines, done.stderr
+    unneeded = next(x for x in lines if x.startswith("UNNEEDED:")).removeprefix("UNNEEDED:")
+    assert unneeded == "", unneeded

@@ -1,0 +1,49 @@
+"""The providers' httpx clients (issue 18, peak RSS): no CA bundle is loaded for a plain http:// server
+(a client that could not verify a TLS peer fails closed), the default one is for https:// or behind a
+proxy, and a plain-http client still talks to a real loopback server."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+
+import pytest
+
+from lsp_agent.providers.http_client import new_client
+
+
+def context_of(client: object) -> ssl.SSLContext:
+    context = client._transport._pool._ssl_context  # type: ignore[attr-defined]
+    assert isinstance(context, ssl.SSLContext)
+    return context
+
+
+async def test_plain_http_loads_no_ca_bundle_and_still_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    async with new_client("http://127.0.0.1:8080/v1") as client:
+        context = context_of(client)
+        assert context.cert_store_stats()["x509_ca"] == 0
+        assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
+    async with new_client("https://api.example.com/v1") as client:
+        assert context_of(client).cert_store_stats()["x509_ca"] > 0
+
+
+async def test_a_proxy_keeps_the_default_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.invalid:3128")
+    async with new_client("http://127.0.0.1:8080/v1") as client:
+        assert context_of(client).cert_store_stats()["x509_ca"] > 0
+
+
+async def test_a_plain_http_client_talks_to_a_real_server() -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server, new_client(f"http://127.0.0.1:{port}/v1") as client:
+        response = await client.get(f"http://127.0.0.1:{port}/v1/models")
+    assert response.status_code == 200 and response.json() == {}
