@@ -16,6 +16,7 @@ import type {
   Receipt,
   ReceiptParams,
   RunFinishEvent,
+  FixDiagnosticArgs,
   RunResult,
   SessionInfo,
   SessionResult,
@@ -575,6 +576,25 @@ export class AgentClient {
     this.changed();
   }
 
+  /**
+   * A run the "Ask the agent to fix this" code action started (VS Code runs the server command
+   * itself): follow its session unless another run is shown, and put its prompt line first.
+   */
+  followStartedRun(result: RunResult, promptLine: string): void {
+    if (this.state.running && this.state.sessionID !== result.sessionID) {
+      return;
+    }
+    if (this.state.sessionID !== result.sessionID) {
+      this.useSession(result.sessionID);
+      void this.queueList().catch(() => undefined);
+    }
+    if (!this.introduced.has(result.generation)) {
+      this.introduced.add(result.generation);
+      this.transcript.prompt(promptLine, 'run', result.generation);
+    }
+    this.changed();
+  }
+
   /** A generation that started without our agent/run (a queued follow-up): show its prompt. */
   private introduce(event: AgentEvent): void {
     if (event.type !== 'step_start' || event.step !== 1 || this.introduced.has(event.generation)) {
@@ -657,4 +677,12 @@ export class AgentClient {
   get waitingCount(): number {
     return this.state.queue.filter(isWaiting).length;
   }
+}
+
+/** The server command the "Ask the agent to fix this" code action runs. */
+export const FIX_DIAGNOSTIC_COMMAND = 'lsp-agent.fixDiagnostic';
+
+/** The transcript's prompt line for a fix run (the server words the model's prompt itself). */
+export function fixPromptLine(args: FixDiagnosticArgs, relativePath: string): string {
+  return `fix: ${args.kind} failure in ${relativePath} at line ${args.line}: ${args.message}`;
 }

@@ -63,6 +63,7 @@ export type Tokens = gen.Tokens;
 export type ErrorInfo = gen.ErrorInfo;
 export type RunParams = gen.RunParams;
 export type RunResult = gen.RunResult;
+export type FixDiagnosticArgs = gen.FixDiagnosticArgs;
 export type CancelResult = gen.CancelResult;
 export type StatusResult = gen.StatusResult;
 export type TextPartInfo = gen.TextPartInfo;

@@ -8,11 +8,13 @@ import * as vscode from 'vscode';
 import { CancellationToken, LanguageClient, RevealOutputChannelOn, State, TransportKind } from 'vscode-languageclient/node';
 import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
 
+import { FIX_DIAGNOSTIC_COMMAND, fixPromptLine } from './agentClient.js';
 import type { AgentClient } from './agentClient.js';
 import { REQUEST_APPROVAL, requestApproval } from './approval.js';
 import type { Host } from './host.js';
 import type { Log } from './log.js';
 import { CONFIG_SECTION, ServerRequests } from './protocol.js';
+import type { FixDiagnosticArgs, RunResult } from './protocol.js';
 import type { Rpc } from './rpc.js';
 import { saveDocuments } from './saveDocuments.js';
 import type { OpenDocuments } from './saveDocuments.js';
@@ -168,6 +170,16 @@ export class ServerManager implements vscode.Disposable {
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: () => this.sync.initializationOptions(currentServerSettings()),
       middleware: {
+        // The fix code action's command goes from VS Code straight to the server: show its prompt
+        // line and follow the run it started.
+        executeCommand: async (command, args, next) => {
+          const result: unknown = await next(command, args);
+          if (command === FIX_DIAGNOSTIC_COMMAND && isRunResult(result)) {
+            const fix = args[0] as FixDiagnosticArgs;
+            this.agent.followStartedRun(result, fixPromptLine(fix, vscode.workspace.asRelativePath(vscode.Uri.parse(fix.uri))));
+          }
+          return result;
+        },
         workspace: {
           handleApplyEdit: (params, next) => {
             // the language client passes no cancellation token here
@@ -239,4 +251,9 @@ export class ServerManager implements vscode.Disposable {
     void this.stop();
     this.stateEmitter.dispose();
   }
+}
+
+function isRunResult(value: unknown): value is RunResult {
+  const result = value as Partial<RunResult> | null;
+  return typeof result?.sessionID === 'string' && typeof result.generation === 'string';
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { AgentClient, UserError } from '../../src/agentClient.js';
+import { AgentClient, UserError, fixPromptLine } from '../../src/agentClient.js';
 import { Methods, Notifications } from '../../src/protocol.js';
 import { GEN, SESSION, item, runEvents } from '../helpers/events.js';
 import { FakeRpc, rpcError } from '../helpers/fakes.js';
@@ -47,6 +47,36 @@ describe('AgentClient runs', () => {
     assert.equal(client.snapshot.maxSteps, 40);
     emit(rpc, runEvents().slice(8));
     assert.equal((await finished).stopReason, 'final');
+  });
+
+  it('puts a fix run\'s prompt line before its events, whichever arrives first', () => {
+    const line = fixPromptLine({ uri: 'file:///w/a.py', line: 3, message: 'boom', kind: 'test' }, 'a.py');
+    assert.equal(line, 'fix: test failure in a.py at line 3: boom');
+    for (const eventsFirst of [true, false]) {
+      const { client, rpc } = connected();
+      rpc.answer(Methods.queueList, { items: [] });
+      if (eventsFirst) {
+        emit(rpc, runEvents().slice(0, 2));
+      }
+      client.followStartedRun({ sessionID: SESSION, generation: GEN }, line);
+      if (!eventsFirst) {
+        emit(rpc, runEvents().slice(0, 2));
+      }
+      const kinds = client.transcript.entries.map((e) => e.kind);
+      assert.equal(client.snapshot.sessionID, SESSION);
+      assert.equal(kinds[0], 'prompt', `events first: ${eventsFirst}: ${kinds.join(',')}`);
+      assert.equal(kinds.filter((k) => k === 'prompt').length, 1);
+    }
+  });
+
+  it('does not switch away from a run it shows for a fix run in another session', async () => {
+    const { client, rpc } = connected();
+    rpc.answer(Methods.run, { sessionID: SESSION, generation: GEN });
+    await client.run('mine');
+    emit(rpc, runEvents().slice(0, 1));
+    client.followStartedRun({ sessionID: 'ses_other', generation: 'gen-x' }, 'fix: …');
+    assert.equal(client.snapshot.sessionID, SESSION);
+    assert.ok(!client.transcript.entries.some((e) => e.kind === 'prompt' && e.text === 'fix: …'));
   });
 
   it('follows a run it did not start when idle (e.g. the fix-this code action)', () => {
