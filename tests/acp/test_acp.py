@@ -18,6 +18,7 @@ from lsp_agent.providers.scripted import Script, ScriptedCall, ScriptedReply
 from lsp_agent.store.db import Store
 from lsp_agent.store.paths import workspace_dir
 from tests.acp.client import RecordingClient, acp_agent, write_script
+from tests.e2e.conftest import StartEditor
 
 TOUCH = "python3 -c \"open('made.txt', 'w').write('x')\""
 SLEEP = "python3 -c \"import time; time.sleep(30)\""
@@ -58,8 +59,8 @@ def _records(root: Path, session_id: str) -> list[tuple[Any, ...]]:
         store.close()
 
 
-async def test_full_run_edits_through_fs_streams_updates_and_ends_verified_like_the_cli(
-        tmp_path: Path, demo_root: Path) -> None:
+async def test_full_run_edits_through_fs_streams_updates_and_ends_verified_like_the_cli_and_lsp(
+        tmp_path: Path, demo_root: Path, start_editor: StartEditor) -> None:
     script = write_script(tmp_path / "demo.json", SCENARIOS["ok"][0])
     client = RecordingClient()
     async with acp_agent(client, script) as (conn, _):
@@ -97,6 +98,20 @@ async def test_full_run_edits_through_fs_streams_updates_and_ends_verified_like_
         import shutil
 
         shutil.rmtree(cli_root, ignore_errors=True)
+
+    # ... and over LSP (the language server, its edits through workspace/applyEdit): the same again.
+    lsp_root = make_workspace()
+    try:
+        editor = await start_editor(lsp_root, init_options={"model": "scripted/test", "script": str(script)})
+        started = await editor.run(PROMPT)
+        lsp_finish = await editor.finished(started["generation"], timeout=TIMEOUT)
+        assert (lsp_finish["stopReason"], lsp_finish["verification"]) == ("final", "verified")
+        assert (lsp_root / "result.txt").read_text() == "4"
+        assert _records(lsp_root, started["sessionID"]) == _records(demo_root, session.session_id)
+    finally:
+        import shutil
+
+        shutil.rmtree(lsp_root, ignore_errors=True)
 
 
 async def test_edits_go_to_disk_when_the_client_offers_no_fs(tmp_path: Path, demo_root: Path) -> None:
