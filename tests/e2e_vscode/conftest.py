@@ -272,6 +272,13 @@ class VSCode:
         toast.wait_for(state="visible", timeout=timeout_ms)
         return toast
 
+    def doc_screenshot(self, name: str) -> None:
+        """With LSP_AGENT_DOC_SCREENSHOTS=DIR, the window as docs/vscode.md shows it (DIR/name.png)."""
+        target = os.environ.get("LSP_AGENT_DOC_SCREENSHOTS")
+        if target:
+            Path(target).mkdir(parents=True, exist_ok=True)
+            self.page.screenshot(path=str(Path(target) / f"{name}.png"))
+
     def screenshot(self, name: str) -> Path:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         path = ARTIFACTS / f"{name}.png"

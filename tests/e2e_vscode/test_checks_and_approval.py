@@ -66,9 +66,12 @@ def test_a_failing_check_shows_a_diagnostic_with_the_ask_the_agent_to_fix_action
     # the quick fix started a second generation in the same session: its reply and its finish show
     transcript.get_by_text("Looking at the failure now.").wait_for(timeout=30_000)
     transcript.locator(".entry.finish").nth(1).wait_for(timeout=30_000)
-    # Not checked: the fix prompt (file, line, message). The VS Code transcript draws no prompt line for
-    # a run the server started from a code action (issue 19's rough edge, as in Neovim); tests/e2e
-    # test_lsp_code_actions checks that prompt over the protocol.
+    # the fix run's prompt line (kind, file, line, message) is drawn before its reply
+    fix_line = transcript.locator(".entry.prompt", has_text="fix: typecheck failure in calc.py at line")
+    fix_line.wait_for(timeout=10_000)
+    assert "expected 5" in str(fix_line.inner_text())
+    if autosave == "off":
+        vs.doc_screenshot("vscode-fix-run")
 
 
 @pytest.mark.parametrize("autosave", AUTOSAVE)
@@ -86,6 +89,8 @@ def test_the_approval_dialog_decides_whether_the_command_runs(
     dialog.wait_for(timeout=30_000)
     assert "made.txt" in str(dialog.inner_text())
     assert not (vs.workspace / "made.txt").exists(), "the command ran before the answer"
+    if autosave == "off" and runs:
+        vs.doc_screenshot("vscode-approval")
     dialog.locator(".monaco-button", has_text=button).first.click()
 
     transcript.get_by_text("Finished.").wait_for(timeout=30_000)

@@ -41,6 +41,8 @@ def test_run_task_streams_edits_the_buffer_saves_and_ends_verified(open_vscode: 
     assert "verified" in str(transcript.locator(".entry.finish").last.inner_text())
     assert (vs.workspace / "data.py").read_text(encoding="utf-8") == "VALUE = 2\n"
     assert not vs.tab_dirty("data.py"), "the edited buffer is still unsaved"
+    if autosave == "off":
+        vs.doc_screenshot("vscode-run-verified")
 
     # the edit is an ordinary buffer edit: Undo in the editor restores the old text
     vs.page.locator(".editor-group-container.active .monaco-editor .view-lines").first.click()
