@@ -2,8 +2,8 @@
 # CI for the VS Code client: install from the lockfile, check the generated protocol types, lint,
 # typecheck, bundle, then the unit
 # tests and the protocol test against the real server (`$LSP_AGENT_PYTHON -m lsp_agent serve`).
-# VS Code itself is not downloaded (CI machines cannot): the extension host is not exercised;
-# activation runs against a stand-in `vscode` module in the unit tests instead.
+# Here activation runs against a stand-in `vscode` module; the real extension host (code-server +
+# chromium) is exercised by tests/e2e_vscode, which .ci/run runs with the Python tests.
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")"
