@@ -334,6 +334,7 @@ def table(results: list[Result]) -> str:
 
 async def main_async(args: argparse.Namespace) -> list[Result]:
     server = LoopbackServer()
+    server.keep_alive = True  # as real servers answer: the run should reuse one connection
     await server.start()
     results: list[Result] = []
     try:
