@@ -7,23 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from tests.e2e.test_lsp_run import CALC, CHECK  # the calc.py workspace whose mypy-style check fails on line 2
 from tests.e2e_vscode.conftest import AUTOSAVE, PY, OpenVSCode
 from tests.helpers import call, reply
-
-CALC = "def add(a, b):\n    return a - b\n"
-# prints a mypy-style error, which the `mypy` parser turns into a diagnostic on calc.py line 2
-CHECK = """import pathlib, sys
-text = pathlib.Path("calc.py").read_text()
-ns = {}
-exec(text, ns)
-got = ns["add"](2, 3)
-if got == 5:
-    print("Success: no issues found in 1 source file")
-    sys.exit(0)
-print(f"calc.py:2: error: add(2, 3) returned {got}, expected 5  [misc]")
-print("Found 1 error in 1 file (checked 1 source file)")
-sys.exit(1)
-"""
 
 
 @pytest.mark.parametrize("autosave", AUTOSAVE)
