@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsp_agent.config import Settings
+from lsp_agent.core.appendonly import extends
 from lsp_agent.core.history import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from lsp_agent.core.ports import ModelRequest, ToolSpec
 
@@ -139,14 +140,11 @@ class TokenCounter:
         return cached
 
     def messages(self, messages: Sequence[Message]) -> int:
-        """The sum over `messages`: new ones only when they extend the list summed last.
-
-        The prefix check is one C-level list comparison (identity first, so unchanged messages
-        cost a pointer compare); a folded or compacted list fails it and is summed from the cache."""
+        """The sum over `messages`: new ones only when they extend the list summed last (a folded
+        or compacted list does not, and is summed from the cache)."""
         seq = self._seq
-        known = len(seq)
-        if known and len(messages) >= known and messages[known - 1] is seq[-1] and list(messages[:known]) == seq:
-            total = self._seq_total + sum(self.message(m) for m in messages[known:])
+        if seq and extends(seq, messages):
+            total = self._seq_total + sum(self.message(m) for m in messages[len(seq):])
         else:
             total = sum(self.message(m) for m in messages)
         self._seq = list(messages)

@@ -76,5 +76,20 @@ def compact_spec(spec: ToolSpec) -> ToolSpec:
                     parameters=_without_descriptions(spec.parameters))
 
 
+#: compact specs by the identity of their full spec (kept alive with it, so an id is never reused):
+#: the same objects every step keep the request's encoded head and tool digest cached
+_COMPACT: dict[int, tuple[ToolSpec, ToolSpec]] = {}
+_COMPACT_MAX = 512
+
+
+def _compact_cached(spec: ToolSpec) -> ToolSpec:
+    entry = _COMPACT.get(id(spec))
+    if entry is None or entry[0] is not spec:
+        if len(_COMPACT) >= _COMPACT_MAX:  # tool lists that came and went (MCP servers): start over
+            _COMPACT.clear()
+        entry = _COMPACT[id(spec)] = (spec, compact_spec(spec))
+    return entry[1]
+
+
 def specs_for(profile: str, specs: list[ToolSpec]) -> list[ToolSpec]:
-    return [compact_spec(s) for s in specs] if profile == "compact" else specs
+    return [_compact_cached(s) for s in specs] if profile == "compact" else specs

@@ -15,6 +15,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from lsp_agent.core.appendonly import extends
 from lsp_agent.core.history import Message, TextPart
 
 ANNOUNCE = "announce"
@@ -26,21 +27,49 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def announced_skills(view: Sequence[Message]) -> str | None:
-    """The digest of the latest skills announcement in `view`, or None."""
-    for message in reversed(view):
-        for part in reversed(message.parts):
-            mark = part.metadata.get(ANNOUNCE) if isinstance(part, TextPart) else None
-            if isinstance(mark, dict) and mark.get("kind") == "skills":
-                return str(mark.get("digest"))
+def _latest_in(parts: Sequence[object]) -> str | None:
+    for part in reversed(parts):
+        mark = part.metadata.get(ANNOUNCE) if isinstance(part, TextPart) else None
+        if isinstance(mark, dict) and mark.get("kind") == "skills":
+            return str(mark.get("digest"))
     return None
 
 
-def skills_note(view: Sequence[Message], block: str) -> TextPart | None:
-    """The note announcing `block` (the current skills list), or None when the model has it already."""
+def announced_skills(view: Sequence[Message]) -> str | None:
+    """The digest of the latest skills announcement in `view`, or None."""
+    for message in reversed(view):
+        found = _latest_in(message.parts)
+        if found is not None:
+            return found
+    return None
+
+
+class SkillsSeen:
+    """`announced_skills` of a growing view, scanning only the messages appended since the last call
+    (a step used to walk the whole history: the cost grew with every step)."""
+
+    def __init__(self) -> None:
+        self._view: list[Message] = []
+        self._digest: str | None = None
+
+    def latest(self, view: Sequence[Message]) -> str | None:
+        if extends(self._view, view):
+            digest = announced_skills(view[len(self._view):]) or self._digest
+        else:  # compacted or folded: the view changed, read it all again
+            digest = announced_skills(view)
+        self._view, self._digest = list(view), digest
+        return digest
+
+
+def skills_note(view: Sequence[Message], block: str, pending: Sequence[TextPart] = (),
+                seen: SkillsSeen | None = None) -> TextPart | None:
+    """The note announcing `block` (the current skills list), or None when the model has it already
+    (in `view`, or in the `pending` notes not yet appended to it)."""
     listed = block.strip()
     digest = _digest(listed)
-    last = announced_skills(view)
+    last = _latest_in(pending)
+    if last is None:
+        last = seen.latest(view) if seen is not None else announced_skills(view)
     if last == digest or (last is None and not listed):
         return None
     text = f"{NOTE} {listed}" if listed else f"{NOTE} Skills: none are listed any more (they were retired)."

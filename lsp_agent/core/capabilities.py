@@ -8,6 +8,7 @@ efforts in force) and records the resulting CapabilityResolution in the
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -128,16 +129,23 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def request_hashes(body: bytes, instructions: str | None = None, tools_sha256: str | None = None) -> dict[str, str]:
+@functools.lru_cache(maxsize=16)
+def _text_sha256(text: str) -> str:
+    return _sha256(text.encode("utf-8"))  # the same instructions every step: hashed once
+
+
+def request_hashes(body: bytes, instructions: str | None = None, tools_sha256: str | None = None,
+                   body_sha256: str | None = None) -> dict[str, str]:
     """sha256 of the whole body, of the instructions and of the tool list (replay records).
 
     Callers that know the instructions and the tool list's digest pass them (the loop does:
-    re-parsing a long body costs milliseconds a step). Otherwise they are read from the body,
-    for both wires: the `instructions` field (Responses) or the leading system message (Chat
-    Completions). Never returns any content itself.
+    re-parsing a long body costs milliseconds a step), and the body's digest when they hashed it
+    incrementally (core/prefix.py RequestBytes). Otherwise they are read from the body, for both
+    wires: the `instructions` field (Responses) or the leading system message (Chat Completions).
+    Never returns any content itself.
     """
     if instructions is not None and tools_sha256 is not None:
-        return {"bodySha256": _sha256(body), "instructionsSha256": _sha256(instructions.encode("utf-8")),
+        return {"bodySha256": body_sha256 or _sha256(body), "instructionsSha256": _text_sha256(instructions),
                 "toolsSha256": tools_sha256}
     try:
         parsed: Any = json.loads(body)

@@ -49,7 +49,6 @@ from lsp_agent.core.ports import (
     TextDelta,
     Trace,
 )
-from lsp_agent.core.prefix import prefix_share
 from lsp_agent.core.session import AgentSession, Environment
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import ToolContext
@@ -284,8 +283,8 @@ class Generation:
                     session.pending_notes.append(note)
             env.store.record_event(session.id, announce.SETTINGS_EVENT, {"generation": self.id, "values": current})
             session.announced_settings = current
-        skills = announce.skills_note([*session.context_view(), Message(role=Role.USER, parts=session.pending_notes)],
-                                      env.skills.block())
+        skills = announce.skills_note(session.context_view(), env.skills.block(), session.pending_notes,
+                                      session.skills_seen)
         if skills is not None:
             session.pending_notes.append(skills)
 
@@ -307,15 +306,12 @@ class Generation:
                         purpose: str = "step") -> bytes:
         """The `llm.request` replay event: decisions and hashes, never prompt bodies or keys."""
         body = self.env.provider.encode_request(request)
-        share = prefix_share(self.session.last_request, body)
-        self.session.last_request = body
+        share, body_sha256 = self.session.requests.add(body)
         tokens = self.session.context.counter.tokens(request)
         record: dict[str, Any] = {
             "generation": self.id, "step": self.steps, "model": self.env.model.name,
             "capabilityResolution": resolution.wire(),
-            # compact tool specs differ from the registry's: their digest is read from the body
-            "hashes": request_hashes(body, request.instructions,
-                                     self.tools.digest if self.env.settings.instruction_profile == "default" else None),
+            "hashes": request_hashes(body, request.instructions, self._tools_digest(request, body), body_sha256),
             "bytes": len(body), "prefixShare": round(share, 6), "messages": len(request.messages),
             "tokens": tokens,
         }
@@ -323,6 +319,17 @@ class Generation:
             record["purpose"] = purpose
         self.env.store.record_event(self.session.id, "llm.request", record)
         return body
+
+    def _tools_digest(self, request: ModelRequest, body: bytes) -> str:
+        """The registry's digest; compact tool specs differ from the registry's, so theirs is read from
+        the body — once per tool list (the compact specs are the same objects while it lasts)."""
+        if self.env.settings.instruction_profile == "default":
+            return self.tools.digest
+        known, digest = self.session.sent_tools
+        if len(known) != len(request.tools) or any(a is not b for a, b in zip(known, request.tools, strict=True)):
+            digest = request_hashes(body)["toolsSha256"]
+            self.session.sent_tools = (list(request.tools), digest)
+        return digest
 
     async def _ask_harness(self, request: ModelRequest, purpose: str) -> AssistantReply:
         """A harness request (compaction summary, handoff note): recorded, cancellable, not streamed

@@ -15,11 +15,21 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lsp_agent.config import ModelInfo, Settings
 from lsp_agent.context.manager import ContextState
 from lsp_agent.core import ids
+from lsp_agent.core.announce import SkillsSeen
 from lsp_agent.core.approval import Approver, DenyAll, remembered
 from lsp_agent.core.edits import EditApplier
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.history import Message, Role, TextPart
-from lsp_agent.core.ports import DocumentSource, EventSink, NoSkills, Provider, SkillsSource, TraceOpener
+from lsp_agent.core.ports import (
+    DocumentSource,
+    EventSink,
+    NoSkills,
+    Provider,
+    SkillsSource,
+    ToolSpec,
+    TraceOpener,
+)
+from lsp_agent.core.prefix import RequestBytes
 from lsp_agent.core.repair import interrupted_results
 from lsp_agent.core.storage import PendingCorrection, Store
 from lsp_agent.core.tool_registry import ToolRegistry
@@ -101,8 +111,12 @@ class AgentSession:
         self.pending_notes: list[TextPart] = []
         #: the settings values the model last heard of (loaded from the store's replay events)
         self.announced_settings: dict[str, Any] | None = None
-        # The previous request's bytes: each request should extend it (prefix caching).
-        self.last_request: bytes = b""
+        #: the skills announcement the model view holds, kept up to date incrementally
+        self.skills_seen = SkillsSeen()
+        #: the previous request's bytes: each request should extend it (prefix caching)
+        self.requests = RequestBytes()
+        #: the compact tool specs last sent and their digest (see Generation._tools_digest)
+        self.sent_tools: tuple[list[ToolSpec], str] = ([], "")
         #: `allow_session` approvals (tool, program, reason keys); a resumed session keeps its own
         self.approvals: set[str] = set()
         if session_id is None:

@@ -31,15 +31,17 @@ from lsp_agent.core.ports import (
 )
 from lsp_agent.providers.http_base import (
     HttpStreamingProvider,
+    OpeningCache,
     ProviderOptions,
     ReplyAssembler,
     StreamProblem,
     WireCache,
     as_dict,
     as_int,
-    assemble_body,
+    body_opening,
     encode_json,
     find_error_message,
+    join_body,
     load_event_object,
     valid_arguments,
 )
@@ -64,26 +66,29 @@ class ChatCompletionsProvider(HttpStreamingProvider):
         super().__init__(config, **options)
         self.send_reasoning = send_reasoning
         self._wire = WireCache()
+        self._opening = OpeningCache()
 
     def encode_request(self, request: ModelRequest) -> bytes:
-        head, tail = self._fields(request)
-        items = [encode_json(m) for m in self._system(request)]
-        items += self._wire.encode(request.messages, self._map_message)
+        def opening() -> tuple[bytes, list[bytes]]:
+            return body_opening(self._head(request), "messages"), [encode_json(m) for m in self._system(request)]
+
+        start, system = self._opening.get((self.wire_model(request), self.max_output_tokens, request.instructions),
+                                          request.tools, opening)
+        items = [*system, *self._wire.encode(request.messages, self._map_message)]
         items += [encode_json(m) for m in self._tail(request)]
-        return assemble_body(head, "messages", items, tail)
+        return join_body(start, items, self._closing(request))
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The body as a dict (encode_request builds the same bytes incrementally)."""
-        head, tail = self._fields(request)
         messages = self._system(request)
         for message in request.messages:
             messages.extend(self._map_message(message))
         messages += self._tail(request)
-        return {**head, "messages": messages, **tail}
+        return {**self._head(request), "messages": messages, **self._closing(request)}
 
-    def _fields(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]]:
-        # Key order is part of the bytes: static first (limits, tools, system), the growing history
-        # next, the one value that may change between calls (effort) last.
+    # Key order is part of the bytes: static first (limits, tools, system), the growing history
+    # next, the one value that may change between calls (effort) last.
+    def _head(self, request: ModelRequest) -> dict[str, Any]:
         head: dict[str, Any] = {
             "model": self.wire_model(request),
             "stream": True,
@@ -96,8 +101,11 @@ class ChatCompletionsProvider(HttpStreamingProvider):
                  "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
                 for t in request.tools
             ]
-        tail = {"reasoning_effort": request.reasoning_effort} if request.reasoning_effort else {}
-        return head, tail
+        return head
+
+    @staticmethod
+    def _closing(request: ModelRequest) -> dict[str, Any]:
+        return {"reasoning_effort": request.reasoning_effort} if request.reasoning_effort else {}
 
     @staticmethod
     def _system(request: ModelRequest) -> list[dict[str, Any]]:

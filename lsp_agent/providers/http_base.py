@@ -23,6 +23,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, Protocol, TypedDict
 
 from lsp_agent.config import ProviderConfig
+from lsp_agent.core.appendonly import extends
 from lsp_agent.core.history import Message, ToolResultPart
 from lsp_agent.core.ports import (
     AssistantReply,
@@ -42,6 +43,7 @@ __all__ = [
     "DEFAULT_API_KEY_ENV",
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "HttpStreamingProvider",
+    "OpeningCache",
     "ProviderOptions",
     "ReplyAssembler",
     "RetryPolicy",
@@ -49,12 +51,13 @@ __all__ = [
     "WireCache",
     "as_dict",
     "as_int",
-    "assemble_body",
     "backoff_delay",
+    "body_opening",
     "encode_json",
     "error_message",
     "find_error_message",
     "http_error",
+    "join_body",
     "load_event_object",
     "parse_retry_after",
     "request_is_the_problem",
@@ -161,10 +164,13 @@ class WireCache:
         self._last_bytes: list[bytes] = []
 
     def encode(self, messages: list[Message], mapper: Callable[[Message], list[dict[str, Any]]]) -> list[bytes]:
-        last, same = self._last, 0
-        limit = min(len(last), len(messages))
-        while same < limit and last[same] is messages[same]:
-            same += 1
+        last = self._last
+        if extends(last, messages):  # the usual step: messages appended, nothing else changed
+            same = len(last)
+        else:
+            same, limit = 0, min(len(last), len(messages))
+            while same < limit and last[same] is messages[same]:
+                same += 1
         encoded = self._last_bytes[:same]
         for message in messages[same:]:
             encoded.append(self._lookup(message, mapper))
@@ -189,11 +195,36 @@ class WireCache:
         return entry[2]
 
 
-def assemble_body(head: dict[str, Any], key: str, items: list[bytes], tail: dict[str, Any]) -> bytes:
-    """`encode_json({**head, key: [items...], **tail})` from pre-encoded items (byte-identical)."""
-    opening = encode_json(head)[:-1] + (b"," if head else b"") + encode_json(key) + b":["
+def body_opening(head: dict[str, Any], key: str) -> bytes:
+    """The bytes of `{**head, key: [` — everything before the list's first item."""
+    return encode_json(head)[:-1] + (b"," if head else b"") + encode_json(key) + b":["
+
+
+def join_body(opening: bytes, items: list[bytes], tail: dict[str, Any]) -> bytes:
+    """`encode_json({**head, key: [items...], **tail})` from `body_opening(head, key)` and pre-encoded
+    items (byte-identical)."""
     closing = b"]" + (b"," + encode_json(tail)[1:] if tail else b"}")
     return b"".join((opening, b",".join(items), closing))
+
+
+class OpeningCache:
+    """A request body's static start — limits, tool schemas, instructions, encoded — rebuilt only when
+    one of them changes: re-encoding ~10 KB of them was a fixed cost of every step. `scalars` are
+    compared by value; the tool specs by identity (the registry hands out the same objects)."""
+
+    def __init__(self) -> None:
+        self._scalars: tuple[object, ...] | None = None
+        self._tools: list[object] = []
+        self._value: tuple[bytes, list[bytes]] = (b"", [])
+
+    def get(self, scalars: tuple[object, ...], tools: list[Any],
+            build: Callable[[], tuple[bytes, list[bytes]]]) -> tuple[bytes, list[bytes]]:
+        """(the opening bytes, the encoded items that lead the list, e.g. a system message)."""
+        if (scalars != self._scalars or len(tools) != len(self._tools)
+                or any(a is not b for a, b in zip(tools, self._tools, strict=True))):
+            self._value = build()
+            self._scalars, self._tools = scalars, list(tools)
+        return self._value
 
 
 def backoff_delay(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
@@ -511,15 +542,13 @@ class HttpStreamingProvider(ABC):
         """Read the body to its end (bounded) so httpx can put the connection back in the pool:
         stopping at `[DONE]` before the final empty chunk made every request a new connection."""
 
-        async def rest() -> None:
-            seen = 0
-            async for chunk in chunks:
-                seen += len(chunk)
-                if seen > _DRAIN_BYTES:
-                    return
-
+        seen = 0
         try:
-            await asyncio.wait_for(rest(), _DRAIN_S)
+            async with asyncio.timeout(_DRAIN_S):  # in this task: wait_for made a task every request
+                async for chunk in chunks:
+                    seen += len(chunk)
+                    if seen > _DRAIN_BYTES:
+                        return
         except (TimeoutError, httpx.TransportError):
             pass  # the reply is complete; only the connection is not reused
 

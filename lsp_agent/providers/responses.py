@@ -31,15 +31,17 @@ from lsp_agent.core.ports import (
 )
 from lsp_agent.providers.http_base import (
     HttpStreamingProvider,
+    OpeningCache,
     ProviderOptions,
     ReplyAssembler,
     StreamProblem,
     WireCache,
     as_dict,
     as_int,
-    assemble_body,
+    body_opening,
     encode_json,
     find_error_message,
+    join_body,
     load_event_object,
     valid_arguments,
 )
@@ -64,24 +66,28 @@ class ResponsesProvider(HttpStreamingProvider):
         super().__init__(config, **options)
         self.reasoning_items = reasoning_items
         self._wire = WireCache()
+        self._opening = OpeningCache()
 
     def encode_request(self, request: ModelRequest) -> bytes:
-        head, tail = self._fields(request)
+        def opening() -> tuple[bytes, list[bytes]]:
+            return body_opening(self._head(request), "input"), []
+
+        start, _ = self._opening.get((self.wire_model(request), self.max_output_tokens, self.reasoning_items,
+                                      request.instructions), request.tools, opening)
         items = self._wire.encode(request.messages, self._map_message)
         items += [encode_json(i) for i in self._tail(request)]
-        return assemble_body(head, "input", items, tail)
+        return join_body(start, items, self._closing(request))
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The body as a dict (encode_request builds the same bytes incrementally)."""
-        head, tail = self._fields(request)
         items: list[dict[str, Any]] = []
         for message in request.messages:
             items.extend(self._map_message(message))
         items += self._tail(request)
-        return {**head, "input": items, **tail}
+        return {**self._head(request), "input": items, **self._closing(request)}
 
-    def _fields(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]]:
-        # Static fields first, the growing input next, the effort (may change) last.
+    # Static fields first, the growing input next, the effort (may change) last.
+    def _head(self, request: ModelRequest) -> dict[str, Any]:
         head: dict[str, Any] = {"model": self.wire_model(request), "stream": True, "store": False,
                                 "max_output_tokens": self.max_output_tokens}
         if self.reasoning_items:
@@ -94,12 +100,15 @@ class ResponsesProvider(HttpStreamingProvider):
                  "parameters": t.parameters, "strict": False}
                 for t in request.tools
             ]
+        return head
+
+    def _closing(self, request: ModelRequest) -> dict[str, Any]:
         reasoning: dict[str, Any] = {}
         if request.reasoning_effort:
             reasoning["effort"] = request.reasoning_effort
         if self.reasoning_items:
             reasoning["summary"] = "auto"
-        return head, ({"reasoning": reasoning} if reasoning else {})
+        return {"reasoning": reasoning} if reasoning else {}
 
     @staticmethod
     def _tail(request: ModelRequest) -> list[dict[str, Any]]:

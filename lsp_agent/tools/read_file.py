@@ -13,18 +13,23 @@ import fnmatch
 import os
 import posixpath
 import re
+import stat
 from pathlib import Path
 
 from pydantic import Field
 
 from lsp_agent.config import Limits
+from lsp_agent.core.disk_documents import DiskDocuments
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
+from lsp_agent.core.ports import Document
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult
 
 _DEFAULTS = Limits()
 # Used until Limits grows a `read_line_chars` field (requested from the lead).
 _SURROGATE = re.compile("[\udc80-\udcff]")
+#: Up to this many characters a file is rendered on the event loop (tens of microseconds).
+_INLINE_CHARS = 16 * 1024
 # Room kept free for the header and the closing notes when packing lines under result_chars.
 _RESERVED_CHARS = 400
 
@@ -98,11 +103,37 @@ def _missing(target: Path, rel: str) -> ToolResult:
     return ToolResult.failure(ErrorKind.TOOL_FAILURE, f"ERROR: {rel} does not exist. {hint}")
 
 
-def _disk_size(target: Path) -> int | None:
+def _locate(root: Path, rel: str, limit: int, disk: DiskDocuments | None) -> tuple[Path | ToolResult, Document | None]:
+    """The file `rel` names, or why it cannot be read — file system work, so called in a thread: one
+    hop for the path check, the directory test and the size check together, and for the read itself
+    when the documents are the disk's (`disk`)."""
     try:
-        return target.stat().st_size if target.is_file() else None
+        target = resolve_in_root(root, rel)
+    except PathDenied as exc:
+        return ToolResult.failure(ErrorKind.PATH_DENIED, f"ERROR: {exc}"), None
+    try:
+        mode, size = (found := target.stat()).st_mode, found.st_size
     except OSError:
-        return None
+        return target, None  # missing (or unreadable): the document source says which
+    refused = _refusal(rel, mode, size, limit)
+    if refused is not None:
+        return refused, None
+    return target, disk.read_sync(rel) if disk is not None else None
+
+
+def _refusal(rel: str, mode: int, size: int, limit: int) -> ToolResult | None:
+    if stat.S_ISDIR(mode):
+        return ToolResult.failure(ErrorKind.TOOL_FAILURE,
+                                  f"ERROR: {rel} is a directory. Use list_dir to see its entries.")
+    if stat.S_ISREG(mode) and size > limit:
+        # Refused before a byte is read: memory and time stay bounded whatever the file.
+        return ToolResult.failure(
+            ErrorKind.TOOL_FAILURE,
+            f"ERROR: {rel} is {size} bytes, over the read limit of {limit} bytes (limits.read_bytes); "
+            "it was not read. Use search_code with a specific pattern, or ask the user for the part "
+            "you need.",
+        )
+    return None
 
 
 def _undecodable(text: str) -> bool:
@@ -133,33 +164,20 @@ class ReadFile(Tool[ReadFileArgs]):
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         rel = _display_path(args.path)
-        try:
-            target = resolve_in_root(ctx.root, rel)
-        except PathDenied as exc:
-            return ToolResult.failure(ErrorKind.PATH_DENIED, f"ERROR: {exc}")
+        disk = ctx.documents if isinstance(ctx.documents, DiskDocuments) else None
+        located, doc = await asyncio.to_thread(_locate, ctx.root, rel, ctx.settings.limits.read_bytes, disk)
+        if isinstance(located, ToolResult):
+            return located
         if args.start_line is not None and args.end_line is not None and args.end_line < args.start_line:
             return ToolResult.failure(
                 ErrorKind.PARAMETER_MISMATCH,
                 f"ERROR: end_line ({args.end_line}) is before start_line ({args.start_line}). "
                 "Give end_line >= start_line, or omit end_line to read on from start_line.",
             )
-        if target.is_dir():
-            return ToolResult.failure(
-                ErrorKind.TOOL_FAILURE, f"ERROR: {rel} is a directory. Use list_dir to see its entries."
-            )
-        size = await asyncio.to_thread(_disk_size, target)
-        limit = ctx.settings.limits.read_bytes
-        if size is not None and size > limit:
-            # Refused before a byte is read: memory and time stay bounded whatever the file.
-            return ToolResult.failure(
-                ErrorKind.TOOL_FAILURE,
-                f"ERROR: {rel} is {size} bytes, over the read limit of {limit} bytes (limits.read_bytes); "
-                "it was not read. Use search_code with a specific pattern, or ask the user for the part "
-                "you need.",
-            )
-        doc = await ctx.documents.read(rel)
+        if disk is None:  # editor buffers first: the source decides
+            doc = await ctx.documents.read(rel)
         if doc is None:
-            return _missing(target, rel)
+            return await asyncio.to_thread(_missing, located, rel)
         generated, source = generated_source(rel, ctx.settings.tools.generated_globs)
         if generated:
             pointer = source or "its generator's input (no source is configured for this file)"
@@ -167,8 +185,12 @@ class ReadFile(Tool[ReadFileArgs]):
                 f"OK: {rel} is generated; edit its source instead: {pointer}",
                 read=[], generated=True, source=source,
             )
-        # Scanning and splitting a large file is CPU work: keep it off the event loop.
-        result = await asyncio.to_thread(self._check_and_render, rel, doc.text, args, ctx.settings.limits)
+        # Scanning and splitting a large file is CPU work: off the event loop, unless the file is so
+        # small that the thread hop would cost more than the work.
+        if len(doc.text) <= _INLINE_CHARS:
+            result = self._check_and_render(rel, doc.text, args, ctx.settings.limits)
+        else:
+            result = await asyncio.to_thread(self._check_and_render, rel, doc.text, args, ctx.settings.limits)
         if result.ok:
             ctx.files.note_read(rel, ctx.step)
         return result
