@@ -6,9 +6,14 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from lsp_agent.config import load_settings
 from lsp_agent.context.instructions import BASE_INSTRUCTIONS
 from lsp_agent.core.agent import Agent
+from lsp_agent.core.announce import SkillsSeen, announced_skills, skills_note
+from lsp_agent.core.history import Message, Role, TextPart
 from lsp_agent.core.ports import ModelRequest
 from lsp_agent.headless import open_environment
 from lsp_agent.providers.scripted import Script, ScriptedProvider
@@ -82,3 +87,23 @@ async def test_unchanged_skills_and_settings_are_announced_once(tmp_path: Path) 
     assert sum(SKILL_LINE in t for t in texts) == 1
     assert not any("Settings changed" in t for t in texts)
     _assert_each_extends_the_previous(provider)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["grow", "announce", "compact", "copy"]), st.integers(0, 3)),
+                max_size=25))
+def test_the_incremental_scan_finds_what_a_full_scan_finds(actions: list[tuple[str, int]]) -> None:
+    """SkillsSeen reads only what was appended since its last call; a view that was compacted or copied
+    (not an extension of the last one) is read again in full — an announcement compacted away is gone."""
+    seen, view = SkillsSeen(), []
+    for action, n in actions:
+        if action == "grow":
+            view = [*view, *(Message(role=Role.USER, parts=[TextPart(text=f"m{i}")]) for i in range(n))]
+        elif action == "announce":
+            note = skills_note([], f"- skill-{n}: does {n}")
+            assert note is not None
+            view = [*view, Message(role=Role.USER, parts=[note])]
+        elif action == "compact":
+            view = view[n:]
+        else:
+            view = [m.model_copy() for m in view]
+        assert seen.latest(view) == announced_skills(view)
