@@ -9,9 +9,13 @@ line has arrived, so a caller never sees half an event.
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass
 
 __all__ = ["SSEDecoder", "SSEEvent"]
+
+#: A line ends with CRLF, CR or LF (WHATWG).
+_LINE_END = re.compile(r"\r\n?|\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,20 +70,13 @@ class SSEDecoder:
             self._pending_cr = False
             if text.startswith("\n"):
                 start = 1
-        i = start
-        n = len(text)
-        while i < n:
-            ch = text[i]
-            if ch == "\n" or ch == "\r":
-                self._line += text[start:i]
-                if ch == "\r":
-                    if i + 1 == n:
-                        self._pending_cr = True
-                    elif text[i + 1] == "\n":
-                        i += 1
-                events.extend(self._line_done())
-                start = i + 1
-            i += 1
+        # Line ends found by the regex engine, not a Python loop over every character.
+        for end in _LINE_END.finditer(text, start):
+            self._line += text[start:end.start()]
+            if end.end() == len(text) and end.group() == "\r":
+                self._pending_cr = True  # its LF, if any, comes with the next chunk
+            events.extend(self._line_done())
+            start = end.end()
         self._line += text[start:]
         return events
 
