@@ -52,7 +52,7 @@ class JsonLinesSink(_Output):
     def emit(self, event: Any) -> None:
         if event.type in events.DELTA_TYPES:
             return
-        self._write(json.dumps(event.wire(), ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._write(event.wire_json() + "\n")
 
 
 def _short(value: Any, limit: int = 160) -> str:

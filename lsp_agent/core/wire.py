@@ -20,3 +20,7 @@ class WireModel(BaseModel):
 
     def wire(self) -> dict[str, object]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def wire_json(self) -> str:
+        """`wire()` as compact JSON, serialized by pydantic-core in one pass (no dict in between)."""
+        return self.model_dump_json(by_alias=True, exclude_none=True)
