@@ -102,8 +102,11 @@ def make_request(env: Environment, resolution: CapabilityResolution, messages: l
     profile = env.settings.instruction_profile
     instructions = instructions_for(profile) + (f"\n{CONTEXT_PACK}" if resolution.context_pack else "")
     tools = tools or env.registry
-    return ModelRequest(model=env.settings.model, instructions=instructions, tools=specs_for(profile, tools.specs()),
-                        messages=messages, tail=tail or [], reasoning_effort=resolution.reasoning_effort)
+    # Constructed, not validated: every value is already typed, and validating the history re-checked
+    # every message of it at every step.
+    return ModelRequest.model_construct(model=env.settings.model, instructions=instructions,
+                                        tools=specs_for(profile, tools.specs()), messages=messages,
+                                        tail=tail or [], reasoning_effort=resolution.reasoning_effort)
 
 
 async def collect_reply(stream: AsyncIterator[ProviderEvent],

@@ -161,24 +161,32 @@ class WireCache:
     def __init__(self) -> None:
         self._entries: dict[str, tuple[Message, tuple[object, ...] | None, bytes]] = {}
         self._last: list[Message] = []
+        #: the bytes of each message of `_last` (b"" for a message with no wire items) ...
         self._last_bytes: list[bytes] = []
+        #: ... and the non-empty ones: what a body carries
+        self._items: list[bytes] = []
 
     def encode(self, messages: list[Message], mapper: Callable[[Message], list[dict[str, Any]]]) -> list[bytes]:
+        """The encoded items of `messages` (a list the cache keeps appending to: read it, don't keep it)."""
         last = self._last
         if extends(last, messages):  # the usual step: messages appended, nothing else changed
-            same = len(last)
+            fresh = messages[len(last):]
+            last.extend(fresh)
         else:
             same, limit = 0, min(len(last), len(messages))
             while same < limit and last[same] is messages[same]:
                 same += 1
-        encoded = self._last_bytes[:same]
-        for message in messages[same:]:
-            encoded.append(self._lookup(message, mapper))
-        if same < len(last):  # something was compacted or folded: forget what is gone
-            keep = {m.id for m in messages}
+            fresh = messages[same:]
+            keep = {m.id for m in messages}  # something was compacted or folded: forget what is gone
             self._entries = {k: v for k, v in self._entries.items() if k in keep}
-        self._last, self._last_bytes = list(messages), encoded
-        return [b for b in encoded if b]
+            self._last, self._last_bytes = list(messages), self._last_bytes[:same]
+            self._items = [b for b in self._last_bytes if b]
+        for message in fresh:
+            encoded = self._lookup(message, mapper)
+            self._last_bytes.append(encoded)
+            if encoded:
+                self._items.append(encoded)
+        return self._items
 
     def _lookup(self, message: Message, mapper: Callable[[Message], list[dict[str, Any]]]) -> bytes:
         entry = self._entries.get(message.id)

@@ -74,8 +74,7 @@ class ResponsesProvider(HttpStreamingProvider):
 
         start, _ = self._opening.get((self.wire_model(request), self.max_output_tokens, self.reasoning_items,
                                       request.instructions), request.tools, opening)
-        items = self._wire.encode(request.messages, self._map_message)
-        items += [encode_json(i) for i in self._tail(request)]
+        items = [*self._wire.encode(request.messages, self._map_message), *map(encode_json, self._tail(request))]
         return join_body(start, items, self._closing(request))
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
