@@ -5,13 +5,14 @@ replies stream long texts and tool calls with no delay, and sends agent/status r
 back until the run finishes. Prints p50/p99 for an idle server and for the streaming one.
 Target: p99 <= 20 ms while streaming.
 
-    python bench/lsp_latency.py [--steps 30] [--text-kb 32] [--idle 200]
+    python bench/lsp_latency.py [--steps 30] [--text-kb 32] [--idle 200] [--runs 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import statistics
 import sys
@@ -90,6 +91,8 @@ async def bench(steps: int, text_kb: int, idle: int) -> dict[str, Any]:
             capabilities=types.ClientCapabilities(), root_uri=root.as_uri(),
             initialization_options={"model": "scripted/bench", "script": str(script), "maxSteps": steps + 1}))
         client.initialized(types.InitializedParams())
+        # The measuring client's own full collections (its pygls objects) were counted as server latency.
+        gc.freeze()
         # `initialize` is answered before the runtime exists (server/boot.py): the first request
         # waits for it, which is start-up (bench/startup.py), not latency.
         await client.protocol.send_request_async("agent/status", {})
@@ -110,21 +113,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=30, help="scripted steps (each streams text and reads a file)")
     parser.add_argument("--text-kb", type=int, default=32, help="KiB of reply text per step")
     parser.add_argument("--idle", type=int, default=200, help="agent/status requests against the idle server")
+    parser.add_argument("--runs", type=int, default=1, help="independent runs (a new server each); the target is "
+                        "met when every run meets it")
     args = parser.parse_args(argv)
-    result = asyncio.run(bench(args.steps, args.text_kb, args.idle))
-    print(f"lsp-agent agent/status latency · {args.steps} steps x {args.text_kb} KiB text (+25% reasoning), "
-          f"run {result['seconds']:.2f}s (stop: {result['stop']}), {result['events']} agent/event notifications "
-          f"({result['deltas']} coalesced deltas)")
-    print(f"{'condition':<12} {'requests':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
-    for name in ("idle", "streaming"):
-        samples = result[name]
-        print(f"{name:<12} {len(samples):>9} {statistics.median(samples):>8.2f} {percentile(samples, 0.99):>8.2f} "
-              f"{max(samples):>8.2f}")
-    p99 = percentile(result["streaming"], 0.99)
-    verdict = "meets" if p99 <= TARGET_P99_MS else "MISSES"
-    print(f"target p99 <= {TARGET_P99_MS:.0f} ms while streaming: {verdict} ({p99:.2f} ms)")
-    return 0 if p99 <= TARGET_P99_MS else 1
-
+    print(f"{'run':<4} {'condition':<12} {'requests':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    p99s = []
+    for run in range(1, args.runs + 1):
+        result = asyncio.run(bench(args.steps, args.text_kb, args.idle))
+        if run == 1:
+            print(f"# {args.steps} steps x {args.text_kb} KiB text (+25% reasoning), run {result['seconds']:.2f}s "
+                  f"(stop: {result['stop']}), {result['events']} agent/event notifications "
+                  f"({result['deltas']} coalesced deltas)")
+        for name in ("idle", "streaming"):
+            samples = result[name]
+            print(f"{run:<4} {name:<12} {len(samples):>9} {statistics.median(samples):>8.2f} "
+                  f"{percentile(samples, 0.99):>8.2f} {max(samples):>8.2f}")
+        p99s.append(percentile(result["streaming"], 0.99))
+    met = sum(p <= TARGET_P99_MS for p in p99s)
+    verdict = "meets" if met == len(p99s) else "MISSES"
+    print(f"target p99 <= {TARGET_P99_MS:.0f} ms while streaming, in every run: {verdict} ({met} of {len(p99s)} runs; "
+          f"worst p99 {max(p99s):.2f} ms)")
+    return 0 if met == len(p99s) else 1
 
 if __name__ == "__main__":
     raise SystemExit(main())

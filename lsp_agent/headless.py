@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from lsp_agent.config import Settings
 from lsp_agent.context.compaction import touched_files
 from lsp_agent.context.handoff import CONTINUE_PROMPT
+from lsp_agent.core import memory
 from lsp_agent.core.disk_applier import DiskApplier
 from lsp_agent.core.disk_documents import DiskDocuments
 from lsp_agent.core.events import RunFinish, StopReason
@@ -148,6 +149,7 @@ class HeadlessRun:
             if self.on_session is not None:
                 self.on_session(session.id)
             generation = self._start(Generation(session, self.max_steps))
+            memory.settle_startup()
             result = await generation.run(self.prompt)
             while self._continues(result, generation):
                 assert generation.handoff_to is not None

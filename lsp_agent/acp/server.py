@@ -40,6 +40,7 @@ from lsp_agent.acp.permission import AcpApprover
 from lsp_agent.acp.prompt import prompt_text
 from lsp_agent.acp.updates import UpdateSink, replay
 from lsp_agent.config import ConfigError, Settings, load_settings
+from lsp_agent.core import memory
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError, AgentErrorKind, not_found
 from lsp_agent.core.events import RunFinish, StopReason
@@ -167,6 +168,7 @@ class LspAgentAcp:
         env = dataclasses.replace(env, documents=documents, applier=ClientApplier(fs, documents),
                                   approver=AcpApprover(self.conn, self.sink))
         ws = Workspace(root, Agent(env), fs, client_mcp)
+        memory.settle_startup()
         self.workspaces[root] = ws
         return ws
 

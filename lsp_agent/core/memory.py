@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
+import gc
 import logging
 import sys
 import traceback
@@ -51,6 +52,14 @@ def release_now() -> None:
     """Return the allocator's free pages to the OS now (blocking; a no-op without glibc)."""
     if _TRIM is not None:
         _TRIM(0)
+
+
+def settle_startup() -> None:
+    """What start-up made (modules, classes, schemas, settings) lives as long as the process: move it
+    out of the cyclic collector's reach, so a full collection walks only what the work since made.
+    In the language server a full collection walked every pygls/lsprotocol object: 45 to 73 ms pauses
+    in the middle of a streaming run, the worst LSP latencies."""
+    gc.freeze()
 
 
 def release_soon() -> None:

@@ -26,6 +26,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from lsp_agent.config import Settings
+from lsp_agent.core import memory
 from lsp_agent.core.agent import Agent, Started
 from lsp_agent.core.events import VerificationStatus
 from lsp_agent.core.ports import Provider, ProviderError, ProviderErrorKind
@@ -183,6 +184,7 @@ class AgentServer(LanguageServer):
         agent = Agent(env)
         watcher = Watcher(root, own, self.note_external_change, ignore_paths=[workspace_dir(root)])
         self.rt = Runtime(root.resolve(), agent, documents, applier, sink, diagnostics, watcher, store, problem)
+        memory.settle_startup()
         self.tell([*problems, *([problem] if problem else [])])
         log.info("workspace %s, model %s, applyEdit %s", root, settings.model, caps.apply_edit)
 
