@@ -14,11 +14,18 @@ _counter = itertools.count()
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
+#: every two-digit base-36 string, by value: half the divisions of a digit-by-digit conversion
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
+
+
 def _base36(value: int, width: int) -> str:
+    """`value` in `width` base-36 digits (the high digits wrap, as a fixed-width counter does)."""
     digits = []
-    for _ in range(width):
-        value, rem = divmod(value, 36)
-        digits.append(_ALPHABET[rem])
+    for _ in range(width // 2):
+        value, rem = divmod(value, 1296)
+        digits.append(_PAIRS[rem])
+    if width % 2:
+        digits.append(_ALPHABET[value % 36])
     return "".join(reversed(digits))
 
 

@@ -153,22 +153,15 @@ class Store(QueueTables):
 
     def _insert_message(self, db: sqlite3.Connection, session_id: str, message: Message) -> None:
         ts = now_ms()
-        seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id=?",
-                         (session_id,)).fetchone()[0]
-        db.execute(
+        db.execute(  # the next seq in the same statement (one round through sqlite, not two)
             "INSERT INTO messages(id, session_id, seq, role, generation, step, created_at)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (message.id, session_id, seq, message.role.value, message.generation, message.step, ts))
-        for index, part in enumerate(message.parts):
-            self._insert_part(db, session_id, message.id, index, part, ts)
+            " SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM messages WHERE session_id=?",
+            (message.id, session_id, message.role.value, message.generation, message.step, ts, session_id))
+        db.executemany(
+            "INSERT INTO parts(id, message_id, session_id, seq, type, data, created_at) VALUES (?,?,?,?,?,?,?)",
+            [(part.id, message.id, session_id, index, part.type, part.model_dump_json(), ts)
+             for index, part in enumerate(message.parts)])
         db.execute("UPDATE sessions SET updated_at=? WHERE id=?", (ts, session_id))
-
-    def _insert_part(self, db: sqlite3.Connection, session_id: str, message_id: str, index: int,
-                     part: Part, ts: int) -> None:
-        db.execute(
-            "INSERT INTO parts(id, message_id, session_id, seq, type, data, created_at)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (part.id, message_id, session_id, index, part.type, part.model_dump_json(), ts))
 
     def messages(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[Message]:
         sql = "SELECT * FROM messages WHERE session_id=? AND seq>? ORDER BY seq"
