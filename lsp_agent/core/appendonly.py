@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-__all__ = ["extends"]
+__all__ = ["extends", "same_objects"]
 
 T = TypeVar("T")
 
@@ -25,3 +25,8 @@ def extends(previous: list[T], current: Sequence[T]) -> bool:
     if not known:
         return True
     return current[known - 1] is previous[-1] and current[0] is previous[0] and list(current[:known]) == previous
+
+
+def same_objects(previous: Sequence[object], current: Sequence[object]) -> bool:
+    """The two lists hold the very same objects, in order (a cache keyed on them is still valid)."""
+    return len(previous) == len(current) and all(a is b for a, b in zip(previous, current, strict=True))

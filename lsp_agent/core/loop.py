@@ -17,6 +17,7 @@ from lsp_agent.context.manager import ContextManager, ContextOverflow
 from lsp_agent.context.reminders import reminders
 from lsp_agent.context.stale import stale_note
 from lsp_agent.core import announce, controller, events, verification
+from lsp_agent.core.appendonly import same_objects
 from lsp_agent.core.approval import ApprovalDesk
 from lsp_agent.core.cancel import cancel_signal
 from lsp_agent.core.capabilities import (
@@ -329,7 +330,7 @@ class Generation:
         if self.env.settings.instruction_profile == "default":
             return self.tools.digest
         known, digest = self.session.sent_tools
-        if len(known) != len(request.tools) or any(a is not b for a, b in zip(known, request.tools, strict=True)):
+        if not same_objects(known, request.tools):
             digest = request_hashes(body)["toolsSha256"]
             self.session.sent_tools = (list(request.tools), digest)
         return digest

@@ -23,7 +23,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, Protocol, TypedDict
 
 from lsp_agent.config import ProviderConfig
-from lsp_agent.core.appendonly import extends
+from lsp_agent.core.appendonly import extends, same_objects
 from lsp_agent.core.history import Message, ToolResultPart
 from lsp_agent.core.ports import (
     AssistantReply,
@@ -228,8 +228,7 @@ class OpeningCache:
     def get(self, scalars: tuple[object, ...], tools: list[Any],
             build: Callable[[], tuple[bytes, list[bytes]]]) -> tuple[bytes, list[bytes]]:
         """(the opening bytes, the encoded items that lead the list, e.g. a system message)."""
-        if (scalars != self._scalars or len(tools) != len(self._tools)
-                or any(a is not b for a, b in zip(tools, self._tools, strict=True))):
+        if scalars != self._scalars or not same_objects(self._tools, tools):
             self._value = build()
             self._scalars, self._tools = scalars, list(tools)
         return self._value
