@@ -195,7 +195,12 @@ def assemble_body(head: dict[str, Any], key: str, items: list[bytes], tail: dict
     """`encode_json({**head, key: [items...], **tail})` from pre-encoded items (byte-identical)."""
     opening = encode_json(head)[:-1] + (b"," if head else b"") + encode_json(key) + b":["
     closing = b"]" + (b"," + encode_json(tail)[1:] if tail else b"}")
-    return b"".join((opening, b",".join(items), closing))
+    if not items:
+        return opening + closing
+    # One join, one buffer: joining the items first and then the three pieces built the whole body
+    # twice (two copies of hundreds of KB alive at once late in a long run: peak RSS, issue 18).
+    return b",".join([opening + items[0], *items[1:-1], items[-1] + closing] if len(items) > 1
+                     else [opening + items[0] + closing])
 
 
 def backoff_delay(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
