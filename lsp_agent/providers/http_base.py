@@ -150,6 +150,10 @@ def _refs(message: Message) -> tuple[object, ...]:
     return (message.role, *(p.output if isinstance(p, ToolResultPart) else p for p in message.parts))
 
 
+def _same_refs(cached: tuple[object, ...], refs: tuple[object, ...]) -> bool:
+    return len(cached) == len(refs) and all(a is b for a, b in zip(cached, refs, strict=True))
+
+
 class WireCache:
     """Each stored message's encoded wire items, by message id. History is append-only, so a step
     encodes only its new messages. Fast path: the leading messages that are the very objects of
@@ -158,7 +162,9 @@ class WireCache:
     entries for messages a request no longer carries (compacted away) drop out."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[Message, tuple[object, ...] | None, bytes]] = {}
+        #: message id -> (the message last encoded under it, its items); what a copy's bytes depend on
+        #: is recomputed from that message, not stored with it (a tuple less per message: peak RSS)
+        self._entries: dict[str, tuple[Message, bytes]] = {}
         self._last: list[Message] = []
         self._last_bytes: list[bytes] = []
 
@@ -179,16 +185,13 @@ class WireCache:
     def _lookup(self, message: Message, mapper: Callable[[Message], list[dict[str, Any]]]) -> bytes:
         entry = self._entries.get(message.id)
         if entry is not None and entry[0] is message:
-            return entry[2]
-        refs = _refs(message)
-        cached = (entry[1] or _refs(entry[0])) if entry is not None else None
-        if entry is None or cached is None or len(cached) != len(refs) or any(
-                a is not b for a, b in zip(cached, refs, strict=True)):
-            entry = (message, refs, b",".join(encode_json(item) for item in mapper(message)))
+            return entry[1]
+        if entry is not None and _same_refs(_refs(entry[0]), _refs(message)):
+            entry = (message, entry[1])
         else:
-            entry = (message, refs, entry[2])
+            entry = (message, b",".join(encode_json(item) for item in mapper(message)))
         self._entries[message.id] = entry
-        return entry[2]
+        return entry[1]
 
 
 def assemble_body(head: dict[str, Any], key: str, items: list[bytes], tail: dict[str, Any]) -> bytes:
