@@ -12,6 +12,7 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+from lsp_agent.context.budget import TokenCounter, message_tokens
 from lsp_agent.core.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
 from lsp_agent.store.db import CACHE_KIB, Store
 
@@ -70,3 +71,17 @@ def test_the_store_page_cache_is_small(tmp_path: Path) -> None:
         assert store.db.execute("PRAGMA cache_size").fetchone()[0] == -CACHE_KIB
     finally:
         store.close()
+
+
+def test_the_token_counter_keeps_nothing_per_ascii_message_and_counts_the_same() -> None:
+    """ASCII text is estimated from its length (as cheap as a cache key): only messages with other text,
+    which cost a regex scan, are kept; the estimate is the same either way."""
+    counter = TokenCounter()
+    ascii_steps = [m for i in range(50) for m in step(i)]
+    wide = Message(role=Role.TOOL, parts=[ToolResultPart(call_id="c", name="read_file", ok=True,
+                                                         output="注释 " * 40 + "done")])
+    messages = [*ascii_steps, wide]
+    assert counter.messages(messages) == sum(message_tokens(m) for m in messages)
+    assert list(counter._messages) == [(wide.id, len(wide.parts[0].output) * 64 + 1)]  # type: ignore[union-attr]
+    folded = wide.model_copy(update={"parts": [wide.parts[0].model_copy(update={"output": "[folded]"})]})
+    assert counter.messages([*ascii_steps, folded]) == sum(message_tokens(m) for m in [*ascii_steps, folded])
