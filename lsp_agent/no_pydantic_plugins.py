@@ -45,6 +45,6 @@ def install() -> bool:
     stand_in = types.ModuleType(LOADER, "lsp-agent: pydantic plugins are not searched for")
     stand_in.get_plugins = _get_plugins  # type: ignore[attr-defined]
     stand_in.lsp_agent_stand_in = True  # type: ignore[attr-defined]
-    stand_in.__getattr__ = _real  # type: ignore[attr-defined]  # PEP 562: names the stand-in lacks
+    setattr(stand_in, "__getattr__", _real)  # noqa: B010  (PEP 562: names the stand-in lacks)
     sys.modules[LOADER] = stand_in
     return True

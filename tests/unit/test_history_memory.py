@@ -60,7 +60,7 @@ def test_records_share_one_fields_set_per_class_and_behave_as_before() -> None:
     assert folded.output == "[folded]" and result.output == "changed"
     assert folded.model_fields_set is not result.model_fields_set
 
-    for message in first + [Message(role=Role.USER, parts=[TextPart(text="hi", synthetic=True)])]:
+    for message in [*first, Message(role=Role.USER, parts=[TextPart(text="hi", synthetic=True)])]:
         assert Message.model_validate_json(message.model_dump_json()) == message
         assert Message.model_validate(message.model_dump()) == message
 
