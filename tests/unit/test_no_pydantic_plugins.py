@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ("importlib.metadata", "zipfile", "csv")
+#: what the plugin search imported, and configparser (read only when a project has an .ini to detect checks from)
+HEAVY = ("importlib.metadata", "zipfile", "csv", "configparser")
 
 RUN_PROBE = """
 import sys
