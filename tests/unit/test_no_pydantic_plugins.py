@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: what the plugin search imported, and configparser (read only when a project has an .ini to detect checks from)
-HEAVY = ("importlib.metadata", "zipfile", "csv", "configparser")
+#: what the plugin search imported; configparser and difflib (an .ini to read, a near miss or a missing file only)
+HEAVY = ("importlib.metadata", "zipfile", "csv", "configparser", "difflib")
 
 RUN_PROBE = """
 import sys
