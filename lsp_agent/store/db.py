@@ -31,7 +31,7 @@ _PART = TypeAdapter[Part](Part, config=ConfigDict(cache_strings="keys"))
 
 
 #: the connection's page cache in KiB (sqlite's default is 2,000)
-CACHE_KIB = 256
+CACHE_KIB = 128
 
 
 def now_ms() -> int:
