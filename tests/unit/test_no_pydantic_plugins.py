@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: what the plugin search imported; configparser and difflib (an .ini to read, a near miss or a missing file only)
-HEAVY = ("importlib.metadata", "zipfile", "csv", "configparser", "difflib")
+#: the plugin search's imports; configparser, difflib, the patch planner (an .ini, a near miss, a missing file, an edit)
+HEAVY = ("importlib.metadata", "zipfile", "csv", "configparser", "difflib", "lsp_agent.tools.patch_match")
 
 RUN_PROBE = """
 import sys
