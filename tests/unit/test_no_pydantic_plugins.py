@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: the plugin search's imports; configparser, difflib, the patch planner (an .ini, a near miss, a missing file, an edit)
-HEAVY = ("importlib.metadata", "zipfile", "csv", "configparser", "difflib", "lsp_agent.tools.patch_match")
+#: the plugin search's imports; what only an .ini, a near miss, a missing file, an edit or a check needs
+HEAVY = ("importlib.metadata", "zipfile", "csv", "configparser", "difflib", "lsp_agent.tools.patch_match",
+         "lsp_agent.tools.verify_parsers")
 
 RUN_PROBE = """
 import sys
