@@ -394,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser(_chosen(argv))
     args = parser.parse_args(argv)
+    from lsp_agent import no_pydantic_plugins
+
+    no_pydantic_plugins.install()  # before anything imports pydantic
     import logging
 
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),

@@ -72,6 +72,8 @@ _MESSAGE_CHARS = 500
 #: pool) for at most this long and this many bytes; a server that keeps talking is dropped.
 _DRAIN_S = 1.0
 _DRAIN_BYTES = 1024 * 1024
+#: what a closed response's stream is replaced with (see close_response)
+_CLOSED_STREAM = httpx.ByteStream(b"")
 #: Output tokens asked for when neither the provider configuration nor the model says.
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 
@@ -151,6 +153,10 @@ def _refs(message: Message) -> tuple[object, ...]:
     return (message.role, *(p.output if isinstance(p, ToolResultPart) else p for p in message.parts))
 
 
+def _same_refs(cached: tuple[object, ...], refs: tuple[object, ...]) -> bool:
+    return len(cached) == len(refs) and all(a is b for a, b in zip(cached, refs, strict=True))
+
+
 class WireCache:
     """Each stored message's encoded wire items, by message id. History is append-only, so a step
     encodes only its new messages. Fast path: the leading messages that are the very objects of
@@ -159,7 +165,9 @@ class WireCache:
     entries for messages a request no longer carries (compacted away) drop out."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[Message, tuple[object, ...] | None, bytes]] = {}
+        #: message id -> (the message last encoded under it, its items); what a copy's bytes depend on
+        #: is recomputed from that message, not stored with it (a tuple less per message: peak RSS)
+        self._entries: dict[str, tuple[Message, bytes]] = {}
         self._last: list[Message] = []
         #: the bytes of each message of `_last` (b"" for a message with no wire items) ...
         self._last_bytes: list[bytes] = []
@@ -191,16 +199,13 @@ class WireCache:
     def _lookup(self, message: Message, mapper: Callable[[Message], list[dict[str, Any]]]) -> bytes:
         entry = self._entries.get(message.id)
         if entry is not None and entry[0] is message:
-            return entry[2]
-        refs = _refs(message)
-        cached = (entry[1] or _refs(entry[0])) if entry is not None else None
-        if entry is None or cached is None or len(cached) != len(refs) or any(
-                a is not b for a, b in zip(cached, refs, strict=True)):
-            entry = (message, refs, b",".join(encode_json(item) for item in mapper(message)))
+            return entry[1]
+        if entry is not None and _same_refs(_refs(entry[0]), _refs(message)):
+            entry = (message, entry[1])
         else:
-            entry = (message, refs, entry[2])
+            entry = (message, b",".join(encode_json(item) for item in mapper(message)))
         self._entries[message.id] = entry
-        return entry[2]
+        return entry[1]
 
 
 def body_opening(head: dict[str, Any], key: str) -> bytes:
@@ -212,7 +217,12 @@ def join_body(opening: bytes, items: list[bytes], tail: dict[str, Any]) -> bytes
     """`encode_json({**head, key: [items...], **tail})` from `body_opening(head, key)` and pre-encoded
     items (byte-identical)."""
     closing = b"]" + (b"," + encode_json(tail)[1:] if tail else b"}")
-    return b"".join((opening, b",".join(items), closing))
+    if not items:
+        return opening + closing
+    # One join, one buffer: joining the items first and then the three pieces built the whole body
+    # twice (two copies of hundreds of KB alive at once late in a long run: peak RSS, issue 18).
+    return b",".join([opening + items[0], *items[1:-1], items[-1] + closing] if len(items) > 1
+                     else [opening + items[0] + closing])
 
 
 class OpeningCache:
@@ -408,6 +418,14 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
+async def close_response(response: httpx.Response) -> None:
+    """Close `response` and break httpx's response <-> stream cycle (its BoundAsyncStream refers back
+    to the response). Left to the cycle collector, every request of a run - each holding its whole
+    body, hundreds of KB late in a long run - stayed alive until a full GC pass (peak RSS, issue 18)."""
+    await response.aclose()
+    response.stream = _CLOSED_STREAM
+
+
 async def _read_bounded(response: httpx.Response) -> bytes:
     buf = bytearray()
     try:
@@ -418,7 +436,7 @@ async def _read_bounded(response: httpx.Response) -> bytes:
     except httpx.TransportError:
         pass  # the status is the news; a body cut short still gives what arrived
     finally:
-        await response.aclose()
+        await close_response(response)
     return bytes(buf[:_ERROR_BODY_BYTES])
 
 
@@ -534,7 +552,7 @@ class HttpStreamingProvider(ABC):
             message = f"{exc.message} -- {hint}" if hint else exc.message
             raise ProviderError(exc.kind, message, attempts=attempts) from exc
         finally:
-            await response.aclose()
+            await close_response(response)
         if reply is None:
             raise ProviderError(
                 ProviderErrorKind.STREAM_CUT,

@@ -7,7 +7,7 @@ and the applier writes all of it or none of it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from pydantic import Field, model_validator
 
@@ -16,8 +16,10 @@ from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
 from lsp_agent.core.ports import Document
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
-from lsp_agent.tools.patch import FileChange, PlanFailure, Planned, plan_patch, plan_replacement
 from lsp_agent.tools.patch_grammar import AddOp, ParsedPatch, PatchParseError, parse_patch
+
+if TYPE_CHECKING:
+    from lsp_agent.tools.patch import FileChange, PlanFailure, Planned
 
 _FORMS = ("give either `patch` (a '*** Begin Patch' ... '*** End Patch' text) or all three of `path`, "
           "`old_text` and `new_text`")
@@ -126,6 +128,10 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
                     f"{path} is {size} bytes, over the {limit}-byte limit of a file apply_patch edits "
                     "(setting limits.file_bytes). Nothing was changed. Edit it with run_command tools, or "
                     "raise the limit.")
+        # the planner (matching, near-miss search, rendering) is imported when a patch is planned:
+        # a run that never edits does not hold it (peak RSS, issue 18)
+        from lsp_agent.tools.patch import PlanFailure, plan_patch, plan_replacement
+
         if patch is not None:
             outcome = plan_patch(patch, docs)
         else:

@@ -8,7 +8,6 @@ show the closest lines, so the model can retry without guessing.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Sequence
 from typing import Literal
@@ -236,6 +235,8 @@ class Matcher:
                 seed(line, j)
         if not seeds:
             return None
+        import difflib  # near misses only: a run that never misses does not hold it
+
         target = "\n".join(want)
         best: tuple[int, float] | None = None
         for start in list(seeds)[:MAX_CANDIDATES]:
@@ -285,6 +286,8 @@ def _containing(joined: str, word: str, limit: int) -> list[int]:
 
 def _similar_lines(lines: Sequence[str], want: Sequence[str]) -> list[tuple[int, int]]:
     """(file line, patch line) pairs at least half similar, for the three longest patch lines."""
+    import difflib
+
     matcher = difflib.SequenceMatcher(autojunk=False)
     pairs: list[tuple[float, int, int]] = []
     for j in sorted(range(len(want)), key=lambda j: -len(want[j]))[:3]:

@@ -8,7 +8,6 @@ always says where to continue.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import fnmatch
 import os
 import posixpath
@@ -95,6 +94,8 @@ def _missing(target: Path, rel: str) -> ToolResult:
             names = sorted(os.listdir(parent))
         except OSError:
             names = []
+        import difflib  # a missing file only: a run that reads what exists does not hold it
+
         close = difflib.get_close_matches(target.name, names, n=3, cutoff=0.6)
         if close:
             prefix = posixpath.dirname(rel)

@@ -6,7 +6,6 @@ asks which tools are installed; it never runs anything.
 
 from __future__ import annotations
 
-import configparser
 import importlib.util
 import json
 import os
@@ -14,9 +13,12 @@ import shutil
 import sys
 import tomllib
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsp_agent.config import VerifyCommand
+
+if TYPE_CHECKING:
+    import configparser
 
 _SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
                         ".ruff_cache", ".pytest_cache", ".tox", ".nox", "build", "dist", "site-packages"})
@@ -34,6 +36,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _ini_sections(path: Path) -> configparser.ConfigParser | None:
+    import configparser  # only when a project has an .ini/.cfg to read: ≈ 170 KB a run need not hold
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(path.read_text(encoding="utf-8"))

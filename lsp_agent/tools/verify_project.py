@@ -15,6 +15,7 @@ import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsp_agent.config import Limits, VerifyCommand
 from lsp_agent.core.approval import ApprovalSubject
@@ -26,7 +27,9 @@ from lsp_agent.tools.fingerprint import FingerprintError, source_fingerprint
 from lsp_agent.tools.process import head_tail, run_process
 from lsp_agent.tools.verify_detect import command_label, detect_commands
 from lsp_agent.tools.verify_envelope import MAX_ENVELOPE_FAILURES, CheckResult, Failure, VerifyEnvelope, envelope_status
-from lsp_agent.tools.verify_parsers import ParsedOutput, parse_output
+
+if TYPE_CHECKING:
+    from lsp_agent.tools.verify_parsers import ParsedOutput
 
 _DEFAULTS = Limits()
 #: failures listed per check in the result text; the rest are counted.
@@ -158,6 +161,9 @@ class VerifyProject(Tool[VerifyProjectArgs]):
 
     async def _run_check(self, command: VerifyCommand, root: Path, limits: Limits, sandbox: Sandbox,
                          approved_unsandboxed: bool = False) -> _Ran:
+        # the output parsers are imported when a check runs: a run that never verifies does not hold them
+        from lsp_agent.tools.verify_parsers import ParsedOutput, parse_output
+
         label = command_label(command)
         try:
             outcome = await run_process(list(command.argv), root, limits.verify_timeout_s,

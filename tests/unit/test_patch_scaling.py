@@ -45,7 +45,7 @@ def test_a_near_miss_compares_a_bounded_number_of_windows(monkeypatch: pytest.Mo
             made += 1
             super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(patch_match.difflib, "SequenceMatcher", Counting)
+    monkeypatch.setattr(difflib, "SequenceMatcher", Counting)  # patch_match imports difflib when it needs it
     at = LINES - 10
     missing = (f"def handler_{at}(request):\n    value = compute(request, {at}, strict=True)\n"
                f"    return value + {at}\n")
