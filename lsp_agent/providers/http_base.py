@@ -153,10 +153,6 @@ def _refs(message: Message) -> tuple[object, ...]:
     return (message.role, *(p.output if isinstance(p, ToolResultPart) else p for p in message.parts))
 
 
-def _same_refs(cached: tuple[object, ...], refs: tuple[object, ...]) -> bool:
-    return len(cached) == len(refs) and all(a is b for a, b in zip(cached, refs, strict=True))
-
-
 class WireCache:
     """Each stored message's encoded wire items, by message id. History is append-only, so a step
     encodes only its new messages. Fast path: the leading messages that are the very objects of
@@ -200,7 +196,7 @@ class WireCache:
         entry = self._entries.get(message.id)
         if entry is not None and entry[0] is message:
             return entry[1]
-        if entry is not None and _same_refs(_refs(entry[0]), _refs(message)):
+        if entry is not None and same_objects(_refs(entry[0]), _refs(message)):
             entry = (message, entry[1])
         else:
             entry = (message, b",".join(encode_json(item) for item in mapper(message)))
