@@ -14,6 +14,7 @@ import gc
 import logging
 import os
 import re
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO, Protocol, cast
@@ -156,6 +157,10 @@ def _problems(cause: BaseException | None) -> list[str]:
     return out
 
 
+#: the interpreter's thread switch interval while the stdin reader thread runs (see `pump`)
+READER_SWITCH_S = 0.0005
+
+
 def _read_forever(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes]) -> None:
     """Blocking reads on a daemon thread (stdin may be a pipe on any platform); b"" is EOF."""
     while True:
@@ -197,6 +202,9 @@ async def pump(stdin: BinaryIO, protocol: JsonRPCProtocol, stop: threading.Event
                limits: TransportLimits, start: Start | None = None) -> None:
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[bytes] = asyncio.Queue()
+    # The reader thread needs the GIL to hand a request to the loop; while a run keeps the loop busy
+    # it waited the whole switch interval (5 ms by default) for it: most of agent/status's latency.
+    sys.setswitchinterval(READER_SWITCH_S)
     reader = threading.Thread(target=_read_forever, args=(stdin.fileno(), loop, queue), daemon=True,
                               name="lsp-stdin")
     reader.start()
