@@ -58,8 +58,11 @@ def settle_startup() -> None:
     """What start-up made (modules, classes, schemas, settings) lives as long as the process: move it
     out of the cyclic collector's reach, so a full collection walks only what the work since made.
     In the language server a full collection in the middle of a streaming run walked every
-    pygls/lsprotocol object: an 87 ms pause (bench/lsp_latency.py: none with the freeze)."""
-    gc.freeze()
+    pygls/lsprotocol object: an 87 ms pause (bench/lsp_latency.py: none with the freeze).
+    Once per process: a later call (another ACP workspace) would also freeze the sessions alive then,
+    and cyclic garbage among frozen objects is never collected."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
 
 
 def release_soon() -> None:

@@ -7,6 +7,9 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+import pytest
+
+from lsp_agent.core import memory
 from lsp_agent.headless import HeadlessRun
 from tests.helpers import make_env, reply
 
@@ -21,3 +24,16 @@ async def test_a_headless_run_freezes_what_start_up_made(tmp_path: Path) -> None
         assert gc.get_freeze_count() > 10_000
     finally:
         gc.unfreeze()
+
+
+def test_start_up_is_settled_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second call (another ACP workspace) would freeze the sessions alive then too, and cyclic
+    garbage among frozen objects is never collected."""
+    calls: list[None] = []
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append(None))
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: 0)
+    memory.settle_startup()
+    assert len(calls) == 1
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: 90_000)
+    memory.settle_startup()
+    assert len(calls) == 1
