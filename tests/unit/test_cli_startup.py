@@ -80,18 +80,25 @@ print("EXIT:%d" % code, file=sys.stderr)
 """
 
 
-def test_a_headless_run_imports_no_server_and_no_cli_extras(tmp_path: Path) -> None:
-    """`lsp-agent run` (peak RSS, issue 18): no LSP stack (lsprotocol, pygls, cattrs, the server and its
-    protocol models), no other command's modules, and not httpx's own command line (click, rich,
-    pygments: ≈ 5 MB), which httpx imports whenever those are installed."""
+def scripted_run_lines(tmp_path: Path, probe: str) -> list[str]:
+    """The stderr lines of `probe` (which calls `lsp_agent.cli.main` and reports on the process) run as
+    a one-step scripted `lsp-agent run`, in a fresh interpreter; the run itself must succeed."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"replies": [{"text": "done"}]}), encoding="utf-8")
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    done = subprocess.run([sys.executable, "-c", RUN_PROBE, "run", "say done", "--model", "scripted/probe",
+    done = subprocess.run([sys.executable, "-c", probe, "run", "say done", "--model", "scripted/probe",
                            "--script", str(script), "--workspace", str(workspace)],
                           capture_output=True, text=True, timeout=120)
     lines = done.stderr.splitlines()
     assert "EXIT:0" in lines, done.stderr
+    return lines
+
+
+def test_a_headless_run_imports_no_server_and_no_cli_extras(tmp_path: Path) -> None:
+    """`lsp-agent run` (peak RSS, issue 18): no LSP stack (lsprotocol, pygls, cattrs, the server and its
+    protocol models), no other command's modules, and not httpx's own command line (click, rich,
+    pygments: ≈ 5 MB), which httpx imports whenever those are installed."""
+    lines = scripted_run_lines(tmp_path, RUN_PROBE)
     unneeded = next(x for x in lines if x.startswith("UNNEEDED:")).removeprefix("UNNEEDED:")
     assert unneeded == "", unneeded

@@ -4,10 +4,11 @@ still validate, and any other name pydantic asks of the stand-in loads the real 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.unit.test_cli_startup import scripted_run_lines
 
 #: the plugin search's imports; what only an .ini, a near miss, a missing file, an edit or a check needs
 HEAVY = ("importlib.metadata", "zipfile", "csv", "configparser", "difflib", "lsp_agent.tools.patch_match",
@@ -42,17 +43,9 @@ print("OK")
 
 
 def test_a_headless_run_searches_no_pydantic_plugins(tmp_path: Path) -> None:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"replies": [{"text": "done"}]}), encoding="utf-8")
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    done = subprocess.run([sys.executable, "-c", RUN_PROBE, "run", "say done", "--model", "scripted/probe",
-                           "--script", str(script), "--workspace", str(workspace)],
-                          capture_output=True, text=True, timeout=120)
-    lines = done.stderr.splitlines()
-    assert "EXIT:0" in lines, done.stderr
-    assert "STAND-IN:True" in lines, done.stderr
-    assert "HEAVY:" in lines, done.stderr
+    lines = scripted_run_lines(tmp_path, RUN_PROBE)
+    assert "STAND-IN:True" in lines, lines
+    assert "HEAVY:" in lines, lines
 
 
 def test_the_stand_in_defers_to_the_real_loader_for_anything_else() -> None:
