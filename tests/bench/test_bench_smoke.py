@@ -18,7 +18,7 @@ SMOKES = {
     "loop_overhead": (["-n", "3", "--wire", "chat", "--wire", "responses", "--compaction", "off",
                        "--compaction", "on", "--repeat", "1"], "| wire | N | compaction |"),
     "patch_scaling": (["--lines", "1000", "--repeat", "1"], "| exact | 1,000 |"),
-    "startup": (["--repeat", "1"], "| lsp-agent --help |"),
+    "startup": (["--repeat", "1", "--installed"], "| installed | lsp-agent --help |"),
     "lsp_latency": (["--steps", "3", "--text-kb", "2", "--idle", "5"], "streaming"),
     "context_growth": (["--steps", "12"], "|"),
     "http_client": (["-n", "5", "--rounds", "1"], "| provider |"),
