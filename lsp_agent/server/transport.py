@@ -14,6 +14,7 @@ import gc
 import logging
 import os
 import re
+import stat
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -157,20 +158,60 @@ def _problems(cause: BaseException | None) -> list[str]:
     return out
 
 
-#: the interpreter's thread switch interval while the stdin reader thread runs (see `pump`)
+#: the interpreter's thread switch interval while the stdin reader thread runs (see `_thread_reader`)
 READER_SWITCH_S = 0.0005
 
 
-def _read_forever(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes]) -> None:
-    """Blocking reads on a daemon thread (stdin may be a pipe on any platform); b"" is EOF."""
-    while True:
+def loop_can_read(stdin: BinaryIO, stdout: BinaryIO) -> bool:
+    """Whether the event loop can watch stdin itself: a pipe or socket (what editors give a language
+    server) that is not also stdout — the loop makes it non-blocking, and a shared one would make
+    pygls' blocking writes to stdout fail. Anything else (a file, a terminal) is read by a thread."""
+    try:
+        mode = os.fstat(stdin.fileno())
+        out = os.fstat(stdout.fileno())
+    except (OSError, ValueError):
+        return False
+    shared = (mode.st_dev, mode.st_ino) == (out.st_dev, out.st_ino)
+    return (stat.S_ISFIFO(mode.st_mode) or stat.S_ISSOCK(mode.st_mode)) and not shared
+
+
+async def _loop_reader(stdin: BinaryIO) -> Callable[[], Awaitable[bytes]]:
+    """stdin watched by the loop's own poll: a request is seen at the next loop turn. (A reader
+    thread must first win the GIL from a busy loop; while a run streamed, that wait was most of
+    agent/status's latency.)"""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
+    pipe = os.fdopen(stdin.fileno(), "rb", buffering=0, closefd=False)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
+
+    async def read() -> bytes:
         try:
-            chunk = os.read(fd, _CHUNK)
-        except OSError:
-            chunk = b""
-        loop.call_soon_threadsafe(queue.put_nowait, chunk)
-        if not chunk:
-            return
+            return await reader.read(_CHUNK)
+        except OSError:  # the client is gone: the same as EOF
+            return b""
+    return read
+
+
+def _thread_reader(stdin: BinaryIO) -> Callable[[], Awaitable[bytes]]:
+    """Blocking reads on a daemon thread, for a stdin the loop cannot watch; b"" is EOF."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[bytes] = asyncio.Queue()
+    # The thread needs the GIL to hand a request to the loop; while a run keeps the loop busy it
+    # waited the whole switch interval (5 ms by default) for it.
+    sys.setswitchinterval(READER_SWITCH_S)
+
+    def read_forever(fd: int) -> None:
+        while True:
+            try:
+                chunk = os.read(fd, _CHUNK)
+            except OSError:
+                chunk = b""
+            loop.call_soon_threadsafe(queue.put_nowait, chunk)
+            if not chunk:
+                return
+
+    threading.Thread(target=read_forever, args=(stdin.fileno(),), daemon=True, name="lsp-stdin").start()
+    return queue.get
 
 
 async def feed(read: Callable[[], Awaitable[bytes]], protocol: JsonRPCProtocol, stop: threading.Event,
@@ -198,17 +239,10 @@ async def feed(read: Callable[[], Awaitable[bytes]], protocol: JsonRPCProtocol, 
         await handler.receive(chunk)
 
 
-async def pump(stdin: BinaryIO, protocol: JsonRPCProtocol, stop: threading.Event,
+async def pump(stdin: BinaryIO, stdout: BinaryIO, protocol: JsonRPCProtocol, stop: threading.Event,
                limits: TransportLimits, start: Start | None = None) -> None:
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[bytes] = asyncio.Queue()
-    # The reader thread needs the GIL to hand a request to the loop; while a run keeps the loop busy
-    # it waited the whole switch interval (5 ms by default) for it: most of agent/status's latency.
-    sys.setswitchinterval(READER_SWITCH_S)
-    reader = threading.Thread(target=_read_forever, args=(stdin.fileno(), loop, queue), daemon=True,
-                              name="lsp-stdin")
-    reader.start()
-    await feed(queue.get, protocol, stop, limits, start)
+    read = await _loop_reader(stdin) if loop_can_read(stdin, stdout) else _thread_reader(stdin)
+    await feed(read, protocol, stop, limits, start)
 
 
 def serve_tcp(server: Any, host: str, port: int, limits: TransportLimits) -> None:
@@ -240,7 +274,7 @@ def serve_stdio(server: Any, stdin: BinaryIO, stdout: BinaryIO, limits: Transpor
     server._stop_event = stop = threading.Event()
     server.protocol.set_writer(StdoutWriter(stdout))
     try:
-        asyncio.run(pump(stdin, server.protocol, stop, limits, start))
+        asyncio.run(pump(stdin, stdout, server.protocol, stop, limits, start))
     except BrokenPipeError:
         log.error("the connection to the client is lost; shutting down")
     except (KeyboardInterrupt, SystemExit):
