@@ -10,7 +10,9 @@ it. Measured, per wire protocol and N:
 - per-step overhead: time from the server finishing a reply to receiving the next
   request, as seen by the server — parsing the stream, checking and running the
   call, storing the step, building and sending the next request (median, p95);
-- peak RSS of the agent process (its `VmHWM` from /proc, polled; see `peak_rss_kib`);
+- peak RSS of the agent process (its `VmHWM` from /proc, polled; see `watch_process`);
+- CPU ms/step: the agent's user + system CPU time from its first request to its last, per step
+  (polled from /proc): when it equals the step gap, the agent is CPU-bound and the gap is its work;
 - first and last request size in bytes;
 - prefix-stable: the share of requests that are exact extensions of the previous
   one (every field but the message/item list byte-identical, the list starting
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import dataclasses
 import itertools
 import json
 import os
@@ -97,6 +100,8 @@ class Sample:
     compactions: int
     cpu_s: float
     rss_mb: float
+    #: the agent's CPU time from its first request to its last, per step
+    step_cpu_ms: float
     first_bytes: int
     last_bytes: int
     prefix_stable: float
@@ -117,6 +122,7 @@ class Result:
     startup_ms: float
     step_median_ms: float
     step_p95_ms: float
+    step_cpu_ms: float
     rss_mb: float
     first_bytes: int
     last_bytes: int
@@ -140,6 +146,7 @@ class Result:
             cpu_s=statistics.median(s.cpu_s for s in samples),
             startup_ms=statistics.median(s.startup_ms for s in samples),
             step_median_ms=statistics.median(gaps), step_p95_ms=percentile(gaps, 95),
+            step_cpu_ms=statistics.median(s.step_cpu_ms for s in samples),
             rss_mb=max(s.rss_mb for s in samples),
             first_bytes=max(s.first_bytes for s in samples), last_bytes=max(s.last_bytes for s in samples),
             prefix_stable=min(s.prefix_stable for s in samples),
@@ -183,24 +190,43 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[int(rank) - 1]
 
 
-async def peak_rss_kib(pid: int, every_s: float = 0.005) -> int:
-    """The child's VmHWM (peak RSS of its own address space), polled until it exits; 0 off Linux.
+@dataclass
+class Watched:
+    """What polling /proc saw of the agent process."""
+
+    peak_kib: int = 0
+    #: (monotonic time, the process's user + system CPU seconds so far)
+    cpu: list[tuple[float, float]] = dataclasses.field(default_factory=list)
+
+    def cpu_at(self, when: float) -> float:
+        """CPU seconds used by `when` (the last sample not after it)."""
+        before = [cpu for at, cpu in self.cpu if at <= when]
+        return before[-1] if before else 0.0
+
+
+async def watch_process(pid: int, every_s: float = 0.005) -> Watched:
+    """The child's VmHWM (peak RSS of its own address space) and its CPU time, polled until it
+    exits; nothing off Linux.
 
     Not ru_maxrss: Linux folds the address space a child had before exec — a copy of
     this (much larger) benchmark process — into the child's maxrss, so os.wait4 and
     RUSAGE_CHILDREN report the parent's size. VmHWM belongs to the exec'd program alone.
+    CPU comes in clock ticks (10 ms): over a run of hundreds of steps that is a fine resolution.
     """
-    status = Path(f"/proc/{pid}/status")
-    peak = 0
+    status, stat = Path(f"/proc/{pid}/status"), Path(f"/proc/{pid}/stat")
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    seen = Watched()
     while True:
         try:
             text = status.read_text()
+            fields = stat.read_text().rpartition(")")[2].split()
         except OSError:
-            return peak
+            return seen
         hwm = next((line for line in text.splitlines() if line.startswith("VmHWM:")), None)
         if hwm is None:  # a zombie: the address space is gone
-            return peak
-        peak = max(peak, int(hwm.split()[1]))
+            return seen
+        seen.peak_kib = max(seen.peak_kib, int(hwm.split()[1]))
+        seen.cpu.append((time.monotonic(), (int(fields[11]) + int(fields[12])) / tick))  # utime, stime
         await asyncio.sleep(every_s)
 
 
@@ -256,11 +282,11 @@ async def run_once(server: LoopbackServer, wire: Wire, steps: int, compaction: s
     with (workdir / "stdout").open("wb") as out, (workdir / "stderr").open("wb") as err:
         started = time.monotonic()
         proc = subprocess.Popen(command, stdout=out, stderr=err, env=env)
-        watcher = asyncio.ensure_future(peak_rss_kib(proc.pid))
+        watcher = asyncio.ensure_future(watch_process(proc.pid))
         _, status, usage = await asyncio.to_thread(os.wait4, proc.pid, 0)
         wall = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
-        hwm_kib = await watcher
+        watched = await watcher
     events = [json.loads(line) for line in (workdir / "stdout").read_text().splitlines() if line.strip()]
     finish: dict[str, Any] = next((e for e in events if e.get("type") == "run_finish"), {})
     every = list(server.requests)
@@ -282,7 +308,8 @@ async def run_once(server: LoopbackServer, wire: Wire, steps: int, compaction: s
     return Sample(
         wall_s=wall, startup_ms=(requests[0].at - started) * 1000, gaps_ms=gaps,
         compactions=len(every) - len(requests), cpu_s=usage.ru_utime + usage.ru_stime,
-        rss_mb=(hwm_kib or usage.ru_maxrss) / 1024,
+        rss_mb=(watched.peak_kib or usage.ru_maxrss) / 1024,
+        step_cpu_ms=(watched.cpu_at(requests[-1].at) - watched.cpu_at(requests[0].at)) * 1000 / steps,
         first_bytes=len(requests[0].body), last_bytes=len(requests[-1].body),
         prefix_stable=stable / (len(bodies) - 1), byte_prefix_min=byte_share,
         stop=str(finish.get("stopReason")),
@@ -307,14 +334,15 @@ def table(results: list[Result]) -> str:
         return "" if ok else " ✗"
 
     lines = ["| wire | N | compaction | runs | wall s | CPU s | start-up ms | step median ms | step p95 ms "
-             "| growth ms/100 | peak RSS MB | first req B | last req B | prefix-stable | byte prefix (min) | stop |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| CPU ms/step | growth ms/100 | peak RSS MB | first req B | last req B | prefix-stable "
+             "| byte prefix (min) | stop |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
         missed = r.misses()
         compaction = r.compaction + (f" ({r.compactions} times)" if r.compactions else "")
         lines.append(
             f"| {r.wire} | {r.steps} | {compaction} | {r.runs} | {r.wall_s:.2f} | {r.cpu_s:.2f} | {r.startup_ms:.0f} | "
-            f"{r.step_median_ms:.2f}{mark('step median' not in missed)} | {r.step_p95_ms:.2f} | "
+            f"{r.step_median_ms:.2f}{mark('step median' not in missed)} | {r.step_p95_ms:.2f} | {r.step_cpu_ms:.2f} | "
             f"{r.growth_ms:+.2f}{mark('growth' not in missed)} | "
             f"{r.rss_mb:.1f}{mark('peak RSS' not in missed)} | "
             f"{r.first_bytes:,}{mark('first request size' not in missed)} | {r.last_bytes:,} | "

@@ -46,12 +46,15 @@ def test_the_loop_bench_breaks_long_runs_into_100_step_buckets() -> None:
     # 1 ms per 100 steps over the two full ones.
     sample = loop_overhead.Sample(
         wall_s=1.0, startup_ms=1.0, gaps_ms=[(s, s / 100) for s in range(1, 251)], compactions=0, cpu_s=1.0,
-        rss_mb=1.0, first_bytes=1, last_bytes=1, prefix_stable=1.0, byte_prefix_min=1.0, stop="final")
+        rss_mb=1.0, step_cpu_ms=1.0, first_bytes=1, last_bytes=1, prefix_stable=1.0, byte_prefix_min=1.0, stop="final")
     result = loop_overhead.Result.of("chat", 250, "off", [sample])
     assert len(result.buckets) == 3
     assert result.buckets[0] == pytest.approx(0.505) and result.buckets[2] == pytest.approx(2.255)
     assert result.growth_ms == pytest.approx(1.0)
     assert "growth" in result.misses()  # over the 0.3 ms per 100 steps target
+    # CPU by a moment: the last /proc sample not after it
+    watched = loop_overhead.Watched(cpu=[(1.0, 0.5), (2.0, 0.75)])
+    assert (watched.cpu_at(0.5), watched.cpu_at(1.5), watched.cpu_at(2.0), watched.cpu_at(9.0)) == (0, 0.5, 0.75, 0.75)
 
 
 def _env() -> dict[str, str]:
