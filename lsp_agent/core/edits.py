@@ -174,22 +174,32 @@ class LineIndex:
 _LINE_BREAK_KEPT = re.compile(r"(\r\n|\n|\r)")
 
 
+#: `_FewLines` counts line breaks forward in blocks of this many characters
+LINE_BLOCK = 1 << 16
+
+
 class _FewLines:
     """Line offsets of an LF-only text without an index: a few edits near the end of a large file
-    would pay for an index of every line. Each lookup bisects over the text with `str.count` on
-    the still-unknown half only (about one pass over the text, C-level, per lookup)."""
+    would pay for an index of every line. A lookup counts line breaks (`str.count`, C-level) in
+    blocks from the last line it found, or from the start for an earlier line, then bisects inside
+    the block: the text before the answer is counted once, and an edit's end, looked up after its
+    start, costs only the text between them."""
 
-    __slots__ = ("breaks", "text")
-    breaks: int
+    __slots__ = ("line", "start", "text")
     text: str
+    line: int  # the last line found, and its start
+    start: int
 
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.breaks = text.count("\n")
+        self.text, self.line, self.start = text, 0, 0
 
     def _start(self, line: int) -> int:
-        """The smallest offset with `line` line breaks before it."""
-        text, lo, hi, below = self.text, 0, len(self.text), 0
+        """The smallest offset with `line` line breaks before it (the text's end past the last line)."""
+        text, end = self.text, len(self.text)
+        lo, below = (self.start, self.line) if line >= self.line else (0, 0)
+        hi = min(lo + LINE_BLOCK, end)
+        while (seen := below + text.count("\n", lo, hi)) < line and hi < end:
+            lo, below, hi = hi, seen, min(hi + LINE_BLOCK, end)
         while lo < hi:
             mid = (lo + hi) // 2
             seen = below + text.count("\n", lo, mid)
@@ -197,15 +207,15 @@ class _FewLines:
                 hi = mid
             else:
                 lo, below = mid + 1, seen + (text[mid] == "\n")
+        # Past the last line `lo` is the end: a later line is past it too, so caching it is sound.
+        self.line, self.start = line, lo
         return lo
 
     def offset(self, pos: Position) -> int:
         text = self.text
         if pos.line < 0 or pos.character < 0:
             raise ValueError(f"negative position {pos}")
-        if pos.line > self.breaks:  # past the last line: LSP clients clamp to the end
-            return len(text)
-        offset = self._start(pos.line)
+        offset = self._start(pos.line)  # past the last line: the end, as LSP clients clamp
         stop = text.find("\n", offset)
         stop = len(text) if stop < 0 else stop
         if text[offset:stop].isascii():
@@ -217,8 +227,8 @@ class _FewLines:
         return offset
 
 
-def apply_text_edits(text: str, edits: Sequence[TextEdit]) -> str:
-    """Apply LSP TextEdits (ranges in UTF-16 units, all relative to `text`); overlapping ranges raise."""
+def edit_offsets(text: str, edits: Sequence[TextEdit]) -> list[tuple[int, int]]:
+    """The code-point span of each edit's range in `text`, in the edits' order."""
     # A few edits of an LF-only text look their lines up; many edits (or CR line breaks) index once.
     index_of: LineIndex | _FewLines = _FewLines(text) if len(edits) <= 4 and "\r" not in text else LineIndex(text)
     spans = []
@@ -227,8 +237,14 @@ def apply_text_edits(text: str, edits: Sequence[TextEdit]) -> str:
         b = index_of.offset(edit.end)
         if b < a:
             raise ValueError(f"edit {index} ends before it starts")
-        spans.append((a, b, index, edit.new_text))
-    spans.sort()
+        spans.append((a, b))
+    return spans
+
+
+def apply_text_edits(text: str, edits: Sequence[TextEdit]) -> str:
+    """Apply LSP TextEdits (ranges in UTF-16 units, all relative to `text`); overlapping ranges raise."""
+    spans = sorted((a, b, index, edit.new_text)
+                   for index, ((a, b), edit) in enumerate(zip(edit_offsets(text, edits), edits, strict=True)))
     out: list[str] = []
     cursor = 0
     for a, b, index, new in spans:
@@ -250,3 +266,15 @@ def position_at(text: str, offset: int) -> Position:
         line += text.count("\r", 0, offset) - text.count("\r\n", 0, offset)
     line_start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
     return Position(line=line, character=utf16_len(text[line_start:offset]))
+
+
+def position_after(text: str, start: Position, at: int, offset: int) -> Position:
+    """`position_at(text, offset)` for an offset at or after `at`, whose position `start` is known:
+    only the text between them is counted (an edit's end after its start)."""
+    if "\r" in text:
+        return position_at(text, offset)
+    breaks = text.count("\n", at, offset)
+    if not breaks:
+        return Position(line=start.line, character=start.character + utf16_len(text[at:offset]))
+    line_start = text.rfind("\n", at, offset) + 1
+    return Position(line=start.line + breaks, character=utf16_len(text[line_start:offset]))

@@ -24,6 +24,8 @@ from lsp_agent.core.edits import (
     UpdateFile,
     apply_text_edits,
     digest,
+    edit_offsets,
+    position_after,
     position_at,
 )
 from lsp_agent.core.ports import Document
@@ -204,14 +206,17 @@ def plan_replacement(path: str, doc: Document | None, old_text: str, new_text: s
                 at, new = at - 1, "\r" + new
             if 0 < stop < len(text) and text[stop - 1:stop + 1] == "\r\n":
                 stop, new = stop + 1, new + "\n"
-            edit = TextEdit(start=position_at(text, at), end=position_at(text, stop), new_text=new)
-            result = text[:at] + new + text[stop:]
+            start = position_at(text, at)
+            edit = TextEdit(start=start, end=position_after(text, start, at, stop), new_text=new)
+            # The edit reproduces the replacement exactly when its range maps back to [at, stop)
+            # (as apply_text_edits reads it): checked without building the new text twice.
+            if edit_offsets(text, [edit]) != [(at, stop)]:
+                raise AssertionError(f"edit for {path} does not reproduce the new text")
+            result = "".join((text[:at], new, text[stop:]))
             first = edit.start.line + 1
             added, removed = len(FileText.split(new).lines), len(FileText.split(old).lines)
             op = UpdateFile(path=path, edits=[edit], base_digest=digest(text), base_version=doc.version,
                             new_text=result)
-            if apply_text_edits(text, [edit]) != result:
-                raise AssertionError(f"edit for {path} does not reproduce the new text")
             change = FileChange("M", path, added=added, removed=removed,
                                 where=((first, first + max(added, 1) - 1),), edits=1)
             return Planned(EditPlan(ops=[op]), (change,))

@@ -6,7 +6,19 @@ from __future__ import annotations
 import itertools
 import random
 
-from lsp_agent.core.edits import LINE_BREAK, LineIndex, Position, TextEdit, apply_text_edits, position_at, utf16_len
+import pytest
+
+from lsp_agent.core import edits
+from lsp_agent.core.edits import (
+    LINE_BREAK,
+    LineIndex,
+    Position,
+    TextEdit,
+    apply_text_edits,
+    position_after,
+    position_at,
+    utf16_len,
+)
 
 PIECES = ["a", "bc", "\n", "\r", "\r\n", "é", "😀", "\n\n"]
 
@@ -67,3 +79,28 @@ def test_edits_apply_as_a_scan_says_with_few_edits_and_with_many() -> None:
             expected += [text[cursor:a], edits[i].new_text]
             cursor = b
         assert apply_text_edits(text, edits) == "".join([*expected, text[cursor:]]), (text, edits)
+
+
+def test_few_edit_lookups_agree_with_a_scan_across_blocks_and_in_any_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_FewLines` counts in blocks from the last line it found: tiny blocks make every lookup cross
+    block ends, and lookups go forward, backward and past the last line."""
+    rng = random.Random(7)
+    lf_only = [p for p in PIECES if "\r" not in p]
+    for block in (1, 2, 3, 7):
+        monkeypatch.setattr(edits, "LINE_BLOCK", block)
+        for _ in range(400):
+            text = "".join(rng.choice(lf_only) for _ in range(rng.randint(0, 30)))
+            lines = edits._FewLines(text)
+            for _ in range(12):
+                pos = Position(line=rng.randint(0, 12), character=rng.randint(0, 5))
+                assert lines.offset(pos) == scan_offset(text, pos), (block, text, pos)
+
+
+def test_a_position_after_a_known_one_is_the_position_at_its_offset() -> None:
+    rng = random.Random(11)
+    for _ in range(800):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 20)))
+        at = rng.randint(0, len(text))
+        start = position_at(text, at)
+        for offset in range(at, len(text) + 1):
+            assert position_after(text, start, at, offset) == position_at(text, offset), (text, at, offset)
