@@ -206,8 +206,8 @@ def plan_replacement(path: str, doc: Document | None, old_text: str, new_text: s
                 at, new = at - 1, "\r" + new
             if 0 < stop < len(text) and text[stop - 1:stop + 1] == "\r\n":
                 stop, new = stop + 1, new + "\n"
-            start = position_at(text, at)
-            edit = TextEdit(start=start, end=position_after(text, start, at, stop), new_text=new)
+            begin = position_at(text, at)
+            edit = TextEdit(start=begin, end=position_after(text, begin, at, stop), new_text=new)
             # The edit reproduces the replacement exactly when its range maps back to [at, stop)
             # (as apply_text_edits reads it): checked without building the new text twice.
             if edit_offsets(text, [edit]) != [(at, stop)]:
