@@ -165,7 +165,10 @@ READER_SWITCH_S = 0.0005
 def loop_can_read(stdin: BinaryIO, stdout: BinaryIO) -> bool:
     """Whether the event loop can watch stdin itself: a pipe or socket (what editors give a language
     server) that is not also stdout — the loop makes it non-blocking, and a shared one would make
-    pygls' blocking writes to stdout fail. Anything else (a file, a terminal) is read by a thread."""
+    pygls' blocking writes to stdout fail. Anything else (a file, a terminal; any stdin on Windows,
+    whose loop reads only overlapped pipes) is read by a thread."""
+    if sys.platform == "win32":
+        return False
     try:
         mode = os.fstat(stdin.fileno())
         out = os.fstat(stdout.fileno())
