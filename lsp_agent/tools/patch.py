@@ -66,7 +66,7 @@ class PlanFailure:
 
 def _update(path: str, doc: Document, regions: list[Region], ft: FileText,
             keep_missing_eol: bool) -> tuple[UpdateFile, FileChange]:
-    new_text, edits = render(ft, regions, keep_missing_eol)
+    new_text, edits = render(ft, regions, keep_missing_eol, doc.text)
     if apply_text_edits(doc.text, edits) != new_text:  # a bug here must never reach a file
         raise AssertionError(f"edits for {path} do not reproduce the new text")
     where, delta = [], 0

@@ -53,6 +53,17 @@ class FileText:
         return bool(self.lines) and self.eols[-1] == ""
 
 
+def _span(ft: FileText, start: int, end: int) -> int:
+    """The length in characters of lines [start, end) with their endings."""
+    return sum(map(len, ft.lines[start:end])) + sum(map(len, ft.eols[start:end]))
+
+
+def _without_final_eol(text: str) -> str:
+    for ending in ("\r\n", "\n", "\r"):
+        if text.endswith(ending):
+            return text[:-len(ending)]
+    return text
+
 
 @dataclass(frozen=True)
 class Region:
@@ -63,26 +74,32 @@ class Region:
     new: tuple[str, ...]
 
 
-def render(ft: FileText, regions: Sequence[Region], keep_missing_eol: bool) -> tuple[str, list[TextEdit]]:
-    """The new text and one line-range TextEdit per region.
+def render(ft: FileText, regions: Sequence[Region], keep_missing_eol: bool,
+           text: str) -> tuple[str, list[TextEdit]]:
+    """The new text and one line-range TextEdit per region; `text` is the file `ft` was split from.
 
     New lines get the file's line ending. A missing final newline stays missing unless a region
     changes the end of the file; then the file ends with a newline, unless `keep_missing_eol`.
+    The new text is computed from the regions' line numbers and the lines' lengths, independently of
+    the TextEdits (the caller checks that the edits reproduce it); unchanged runs of lines are
+    slices of `text`, so a small change to a large file costs C-level work, not a step per line.
     """
-    lines, eols, eol, n = ft.lines, ft.eols, ft.eol, len(ft.lines)
-    # The independent computation: the new file as (content, ending) pairs.
-    pairs: list[tuple[str, str]] = []
-    prev = 0
+    lines, eol, n = ft.lines, ft.eol, len(ft.lines)
+    pieces: list[str] = []
+    offset = prev = 0
     for r in regions:
-        pairs.extend(zip(lines[prev:r.start], eols[prev:r.start], strict=True))
-        pairs.extend((line, eol) for line in r.new)
+        run = _span(ft, prev, r.start)
+        pieces.append(text[offset:offset + run])
+        offset += run + _span(ft, r.start, r.end)
+        if r.start == n and r.new and ft.missing_final_eol:
+            pieces.append(eol)  # lines appended after a last line that had no newline
+        pieces.extend(line + eol for line in r.new)
         prev = r.end
-    pairs.extend(zip(lines[prev:], eols[prev:], strict=True))
-    pairs = [(c, e or eol) for c, e in pairs[:-1]] + pairs[-1:]
-    touches_end = any(r.end == n for r in regions)
-    if pairs and keep_missing_eol and ft.missing_final_eol and touches_end:
-        pairs[-1] = (pairs[-1][0], "")
-    new_text = "".join(c + e for c, e in pairs)
+    pieces.append(text[offset:])
+    new_text = "".join(pieces)
+    if keep_missing_eol and ft.missing_final_eol and any(r.end == n for r in regions):
+        # the new last line loses its ending (line contents never hold a line break)
+        new_text = _without_final_eol(new_text)
 
     edits: list[TextEdit] = []
     for r in regions:
