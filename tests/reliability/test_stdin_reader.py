@@ -15,6 +15,7 @@ import os
 import pty
 import socket
 import subprocess
+import sys
 import threading
 import tty
 from pathlib import Path
@@ -61,7 +62,11 @@ def _pump_threads(stdin: BinaryIO, stdout: BinaryIO, payload: bytes, writer_fd: 
             os.close(writer_fd)
         await asyncio.wait_for(task, 10)
 
-    asyncio.run(run())
+    switch = sys.getswitchinterval()  # the thread reader lowers it for the process
+    try:
+        asyncio.run(run())
+    finally:
+        sys.setswitchinterval(switch)
     return recorder.handled, seen
 
 
