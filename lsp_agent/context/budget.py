@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from lsp_agent.config import Settings
@@ -103,33 +103,28 @@ class Calibration:
         return math.ceil(estimate * self.reported / self.estimated)
 
 
-def _content_size(message: Message) -> int:
-    """Characters of a message's parts: a folded copy (shorter output) differs from its original.
-    isinstance checks and plain attribute reads: `getattr(part, "output", "")` on a part without
-    that field takes pydantic's slow `__getattr__` path (an exception per miss)."""
-    size = 0
+def _estimated_texts(message: Message) -> Iterator[str]:
+    """The texts of a message that `_part_tokens` estimates. isinstance checks and plain attribute
+    reads: `getattr(part, "output", "")` on a part without that field takes pydantic's slow
+    `__getattr__` path (an exception per miss)."""
     for part in message.parts:
         if isinstance(part, ToolResultPart):
-            size += len(part.output)
+            yield part.output
         elif isinstance(part, TextPart | ReasoningPart):
-            size += len(part.text)
+            yield part.text
         elif isinstance(part, ToolCallPart):
-            size += len(part.arguments)
-    return size
+            yield part.name
+            yield part.arguments
+
+
+def _content_size(message: Message) -> int:
+    """Characters of a message's estimated texts: a folded copy (shorter output) differs from its original."""
+    return sum(map(len, _estimated_texts(message)))
 
 
 def _ascii(message: Message) -> bool:
     """Every text the estimate reads is ASCII (`str.isascii` reads a flag: constant time)."""
-    for part in message.parts:
-        if isinstance(part, ToolResultPart):
-            if not part.output.isascii():
-                return False
-        elif isinstance(part, TextPart | ReasoningPart):
-            if not part.text.isascii():
-                return False
-        elif isinstance(part, ToolCallPart) and not (part.name.isascii() and part.arguments.isascii()):
-            return False
-    return True
+    return all(text.isascii() for text in _estimated_texts(message))
 
 
 class TokenCounter:
