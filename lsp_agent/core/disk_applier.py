@@ -262,11 +262,12 @@ def _read(root_fd: int, parts: tuple[str, ...]) -> tuple[bytes | None, int | Non
         if not stat.S_ISREG(info.st_mode):
             raise _Refused(ApplyFailure.CONFLICT, f"{rel} exists and is not a regular file")
         os.set_blocking(fd, True)
-        # One read of the size fstat gave (plus one byte, to see a file that grew) returns a whole
-        # regular file; joining 1 MiB chunks copied a large file a second time.
+        # One read of the size fstat gave, plus one byte: a regular file reads short only at its
+        # end, so a shorter result is the whole file; a full one means it grew, and the rest is
+        # read too. (Joining 1 MiB chunks copied a large file a second time.)
         data = os.read(fd, info.st_size + 1)
-        if data and (more := os.read(fd, 1 << 20)):
-            chunks = [data, more]
+        if len(data) > info.st_size:
+            chunks = [data]
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
             data = b"".join(chunks)

@@ -166,3 +166,23 @@ async def test_new_files_get_the_usual_permissions(root: Path) -> None:
 
 async def test_flush_is_a_no_op_success(root: Path) -> None:
     assert (await DiskApplier(root).flush(["a.txt"])).ok
+
+
+def test_a_file_read_whole_even_when_it_grew_after_its_size_was_taken(root: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The applier reads a file in one read of the size fstat gave; a file larger by then (a writer
+    appending meanwhile, here an fstat that reports less) is read to its end, not cut at that size."""
+    from lsp_agent.core import disk_applier
+
+    data = b"x" * 3000 + b"\n"
+    (root / "grown.txt").write_bytes(data)
+    mode = stat.S_IMODE(os.stat(root / "grown.txt").st_mode)
+    real_fstat = os.fstat
+
+    class Stale:
+        def __init__(self, info: os.stat_result) -> None:
+            self.st_mode, self.st_size = info.st_mode, 10
+
+    monkeypatch.setattr(os, "fstat", lambda fd: Stale(real_fstat(fd)))
+    with disk_applier._root_fd(root) as fd:
+        assert disk_applier._read(fd, ("grown.txt",)) == (data, mode)
