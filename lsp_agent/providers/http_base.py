@@ -213,12 +213,11 @@ def join_body(opening: bytes, items: list[bytes], tail: dict[str, Any]) -> bytes
     """`encode_json({**head, key: [items...], **tail})` from `body_opening(head, key)` and pre-encoded
     items (byte-identical)."""
     closing = b"]" + (b"," + encode_json(tail)[1:] if tail else b"}")
-    if not items:
-        return opening + closing
+    if len(items) < 2:
+        return opening + (items[0] if items else b"") + closing
     # One join, one buffer: joining the items first and then the three pieces built the whole body
     # twice (two copies of hundreds of KB alive at once late in a long run: peak RSS, issue 18).
-    return b",".join([opening + items[0], *items[1:-1], items[-1] + closing] if len(items) > 1
-                     else [opening + items[0] + closing])
+    return b",".join([opening + items[0], *items[1:-1], items[-1] + closing])
 
 
 class OpeningCache:
