@@ -34,7 +34,7 @@ from lsp_agent.core.edits import (
     EditPlan,
     RenameFile,
     UpdateFile,
-    apply_text_edits,
+    produces,
 )
 from lsp_agent.core.paths import PathDenied, check_writable, normalize
 
@@ -143,13 +143,13 @@ class DiskApplier:
                         continue
                     assert isinstance(op, UpdateFile)
                     try:
-                        text = apply_text_edits(entry.current.decode("utf-8", _ERRORS), op.edits)
+                        same = produces(entry.current.decode("utf-8", _ERRORS), op.edits, op.new_text)
                     except ValueError as exc:
                         raise _Refused(ApplyFailure.CONFLICT, f"the edits of {op.path} do not apply: {exc}") from exc
-                    if text != op.new_text:
+                    if not same:
                         raise _Refused(ApplyFailure.CONFLICT,
                                        f"the edits of {op.path} do not produce the planned text; nothing written")
-                    entry.current = text.encode("utf-8", _ERRORS)
+                    entry.current = op.new_text.encode("utf-8", _ERRORS)
         except OSError as exc:
             raise _Refused(ApplyFailure.IO_ERROR, f"reading files failed: {exc.strerror or exc}") from exc
         except UnicodeEncodeError as exc:
@@ -168,8 +168,7 @@ class DiskApplier:
             try:
                 for entry in changed:
                     rel = "/".join(entry.parts)
-                    now, _ = _read(root_fd, entry.parts)
-                    if now != entry.original:  # changed between the check and this write
+                    if not _unchanged(root_fd, entry.parts, entry.original):  # since the check
                         raise _Refused(ApplyFailure.CONFLICT, f"{rel} changed on disk while the edit was applied")
                     step = _Done(entry)
                     done.append(step)
@@ -245,8 +244,9 @@ def _dir_fd(root_fd: int, parts: tuple[str, ...]) -> Iterator[int]:
         os.close(fd)
 
 
-def _read(root_fd: int, parts: tuple[str, ...]) -> tuple[bytes | None, int | None]:
-    """(bytes, mode) of the regular file at `parts`, or (None, None) when it does not exist."""
+def _open_regular(root_fd: int, parts: tuple[str, ...]) -> tuple[int, os.stat_result] | None:
+    """A blocking descriptor (the caller closes it) and the status of the regular file at `parts`,
+    or None when it does not exist."""
     rel = "/".join(parts)
     try:
         with _dir_fd(root_fd, parts[:-1]) as parent:
@@ -255,13 +255,28 @@ def _read(root_fd: int, parts: tuple[str, ...]) -> tuple[bytes | None, int | Non
         raise _Refused(ApplyFailure.REFUSED, f"{rel}: {exc}") from exc
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            return None, None  # a missing directory on the way: the file does not exist
+            return None  # a missing directory on the way: the file does not exist
         raise _Refused(ApplyFailure.IO_ERROR, f"reading {rel} failed: {exc.strerror or exc}") from exc
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _Refused(ApplyFailure.CONFLICT, f"{rel} exists and is not a regular file")
-        os.set_blocking(fd, True)
+        regular = stat.S_ISREG(info.st_mode)
+        if regular:
+            os.set_blocking(fd, True)
+    except OSError as exc:
+        os.close(fd)
+        raise _Refused(ApplyFailure.IO_ERROR, f"reading {rel} failed: {exc.strerror or exc}") from exc
+    if not regular:
+        os.close(fd)
+        raise _Refused(ApplyFailure.CONFLICT, f"{rel} exists and is not a regular file")
+    return fd, info
+
+
+def _read(root_fd: int, parts: tuple[str, ...]) -> tuple[bytes | None, int | None]:
+    """(bytes, mode) of the regular file at `parts`, or (None, None) when it does not exist."""
+    if (opened := _open_regular(root_fd, parts)) is None:
+        return None, None
+    fd, info = opened
+    try:
         # One read of the size fstat gave, plus one byte: a regular file reads short only at its
         # end, so a shorter result is the whole file; a full one means it grew, and the rest is
         # read too. (Joining 1 MiB chunks copied a large file a second time.)
@@ -273,7 +288,32 @@ def _read(root_fd: int, parts: tuple[str, ...]) -> tuple[bytes | None, int | Non
             data = b"".join(chunks)
         return data, stat.S_IMODE(info.st_mode)
     except OSError as exc:
-        raise _Refused(ApplyFailure.IO_ERROR, f"reading {rel} failed: {exc.strerror or exc}") from exc
+        raise _Refused(ApplyFailure.IO_ERROR, f"reading {'/'.join(parts)} failed: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+#: `_unchanged` reads a file back in pieces of this size
+COMPARE_PIECE = 1 << 16
+
+
+def _unchanged(root_fd: int, parts: tuple[str, ...], original: bytes | None) -> bool:
+    """Whether the file at `parts` still holds `original` (None: still does not exist). Read back a
+    piece at a time: a second whole copy of a large file costs more in page faults than the read."""
+    if (opened := _open_regular(root_fd, parts)) is None:
+        return original is None
+    fd, info = opened
+    try:
+        if original is None or info.st_size != len(original):
+            return False
+        at = 0
+        while chunk := os.read(fd, COMPARE_PIECE):
+            if not original.startswith(chunk, at):
+                return False
+            at += len(chunk)
+        return at == len(original)
+    except OSError as exc:
+        raise _Refused(ApplyFailure.IO_ERROR, f"reading {'/'.join(parts)} failed: {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
 

@@ -45,9 +45,9 @@ from lsp_agent.core.edits import (
     RenameFile,
     TextEdit,
     UpdateFile,
-    apply_text_edits,
     digest,
     position_at,
+    produces,
 )
 from lsp_agent.protocol.methods import AGENT_SAVE_DOCUMENTS
 from lsp_agent.protocol.models import SaveDocumentsResult
@@ -238,10 +238,10 @@ class LspApplier:
                 del buffers[op.path]
             else:
                 try:
-                    produced = apply_text_edits(current, op.edits)
+                    same = produces(current, op.edits, op.new_text)
                 except ValueError as exc:
                     return _refused(ApplyFailure.CONFLICT, f"the edits of {op.path} do not apply to its buffer: {exc}")
-                if produced != op.new_text:
+                if not same:
                     return _refused(ApplyFailure.CONFLICT, f"the edits of {op.path} do not produce the planned text")
             split.buffer.append(_BufferOp(op, uri, None if renamed else doc.version))
         return split

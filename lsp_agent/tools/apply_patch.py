@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar, Self
 
 from pydantic import Field, model_validator
 
-from lsp_agent.core.edits import ApplyFailure, CreateFile, UpdateFile
+from lsp_agent.core.edits import ApplyFailure, CreateFile, UpdateFile, utf8_len
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
 from lsp_agent.core.ports import Document
@@ -113,7 +113,7 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
                     f"{path} must be read again before it is edited (earlier edits failed, or your view of it "
                     f"is out of date). Call read_file on {path}, then retry with its current text.")
         docs: dict[str, Document | None] = {path: await ctx.documents.read(path) for path in paths}
-        sent = len((args.patch if args.patch is not None else args.new_text or "").encode("utf-8", "surrogateescape"))
+        sent = utf8_len(args.patch if args.patch is not None else args.new_text or "")
         if sent > ctx.settings.limits.write_bytes:  # the edit itself (the controller checks this too)
             return ToolResult.failure(
                 ErrorKind.TOOL_FAILURE,
@@ -121,7 +121,7 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
                 "(setting limits.write_bytes). Nothing was changed. Make smaller edits.")
         limit = ctx.settings.limits.file_bytes
         for path, doc in docs.items():
-            size = 0 if doc is None else len(doc.text.encode("utf-8", "surrogateescape"))
+            size = 0 if doc is None else utf8_len(doc.text)
             if size > limit:
                 return ToolResult.failure(
                     ErrorKind.TOOL_FAILURE,
@@ -172,7 +172,7 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
     def _too_big(planned: Planned, limit: int) -> ToolResult | None:
         for op in planned.plan.ops:
             text = op.new_text if isinstance(op, UpdateFile) else op.text if isinstance(op, CreateFile) else ""
-            size = len(text.encode("utf-8", "surrogateescape"))
+            size = utf8_len(text)
             if size > limit:
                 return ToolResult.failure(
                     ErrorKind.TOOL_FAILURE,

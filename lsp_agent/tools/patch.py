@@ -22,11 +22,11 @@ from lsp_agent.core.edits import (
     RenameFile,
     TextEdit,
     UpdateFile,
-    apply_text_edits,
     digest,
     edit_offsets,
     position_after,
     position_at,
+    produces,
 )
 from lsp_agent.core.ports import Document
 from lsp_agent.tools.patch_grammar import ADD, UPDATE, AddOp, DeleteOp, Hunk, ParsedPatch, UpdateOp
@@ -67,7 +67,7 @@ class PlanFailure:
 def _update(path: str, doc: Document, regions: list[Region], ft: FileText,
             keep_missing_eol: bool) -> tuple[UpdateFile, FileChange]:
     new_text, edits = render(ft, regions, keep_missing_eol, doc.text)
-    if apply_text_edits(doc.text, edits) != new_text:  # a bug here must never reach a file
+    if not produces(doc.text, edits, new_text):  # a bug here must never reach a file
         raise AssertionError(f"edits for {path} do not reproduce the new text")
     where, delta = [], 0
     for r in regions:
@@ -212,7 +212,11 @@ def plan_replacement(path: str, doc: Document | None, old_text: str, new_text: s
             # (as apply_text_edits reads it): checked without building the new text twice.
             if edit_offsets(text, [edit]) != [(at, stop)]:
                 raise AssertionError(f"edit for {path} does not reproduce the new text")
-            result = "".join((text[:at], new, text[stop:]))
+            if (at, stop) == (hits[0], hits[0] + len(old)):
+                # `old` occurs once: replace() builds the result in one copy (a join copies twice)
+                result = text.replace(old, new, 1)
+            else:  # widened over a CRLF
+                result = "".join((text[:at], new, text[stop:]))
             first = edit.start.line + 1
             added, removed = len(FileText.split(new).lines), len(FileText.split(old).lines)
             op = UpdateFile(path=path, edits=[edit], base_digest=digest(text), base_version=doc.version,

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from lsp_agent.core.edits import CreateFile, EditPlan
+from lsp_agent.core.edits import CreateFile, EditPlan, utf8_len
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
@@ -48,7 +48,7 @@ class WriteFile(Tool[WriteFileArgs]):
             target = resolve_in_root(ctx.root, path)
         except PathDenied as exc:
             return ToolResult.failure(ErrorKind.PATH_DENIED, f"{exc}. Nothing was written.")
-        size = len(args.content.encode("utf-8", "surrogateescape"))
+        size = utf8_len(args.content)
         limit = ctx.settings.limits.write_bytes
         if size > limit:
             return ToolResult.failure(

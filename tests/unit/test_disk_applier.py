@@ -186,3 +186,47 @@ def test_a_file_read_whole_even_when_it_grew_after_its_size_was_taken(root: Path
     monkeypatch.setattr(os, "fstat", lambda fd: Stale(real_fstat(fd)))
     with disk_applier._root_fd(root) as fd:
         assert disk_applier._read(fd, ("grown.txt",)) == (data, mode)
+
+
+@pytest.mark.parametrize("change", ["same size", "grown", "cut", "deleted"])
+async def test_a_file_changed_between_the_check_and_the_write_is_not_overwritten(
+        root: Path, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    """Just before replacing a file the applier reads it back (in small pieces here, so the change
+    is found in a later piece than the first): a change since the check is a conflict, not lost."""
+    from lsp_agent.core import disk_applier
+
+    monkeypatch.setattr(disk_applier, "COMPARE_PIECE", 4)
+    put(root, "a.py", b"x = 1\ny = 2\n")
+    op = update("a.py", "x = 1\ny = 2\n", "x = 1\ny = 3\n")
+    users = {"same size": b"x = 1\ny = 9\n", "grown": b"x = 1\ny = 2\n\n", "cut": b"x = 1\ny = 2"}
+    check = DiskApplier._simulate
+
+    def then_the_user_edits(self: DiskApplier, plan: EditPlan) -> object:
+        entries = check(self, plan)
+        if change == "deleted":
+            (root / "a.py").unlink()
+        else:
+            put(root, "a.py", users[change])
+        return entries
+
+    monkeypatch.setattr(DiskApplier, "_simulate", then_the_user_edits)
+    ok, failure, message = await run(root, op)
+    assert not ok and failure is ApplyFailure.CONFLICT and "changed on disk while the edit was applied" in message
+    assert snapshot(root) == ({} if change == "deleted" else {"a.py": users[change]})
+
+
+def test_a_file_read_back_in_pieces_is_unchanged_only_when_every_byte_is(root: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsp_agent.core import disk_applier
+
+    monkeypatch.setattr(disk_applier, "COMPARE_PIECE", 3)
+    data = b"0123456789"
+    put(root, "f.txt", data)
+    with disk_applier._root_fd(root) as fd:
+        assert disk_applier._unchanged(fd, ("f.txt",), data)
+        assert not disk_applier._unchanged(fd, ("f.txt",), None)  # it exists now
+        assert disk_applier._unchanged(fd, ("missing.txt",), None)
+        assert not disk_applier._unchanged(fd, ("missing.txt",), data)
+        for at in range(len(data)):  # one byte differs, in each piece in turn
+            put(root, "f.txt", data[:at] + b"#" + data[at + 1:])
+            assert not disk_applier._unchanged(fd, ("f.txt",), data), at
