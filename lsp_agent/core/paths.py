@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import re
+import stat
 from pathlib import Path, PurePosixPath
 
 # C0 controls, DEL, C1 controls and the Unicode line/paragraph separators: in a path they forge
@@ -50,13 +53,40 @@ def resolve_in_root(root: Path, rel: str) -> Path:
     if os.path.isabs(rel) or rel.startswith(("/", "\\")) or (len(rel) > 1 and rel[1] == ":"):
         raise PathDenied(f"absolute paths are not allowed ({rel!r}); use a path relative to the workspace root")
     try:
-        real_root = root.resolve()
-        target = (real_root / rel).resolve()
+        real = real_root(root)
+        target = _resolve_below(real, rel)
     except (OSError, RuntimeError, ValueError) as exc:
         raise PathDenied(f"{rel!r} cannot be resolved ({exc})") from exc
-    if target != real_root and real_root not in target.parents:
+    if target != real and real not in target.parents:
         raise PathDenied(f"{rel!r} resolves outside the workspace root")
     return target
+
+
+@functools.lru_cache(maxsize=64)
+def real_root(root: Path) -> Path:
+    """`root` with its links resolved, once (a walk of every component, each time, cost more than
+    the rest of a path check). The boundary stays where the workspace was when first seen: a root
+    later swapped for a link is resolved again by `_resolve_below`, and what it points to is outside."""
+    return root.resolve()
+
+
+def _resolve_below(real: Path, rel: str) -> Path:
+    """`(real / rel).resolve()` for a `real` resolved earlier, cheaply in the common case: when `rel`
+    has no `.`, `..` or empty part and neither the root nor any of its components is a link now (one
+    lstat each, up to the first that does not exist, below which nothing is a link), it is
+    `real / rel` as spelled."""
+    parts = rel.split("/")
+    if os.name != "posix" or any(part in ("", ".", "..") for part in parts):
+        return (real / rel).resolve()
+    for path in itertools.accumulate(parts, lambda path, part: f"{path}/{part}", initial=str(real)):
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return (real / rel).resolve()
+        except (FileNotFoundError, NotADirectoryError):
+            break
+        except OSError:  # unreadable, over-long: the general case decides
+            return (real / rel).resolve()
+    return real.joinpath(*parts)
 
 
 def protected_part(rel: str) -> str | None:
@@ -72,7 +102,7 @@ def check_writable(root: Path, rel: str) -> None:
     target = resolve_in_root(root, rel)
     spelled = protected_part(rel)
     try:
-        resolved = protected_part(target.relative_to(root.resolve()).as_posix())
+        resolved = protected_part(target.relative_to(real_root(root)).as_posix())
     except (OSError, ValueError):
         resolved = None
     hit = spelled or resolved
