@@ -22,6 +22,17 @@ BODY = r"""
   local function finished(generation)
     return agent.last_finish ~= nil and agent.last_finish.generation == generation
   end
+  -- A generation other than `...` the client has seen: running now, or already over (a scripted
+  -- follow-up can start and finish between two looks, leaving agent.generation nil again).
+  local function newer(...)
+    local known = {}
+    for _, generation in ipairs({ ... }) do known[generation] = true end
+    if agent.generation ~= nil and not known[agent.generation] then return agent.generation end
+    for generation in pairs(agent.stopped) do
+      if not known[generation] then return generation end
+    end
+    return nil
+  end
   local function receipts(status)
     local n = 0
     for _, r in pairs(agent.receipts) do
@@ -52,14 +63,14 @@ BODY = r"""
 
   -- 2. Steer while idle: the text is queued, and an idle session starts it at once.
   vim.cmd("AgentSteer idle follow-up")
-  wait("the follow-up to start", function() return agent.generation ~= nil and agent.generation ~= gen1 end)
-  local gen2 = agent.generation
+  wait("the follow-up to start", function() return newer(gen1) ~= nil end)
+  local gen2 = newer(gen1)
   wait("the follow-up to finish", function() return finished(gen2) end)
 
   -- 3. Prompts typed while a generation runs are queued; :AgentQueue lists them.
   vim.cmd("AgentRun third")
-  wait("the third generation", function() return agent.generation ~= nil and agent.generation ~= gen2 end)
-  local gen3 = agent.generation
+  wait("the third generation", function() return newer(gen1, gen2) ~= nil end)
+  local gen3 = newer(gen1, gen2)
   vim.cmd("AgentRun fourth")
   vim.cmd("AgentRun fifth")
   local function waiting()
