@@ -346,9 +346,9 @@ def _atomic_write(parent: int, name: str, data: bytes, mode: int | None) -> None
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
-            if mode is not None:
+            if mode is not None:  # before the fsync, so the mode is as durable as the bytes
                 os.fchmod(fd, mode)
+            os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
