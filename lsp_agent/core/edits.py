@@ -13,7 +13,7 @@ import hashlib
 import itertools
 import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from typing import Annotated, Literal, Protocol
 
@@ -25,21 +25,25 @@ from pydantic import BaseModel, ConfigDict, Field
 PIECE = 1 << 14
 
 
-def digest(text: str) -> str:
-    # surrogateescape: text decoded from invalid UTF-8 digests to its original bytes. UTF-8 encodes
-    # each code point alone, so the pieces' encodings are the whole text's bytes, in order.
-    h = hashlib.sha256()
+def _utf8_pieces(text: str) -> Iterator[bytes]:
+    """The text's UTF-8 bytes, a piece at a time. surrogateescape: text decoded from invalid UTF-8
+    encodes back to its original bytes. UTF-8 encodes each code point alone, so the pieces are the
+    whole text's encoding, in order."""
     for at in range(0, len(text), PIECE):
-        h.update(text[at:at + PIECE].encode("utf-8", "surrogateescape"))
+        yield text[at:at + PIECE].encode("utf-8", "surrogateescape")
+
+
+def digest(text: str) -> str:
+    h = hashlib.sha256()
+    for piece in _utf8_pieces(text):
+        h.update(piece)
     return h.hexdigest()
 
 
 def utf8_len(text: str) -> int:
     """Size in bytes of the text as UTF-8 (undecodable bytes as themselves), without encoding an
     ASCII text (`isascii` is a flag on a str, not a scan)."""
-    if text.isascii():
-        return len(text)
-    return sum(len(text[at:at + PIECE].encode("utf-8", "surrogateescape")) for at in range(0, len(text), PIECE))
+    return len(text) if text.isascii() else sum(map(len, _utf8_pieces(text)))
 
 
 def utf16_len(text: str) -> int:
