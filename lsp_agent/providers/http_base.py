@@ -19,7 +19,6 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, Protocol, TypedDict
 
 from lsp_agent.config import ProviderConfig
@@ -261,6 +260,8 @@ def parse_retry_after(headers: httpx.Headers, now: datetime | None = None) -> fl
         return max(float(value), 0.0)
     except ValueError:
         pass
+    from email.utils import parsedate_to_datetime  # (rare: only a date-valued Retry-After needs email)
+
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):

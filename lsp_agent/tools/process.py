@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import functools
 import os
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,17 +58,30 @@ async def _pump(stream: asyncio.StreamReader, sink: bytearray, flag: list[bool])
 
 
 _PR_SET_PDEATHSIG = 1
-# Loaded once in the parent: the child, between fork and exec, only calls it.
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if os.uname().sysname == "Linux" else None
 
 
-def _die_with_parent(parent: int) -> None:
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl (Linux), loaded once in the parent, before the first process: the child, between
+    fork and exec, only calls it. ctypes is imported here rather than with the module, so a run
+    that starts no process never loads it."""
+    if os.uname().sysname != "Linux":
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl  # the interpreter's own libc
+    except (OSError, AttributeError):
+        return None
+
+
+def _die_with_parent(parent: int, prctl: Callable[..., int] | None) -> None:
     """preexec_fn (bound to the server's pid): the kernel SIGKILLs the tool process when the server
     dies (even by kill -9), so no tool outlives it. If the server died before the mark was set, the
     child exits at once. Grandchildren are not covered (the sandbox's PID namespace is)."""
-    if _LIBC is None:
+    if prctl is None:
         return
-    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(137)
 
@@ -82,6 +94,7 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 def _prepare(argv: list[str], cwd: Path, env: dict[str, str] | None,
              sandbox: Sandbox | None, approved_unsandboxed: bool = False) -> tuple[list[str], dict[str, str]]:
     """(what to execute, its environment); blocking. Raises SandboxRefused / GitConfigRefused."""
+    _prctl()  # (the first call loads ctypes: here, in a worker thread, not on the event loop)
     extra = git_env(cwd) if sandbox is not None or os.path.basename(argv[0]) == "git" else {}
     if sandbox is not None:
         # Inside bwrap a missing program is bwrap's own exit 1; say it as exec would, before starting.
@@ -107,7 +120,7 @@ async def run_process(argv: list[str], cwd: Path, timeout_s: float,
         *command, cwd=str(cwd), env=environment,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-        preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+        preexec_fn=functools.partial(_die_with_parent, os.getpid(), _prctl()),
     )
     sink = bytearray()
     truncated = [False]
