@@ -7,7 +7,7 @@ For files of 1,000, 10,000 and 100,000 source-like lines (≈ 35 bytes a line), 
 - near-miss: old_text that is not in the file (one line of a 3-line block differs), which must
   come back as a `no_match` failure showing the closest lines.
 
-Each is timed twice: `plan` is the pure planning (match, TextEdits, the self-check), `tool` is the
+Each is timed twice: `plan` is the pure planning (match, TextEdits, the new text), `tool` is the
 whole tool call on a real file (DiskDocuments read, plan, DiskApplier write). Medians of --repeat
 runs, and the minimum (what a quiet machine gives; the file is restored between runs).
 

@@ -129,7 +129,9 @@ class ApplyResult(BaseModel):
 
 class EditApplier(Protocol):
     async def apply(self, plan: EditPlan) -> ApplyResult:
-        """Apply every op or none; never overwrite text the plan was not computed from."""
+        """Apply every op or none; never overwrite text the plan was not computed from, and never
+        write an update whose edits do not make its `new_text` (`produces`): the planner does not
+        re-check its own output, so this is the one check of it, at the boundary."""
         ...
 
     async def flush(self, paths: list[str]) -> ApplyResult:
@@ -137,7 +139,7 @@ class EditApplier(Protocol):
         ...
 
 
-# --- applying TextEdits: pure, shared by the disk applier, the editor bridge and the planner -----
+# --- applying TextEdits: pure, shared by the appliers (disk, editor, ACP client) and the planner --
 
 
 class LineIndex:

@@ -405,6 +405,22 @@ def test_apply_text_edits_matches_a_utf16_oracle(data: st.DataObject, text: str)
     assert apply_text_edits(text, shuffled) == oracle
 
 
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), text=_TEXT)
+def test_exact_replacement_edits_applied_to_the_base_give_exactly_the_new_text(data: st.DataObject,
+                                                                              text: str) -> None:
+    """The planner does not re-check its edits (the appliers do, at the boundary): this is the test
+    that a wrong range — a CRLF widened wrongly, a surrogate pair miscounted — is caught."""
+    start = data.draw(st.integers(0, len(text)))
+    old = text[start:data.draw(st.integers(start, len(text)))]
+    new = data.draw(_TEXT)
+    outcome = plan_replacement("f.txt", Document(text=text), old, new)
+    if isinstance(outcome, PlanFailure):
+        return  # absent, ambiguous, empty or unchanged: nothing planned
+    update = only_update(outcome)
+    assert apply_text_edits(text, update.edits) == update.new_text
+
+
 def test_apply_text_edits_rejects_overlaps_and_clamps_past_the_end() -> None:
     overlapping = [TextEdit(start=Position(line=0, character=0), end=Position(line=0, character=3), new_text=""),
                    TextEdit(start=Position(line=0, character=2), end=Position(line=0, character=4), new_text="")]

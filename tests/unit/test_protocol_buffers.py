@@ -61,6 +61,17 @@ async def test_an_edit_planned_on_other_text_is_refused_unsent(tmp_path: Path) -
     assert (result.ok, result.failure) == (False, ApplyFailure.VERSION_MISMATCH)
 
 
+async def test_edits_that_do_not_make_the_planned_text_are_refused_unsent(tmp_path: Path) -> None:
+    """The planner does not re-check its edits; the applier does, before the editor sees them."""
+    (tmp_path / "a.py").write_text(OLD, encoding="utf-8")
+    documents = open_buffer(tmp_path, OLD, 5)
+    plan = EditPlan(ops=[UpdateFile(path="a.py", edits=[EDIT], base_digest=digest(OLD), base_version=5,
+                                    new_text="x = 1\ny = 4\n")])
+    result = await applier(tmp_path, documents).apply(plan)
+    assert (result.ok, result.failure) == (False, ApplyFailure.CONFLICT)
+    assert "planned text" in result.message
+
+
 async def test_closed_files_are_written_to_disk_and_recorded_as_own_writes(tmp_path: Path) -> None:
     (tmp_path / "c.py").write_text(OLD, encoding="utf-8")
     own = OwnWrites()
