@@ -15,9 +15,7 @@ from typing import Any, Literal
 
 from lsp_agent.config import ModelInfo, ProviderConfig, Settings
 from lsp_agent.core.ports import Provider, ProviderError, ProviderErrorKind
-from lsp_agent.providers.chat_completions import ChatCompletionsProvider
 from lsp_agent.providers.http_base import DEFAULT_API_KEY_ENV
-from lsp_agent.providers.responses import ResponsesProvider
 
 __all__ = [
     "BUILTIN_PROVIDERS",
@@ -203,7 +201,12 @@ def build_provider(settings: Settings, name: str, *, base_url: str | None = None
         config = config.model_copy(update={"wire": wire})
     label = resolved.name
     limit = resolved.info.max_output_tokens
+    # each wire's module is loaded by the runs that speak it (peak RSS, issue 18)
     if config.wire == "responses":
+        from lsp_agent.providers.responses import ResponsesProvider
+
         return ResponsesProvider(config, model=resolved.model_id, label=label, max_output_tokens=limit,
                                  reasoning_items=resolved.info.reasoning is not False)
+    from lsp_agent.providers.chat_completions import ChatCompletionsProvider
+
     return ChatCompletionsProvider(config, model=resolved.model_id, label=label, max_output_tokens=limit)
