@@ -6,6 +6,8 @@ and the applier writes all of it or none of it.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar, Self
 
@@ -20,6 +22,11 @@ from lsp_agent.tools.patch_grammar import AddOp, ParsedPatch, PatchParseError, p
 
 if TYPE_CHECKING:
     from lsp_agent.tools.patch import FileChange, PlanFailure, Planned
+
+#: a plan over files larger than this (bytes in all) is computed in a worker thread: planning is
+#: linear in the text (a 100k-line hunk ≈ 20 ms) and would hold up the event loop — in the language
+#: server, every editor request — for that long; smaller plans take less than the thread hop
+PLAN_INLINE_BYTES = 1 << 20
 
 _FORMS = ("give either `patch` (a '*** Begin Patch' ... '*** End Patch' text) or all three of `path`, "
           "`old_text` and `new_text`")
@@ -120,8 +127,10 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
                 f"the edit is {sent} bytes, over the {ctx.settings.limits.write_bytes}-byte limit of one edit "
                 "(setting limits.write_bytes). Nothing was changed. Make smaller edits.")
         limit = ctx.settings.limits.file_bytes
+        total = 0
         for path, doc in docs.items():
             size = 0 if doc is None else utf8_len(doc.text)
+            total += size
             if size > limit:
                 return ToolResult.failure(
                     ErrorKind.TOOL_FAILURE,
@@ -133,10 +142,11 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
         from lsp_agent.tools.patch import PlanFailure, plan_patch, plan_replacement
 
         if patch is not None:
-            outcome = plan_patch(patch, docs)
+            plan = functools.partial(plan_patch, patch, docs)
         else:
             assert args.path is not None and args.old_text is not None and args.new_text is not None
-            outcome = plan_replacement(sources[0], docs[sources[0]], args.old_text, args.new_text)
+            plan = functools.partial(plan_replacement, sources[0], docs[sources[0]], args.old_text, args.new_text)
+        outcome = plan() if total <= PLAN_INLINE_BYTES else await asyncio.to_thread(plan)
         if isinstance(outcome, PlanFailure):
             return self._plan_failed(outcome, ctx)
         too_big = self._too_big(outcome, limit)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from lsp_agent.core.edits import ApplyResult, EditPlan, UpdateFile
 from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.ports import Document
 from lsp_agent.core.tools import FileTracker, ToolContext, ToolResult
+from lsp_agent.tools import apply_patch as apply_patch_tool
+from lsp_agent.tools import patch as planner
 from lsp_agent.tools.apply_patch import ApplyPatch, ApplyPatchArgs
 
 
@@ -339,3 +342,30 @@ def test_description_and_schema_say_how_to_use_both_forms() -> None:
     schema = ApplyPatchArgs.model_json_schema()
     assert set(schema["properties"]) == {"patch", "path", "old_text", "new_text"}
     assert all(prop.get("description") for prop in schema["properties"].values())
+
+
+@pytest.mark.parametrize("form", ["replacement", "patch"])
+async def test_large_files_are_planned_off_the_event_loop_small_ones_inline(
+        ctx: ToolContext, monkeypatch: pytest.MonkeyPatch, form: str) -> None:
+    """Planning is linear in the text: a plan over more than PLAN_INLINE_BYTES runs in a worker thread,
+    so the event loop (in the server, every editor request) is not held up for it."""
+    threads: list[bool] = []
+    for name in ("plan_replacement", "plan_patch"):
+        real = getattr(planner, name)
+
+        def spy(*args: object, real: object = real) -> object:
+            threads.append(threading.current_thread() is threading.main_thread())
+            return real(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(planner, name, spy)
+    write(ctx.root, "small.py", "a = 1\n")
+    write(ctx.root, "large.py", "b = 1\n" + "pass\n" * 40)
+    monkeypatch.setattr(apply_patch_tool, "PLAN_INLINE_BYTES", 100)
+    for path, old in (("small.py", "a = 1"), ("large.py", "b = 1")):
+        if form == "replacement":
+            result = await replace(ctx, path, old, "x = 2")
+        else:
+            result = await apply(ctx, patch(f"*** Update File: {path}", "@@", f"-{old}", "+x = 2"))
+        assert result.ok, result.output
+        assert (ctx.root / path).read_text().startswith("x = 2\n")
+    assert threads == [True, False]  # small: on the loop's thread; large: in a worker
