@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from lsp_agent.acp.updates import Diff
 from lsp_agent.core.disk_applier import DiskApplier
 from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.edits import ApplyFailure, ApplyResult, CreateFile, EditPlan, UpdateFile, digest, produces
+from lsp_agent.core.edits import ApplyFailure, ApplyResult, CreateFile, EditPlan, UpdateFile, digest, unmade
 from lsp_agent.core.paths import PathDenied, check_writable, normalize
 from lsp_agent.core.ports import Document
 
@@ -121,17 +121,9 @@ class ClientApplier:
                 if have is None or digest(have.text) != op.base_digest:
                     return ApplyResult(ok=False, failure=ApplyFailure.CONFLICT,
                                        message=f"{op.path} changed since the edit was planned; read it again")
-                # the client is sent new_text, never the edits: that they make it is checked here,
-                # at the boundary, as the disk and editor appliers check it
-                try:
-                    same = produces(have.text, op.edits, op.new_text)
-                except ValueError as exc:
-                    return ApplyResult(ok=False, failure=ApplyFailure.CONFLICT,
-                                       message=f"the edits of {op.path} do not apply: {exc}")
-                if not same:
-                    return ApplyResult(ok=False, failure=ApplyFailure.CONFLICT,
-                                       message=f"the edits of {op.path} do not produce the planned text; "
-                                               "nothing written")
+                # the client is sent new_text, never the edits: that they make it is checked here
+                if (problem := unmade(have.text, op)) is not None:
+                    return ApplyResult(ok=False, failure=ApplyFailure.CONFLICT, message=problem)
                 current[op.path] = Document(text=op.new_text)
         written: list[str] = []
         for path, doc in current.items():

@@ -34,7 +34,7 @@ from lsp_agent.core.edits import (
     EditPlan,
     RenameFile,
     UpdateFile,
-    produces,
+    unmade,
 )
 from lsp_agent.core.paths import PathDenied, check_writable, normalize
 
@@ -142,13 +142,8 @@ class DiskApplier:
                         entry.current, entry.current_mode = None, None
                         continue
                     assert isinstance(op, UpdateFile)
-                    try:
-                        same = produces(entry.current.decode("utf-8", _ERRORS), op.edits, op.new_text)
-                    except ValueError as exc:
-                        raise _Refused(ApplyFailure.CONFLICT, f"the edits of {op.path} do not apply: {exc}") from exc
-                    if not same:
-                        raise _Refused(ApplyFailure.CONFLICT,
-                                       f"the edits of {op.path} do not produce the planned text; nothing written")
+                    if (problem := unmade(entry.current.decode("utf-8", _ERRORS), op)) is not None:
+                        raise _Refused(ApplyFailure.CONFLICT, problem)
                     entry.current = op.new_text.encode("utf-8", _ERRORS)
         except OSError as exc:
             raise _Refused(ApplyFailure.IO_ERROR, f"reading files failed: {exc.strerror or exc}") from exc

@@ -306,6 +306,17 @@ def produces(text: str, edits: Sequence[TextEdit], expected: str) -> bool:
     return True
 
 
+def unmade(text: str, op: UpdateFile) -> str | None:
+    """Why `op`'s edits applied to `text` do not make its `new_text`, or None when they do: the check
+    every applier makes before an update has any effect (the planner does not re-check its output)."""
+    try:
+        if produces(text, op.edits, op.new_text):
+            return None
+    except ValueError as exc:
+        return f"the edits of {op.path} do not apply: {exc}"
+    return f"the edits of {op.path} do not produce the planned text"
+
+
 def position_at(text: str, offset: int) -> Position:
     """The LSP position of a code-point offset into `text`: line breaks counted with `str.count`
     and the line start found with `rfind` (C-level, no per-line loop). A caller that needs many

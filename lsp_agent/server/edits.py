@@ -47,7 +47,7 @@ from lsp_agent.core.edits import (
     UpdateFile,
     digest,
     position_at,
-    produces,
+    unmade,
 )
 from lsp_agent.protocol.methods import AGENT_SAVE_DOCUMENTS
 from lsp_agent.protocol.models import SaveDocumentsResult
@@ -236,13 +236,8 @@ class LspApplier:
                 if problem := self._resource_problem("delete", op.path):
                     return problem
                 del buffers[op.path]
-            else:
-                try:
-                    same = produces(current, op.edits, op.new_text)
-                except ValueError as exc:
-                    return _refused(ApplyFailure.CONFLICT, f"the edits of {op.path} do not apply to its buffer: {exc}")
-                if not same:
-                    return _refused(ApplyFailure.CONFLICT, f"the edits of {op.path} do not produce the planned text")
+            elif (unmet := unmade(current, op)) is not None:
+                return _refused(ApplyFailure.CONFLICT, unmet)
             split.buffer.append(_BufferOp(op, uri, None if renamed else doc.version))
         return split
 
