@@ -114,10 +114,12 @@ class QueueMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.session_id is not None)
     @rule()
     def crash_and_restart(self) -> None:
-        # The process dies: no finally blocks, receipts gone. Steered rows it owned are orphans.
+        # The process dies: no finally blocks, receipts gone. Steered rows and the corrections written
+        # ahead for them are orphans alike (one process owns both; a real crash leaves its pid dead).
         self.abandoned.append((self.loop, self.agent, []))
         self.agent.env.store.db.execute(
             "UPDATE queue SET steer_owner='pid:999999999' WHERE steer_owner IS NOT NULL")
+        self.agent.env.store.db.execute("UPDATE corrections SET owner='pid:999999999'")
         self._boot()
 
     @invariant()
