@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from lsp_agent.acp.updates import Diff
 from lsp_agent.core.disk_applier import DiskApplier
 from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.edits import ApplyFailure, ApplyResult, CreateFile, EditPlan, UpdateFile, digest, unmade
+from lsp_agent.core.edits import ApplyFailure, ApplyResult, CreateFile, EditPlan, UpdateFile, unmade
 from lsp_agent.core.paths import PathDenied, check_writable, normalize
 from lsp_agent.core.ports import Document
 
@@ -118,7 +118,7 @@ class ClientApplier:
                     return ApplyResult(ok=False, failure=ApplyFailure.CONFLICT, message=f"{op.path} already exists")
                 current[op.path] = Document(text=op.text)
             elif isinstance(op, UpdateFile):
-                if have is None or digest(have.text) != op.base_digest:
+                if have is None or have.text != op.base_text:
                     return ApplyResult(ok=False, failure=ApplyFailure.CONFLICT,
                                        message=f"{op.path} changed since the edit was planned; read it again")
                 # the client is sent new_text, never the edits: that they make it is checked here

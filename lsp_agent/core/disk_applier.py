@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import hashlib
 import os
 import posixpath
+import re
 import secrets
 import stat
 import threading
@@ -35,11 +35,18 @@ from lsp_agent.core.edits import (
     RenameFile,
     UpdateFile,
     unmade,
+    utf8_pieces,
 )
 from lsp_agent.core.paths import PathDenied, check_writable, normalize
 
-# Undecodable bytes survive a decode/encode round trip; the same convention as DiskDocuments.
-_ERRORS = "surrogateescape"
+#: A file's content: its bytes, or a text whose UTF-8 encoding they are (undecodable bytes kept as
+#: surrogates, as DiskDocuments decodes them). An update's file is held as the plan's own text and
+#: is compared, written and restored a piece at a time: a large file is never copied whole (each
+#: multi-megabyte copy costs more in page faults than the work, issue 18).
+Content = bytes | str
+
+# Lone surrogates that stand for no undecodable byte: such text has no UTF-8 encoding.
+_UNENCODABLE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 
 
 class _Refused(Exception):
@@ -54,9 +61,9 @@ class _Entry:
     """A file as the plan sees it: the bytes on disk before the plan, and after each op so far."""
 
     parts: tuple[str, ...]  # the workspace-relative path, one name per component
-    original: bytes | None
+    original: Content | None
     mode: int | None
-    current: bytes | None = None
+    current: Content | None = None
     current_mode: int | None = None
     order: int = 0
 
@@ -65,11 +72,6 @@ class _Entry:
 class _Done:
     entry: _Entry
     created_dirs: list[tuple[str, ...]] = field(default_factory=list)  # deepest first
-
-
-def _digest(data: bytes) -> str:
-    # sha256 of the bytes equals core.edits.digest(text) for valid UTF-8 text.
-    return hashlib.sha256(data).hexdigest()
 
 
 class DiskApplier:
@@ -108,11 +110,12 @@ class DiskApplier:
             raise _Refused(ApplyFailure.REFUSED, f"{rel!r} is not a path inside the workspace")
         return parts
 
-    def _entry(self, entries: dict[str, _Entry], rel: str) -> _Entry:
+    def _entry(self, entries: dict[str, _Entry], rel: str, expected: str | None = None) -> _Entry:
+        """The file at `rel` as the plan sees it; read, the first time, as `expected` when it holds it."""
         if rel not in entries:
             parts = self._parts(rel)
             with _root_fd(self.root) as root_fd:
-                data, mode = _read(root_fd, parts)
+                data, mode = _read(root_fd, parts, expected)
             entries[rel] = _Entry(parts, data, mode, data, mode, order=len(entries))
         return entries[rel]
 
@@ -120,11 +123,11 @@ class DiskApplier:
         entries: dict[str, _Entry] = {}
         try:
             for op in plan.ops:
-                entry = self._entry(entries, op.path)
+                entry = self._entry(entries, op.path, op.base_text if isinstance(op, UpdateFile | DeleteFile) else None)
                 if isinstance(op, CreateFile):
                     if entry.current is not None:
                         raise _Refused(ApplyFailure.CONFLICT, f"{op.path} already exists")
-                    entry.current, entry.current_mode = op.text.encode("utf-8", _ERRORS), None
+                    entry.current, entry.current_mode = _encodable(op.text), None
                 elif isinstance(op, RenameFile):
                     dest = self._entry(entries, op.new_path)
                     if entry.current is None:
@@ -136,15 +139,16 @@ class DiskApplier:
                 else:
                     if entry.current is None:
                         raise _Refused(ApplyFailure.CONFLICT, f"{op.path} does not exist")
-                    if _digest(entry.current) != op.base_digest:
+                    if not _holds(entry.current, op.base_text):
                         raise _Refused(ApplyFailure.CONFLICT, f"{op.path} changed on disk since it was read")
                     if isinstance(op, DeleteFile):
                         entry.current, entry.current_mode = None, None
                         continue
                     assert isinstance(op, UpdateFile)
-                    if (problem := unmade(entry.current.decode("utf-8", _ERRORS), op)) is not None:
+                    # the file holds the base text: the edits are checked on it, not on a decoded copy
+                    if (problem := unmade(op.base_text, op)) is not None:
                         raise _Refused(ApplyFailure.CONFLICT, problem)
-                    entry.current = op.new_text.encode("utf-8", _ERRORS)
+                    entry.current = _encodable(op.new_text)
         except OSError as exc:
             raise _Refused(ApplyFailure.IO_ERROR, f"reading files failed: {exc.strerror or exc}") from exc
         except UnicodeEncodeError as exc:
@@ -266,12 +270,18 @@ def _open_regular(root_fd: int, parts: tuple[str, ...]) -> tuple[int, os.stat_re
     return fd, info
 
 
-def _read(root_fd: int, parts: tuple[str, ...]) -> tuple[bytes | None, int | None]:
-    """(bytes, mode) of the regular file at `parts`, or (None, None) when it does not exist."""
+def _read(root_fd: int, parts: tuple[str, ...], expected: str | None = None) -> tuple[Content | None, int | None]:
+    """(content, mode) of the regular file at `parts`, or (None, None) when it does not exist: the
+    text `expected` itself when the file holds it (compared a piece at a time), else its bytes."""
     if (opened := _open_regular(root_fd, parts)) is None:
         return None, None
     fd, info = opened
     try:
+        mode = stat.S_IMODE(info.st_mode)
+        if expected is not None:
+            if _reads_as(fd, info, expected):
+                return expected, mode
+            os.lseek(fd, 0, os.SEEK_SET)  # it differs: its bytes show how (the plan is refused)
         # One read of the size fstat gave, plus one byte: a regular file reads short only at its
         # end, so a shorter result is the whole file; a full one means it grew, and the rest is
         # read too. (Joining 1 MiB chunks copied a large file a second time.)
@@ -281,32 +291,62 @@ def _read(root_fd: int, parts: tuple[str, ...]) -> tuple[bytes | None, int | Non
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
             data = b"".join(chunks)
-        return data, stat.S_IMODE(info.st_mode)
+        return data, mode
     except OSError as exc:
         raise _Refused(ApplyFailure.IO_ERROR, f"reading {'/'.join(parts)} failed: {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
 
 
-#: `_unchanged` reads a file back in pieces of this size
-COMPARE_PIECE = 1 << 16
+#: files are compared and written in pieces of this many bytes (of a text: code points)
+IO_PIECE = 1 << 16
 
 
-def _unchanged(root_fd: int, parts: tuple[str, ...], original: bytes | None) -> bool:
-    """Whether the file at `parts` still holds `original` (None: still does not exist). Read back a
-    piece at a time: a second whole copy of a large file costs more in page faults than the read."""
+def _pieces(content: Content) -> Iterator[bytes]:
+    if isinstance(content, bytes):
+        for at in range(0, len(content), IO_PIECE):
+            yield content[at:at + IO_PIECE]
+    else:
+        yield from utf8_pieces(content, IO_PIECE)
+
+
+def _reads_as(fd: int, info: os.stat_result, content: Content) -> bool:
+    """Whether the rest of the open file `fd` is `content`, read a piece at a time (a regular file
+    reads short only at its end)."""
+    if (isinstance(content, bytes) or content.isascii()) and len(content) != info.st_size:
+        return False
+    return all(os.read(fd, len(piece)) == piece for piece in _pieces(content)) and not os.read(fd, 1)
+
+
+def _holds(content: Content, text: str) -> bool:
+    """Whether `content` is `text` (bytes: its UTF-8 encoding), compared a piece at a time."""
+    if isinstance(content, str):
+        return content == text
+    if text.isascii() and len(text) != len(content):
+        return False
+    at = 0
+    for piece in utf8_pieces(text):
+        if not content.startswith(piece, at):
+            return False
+        at += len(piece)
+    return at == len(content)
+
+
+def _encodable(text: str) -> str:
+    """`text`, checked before anything is written to have a UTF-8 encoding (it is encoded as it is
+    written); raises UnicodeEncodeError otherwise."""
+    if not text.isascii() and _UNENCODABLE.search(text):
+        text.encode("utf-8", "surrogateescape")  # raises, with the reason
+    return text
+
+
+def _unchanged(root_fd: int, parts: tuple[str, ...], original: Content | None) -> bool:
+    """Whether the file at `parts` still holds `original` (None: still does not exist)."""
     if (opened := _open_regular(root_fd, parts)) is None:
         return original is None
     fd, info = opened
     try:
-        if original is None or info.st_size != len(original):
-            return False
-        at = 0
-        while chunk := os.read(fd, COMPARE_PIECE):
-            if not original.startswith(chunk, at):
-                return False
-            at += len(chunk)
-        return at == len(original)
+        return original is not None and _reads_as(fd, info, original)
     except OSError as exc:
         raise _Refused(ApplyFailure.IO_ERROR, f"reading {'/'.join(parts)} failed: {exc.strerror or exc}") from exc
     finally:
@@ -332,15 +372,16 @@ def _make_parents(root_fd: int, parts: tuple[str, ...]) -> list[tuple[str, ...]]
     return list(reversed(created))
 
 
-def _atomic_write(parent: int, name: str, data: bytes, mode: int | None) -> None:
+def _atomic_write(parent: int, name: str, data: Content, mode: int | None) -> None:
     tmp = f".{name}.{secrets.token_hex(4)}.tmp"
     # 0o666 before the umask, like any new file; an existing file keeps its own mode below.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=parent)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            for piece in (data,) if isinstance(data, bytes) else utf8_pieces(data, IO_PIECE):
+                view = memoryview(piece)
+                while view:
+                    view = view[os.write(fd, view):]
             if mode is not None:  # before the fsync, so the mode is as durable as the bytes
                 os.fchmod(fd, mode)
             os.fsync(fd)

@@ -226,7 +226,7 @@ class LspApplier:
                 buffers[op.new_path] = (new_uri, doc, True)
                 continue
             current = doc.source
-            if digest(current) != op.base_digest or (
+            if current != op.base_text or (
                     not renamed and isinstance(op, UpdateFile) and op.base_version is not None
                     and op.base_version != doc.version):
                 return _refused(ApplyFailure.VERSION_MISMATCH,
@@ -399,14 +399,14 @@ class LspApplier:
         inverse: list[FileOp] = []
         for op, old in zip(reversed(ops), reversed(prior), strict=True):
             if isinstance(op, CreateFile):
-                inverse.append(DeleteFile(path=op.path, base_digest=digest(op.text)))
+                inverse.append(DeleteFile(path=op.path, base_text=op.text))
             elif isinstance(op, RenameFile):
                 inverse.append(RenameFile(path=op.new_path, new_path=op.path))
             elif isinstance(op, DeleteFile):
                 inverse.append(CreateFile(path=op.path, text=old))
             else:
                 inverse.append(UpdateFile(path=op.path, edits=_whole(op.new_text, old),
-                                          base_digest=digest(op.new_text), new_text=old))
+                                          base_text=op.new_text, new_text=old))
         return await self._apply_on_disk(inverse)
 
     # --- helpers --------------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from lsp_agent.core.edits import (
     RenameFile,
     TextEdit,
     UpdateFile,
-    digest,
     position_after,
     position_at,
 )
@@ -70,7 +69,7 @@ def _update(path: str, doc: Document, regions: list[Region], ft: FileText,
         first = r.start + delta + 1
         where.append((first, first + max(len(r.new), 1) - 1))
         delta += len(r.new) - (r.end - r.start)
-    op = UpdateFile(path=path, edits=edits, base_digest=digest(doc.text), base_version=doc.version,
+    op = UpdateFile(path=path, edits=edits, base_text=doc.text, base_version=doc.version,
                     new_text=new_text)
     change = FileChange("M", path, added=sum(len(r.new) for r in regions),
                         removed=sum(r.end - r.start for r in regions), where=tuple(where), edits=len(edits))
@@ -113,7 +112,7 @@ def plan_patch(patch: ParsedPatch, docs: Mapping[str, Document | None]) -> Plann
             return PlanFailure(op.path, "missing", f"cannot {verb} {op.path}: it does not exist. Check the "
                                                    f"path with list_dir; to create a file use '{ADD} <path>'.")
         if isinstance(op, DeleteOp):
-            ops.append(DeleteFile(path=op.path, base_digest=digest(doc.text)))
+            ops.append(DeleteFile(path=op.path, base_text=doc.text))
             changes.append(FileChange("D", op.path, removed=len(FileText.split(doc.text).lines)))
             continue
         if (problem := _text_problem(op.path, doc)) is not None:
@@ -211,7 +210,7 @@ def plan_replacement(path: str, doc: Document | None, old_text: str, new_text: s
                 result = "".join((text[:at], new, text[stop:]))
             first = edit.start.line + 1
             added, removed = len(FileText.split(new).lines), len(FileText.split(old).lines)
-            op = UpdateFile(path=path, edits=[edit], base_digest=digest(text), base_version=doc.version,
+            op = UpdateFile(path=path, edits=[edit], base_text=text, base_version=doc.version,
                             new_text=result)
             change = FileChange("M", path, added=added, removed=removed,
                                 where=((first, first + max(added, 1) - 1),), edits=1)

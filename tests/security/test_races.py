@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 from lsp_agent.core.disk_applier import DiskApplier, _Entry
-from lsp_agent.core.edits import ApplyFailure, CreateFile, EditPlan, Position, TextEdit, UpdateFile, digest
+from lsp_agent.core.edits import ApplyFailure, CreateFile, EditPlan, Position, TextEdit, UpdateFile
 from tests.security.kit import tree_digest
 
 
 def _update(path: str, old: str, new: str) -> UpdateFile:
     lines = old.count("\n")
-    return UpdateFile(path=path, base_digest=digest(old), new_text=new,
+    return UpdateFile(path=path, base_text=old, new_text=new,
                       edits=[TextEdit(start=Position(line=0, character=0), end=Position(line=lines, character=0),
                                       new_text=new)])
 
@@ -41,7 +41,7 @@ def _setup(tmp_path: Path) -> tuple[Path, Path]:
     (root / "pkg" / "a.txt").write_text("old\n")
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / "a.txt").write_text("old\n")  # the same name and content: a digest check cannot tell
+    (outside / "a.txt").write_text("old\n")  # the same name and content: a content check cannot tell
     return root, outside
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from lsp_agent.acp.fs import ClientApplier, ClientDocuments, ClientFs
-from lsp_agent.core.edits import ApplyFailure, EditPlan, Position, TextEdit, UpdateFile, digest
+from lsp_agent.core.edits import ApplyFailure, EditPlan, Position, TextEdit, UpdateFile
 
 
 @dataclass
@@ -37,7 +37,7 @@ def applier(root: Path, client: Buffers) -> ClientApplier:
 
 def edit_first_char(base: str, to: str, new_text: str) -> EditPlan:
     edit = TextEdit(start=Position(line=0, character=0), end=Position(line=0, character=1), new_text=to)
-    return EditPlan(ops=[UpdateFile(path="a.txt", edits=[edit], base_digest=digest(base), new_text=new_text)])
+    return EditPlan(ops=[UpdateFile(path="a.txt", edits=[edit], base_text=base, new_text=new_text)])
 
 
 async def test_a_plan_whose_edits_make_its_text_is_sent(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ async def test_edits_out_of_the_texts_range_are_refused(tmp_path: Path) -> None:
     client = Buffers({str(tmp_path / "a.txt"): "abc\n"})
     overlapping = [TextEdit(start=Position(line=0, character=0), end=Position(line=0, character=2), new_text=""),
                    TextEdit(start=Position(line=0, character=1), end=Position(line=0, character=3), new_text="")]
-    plan = EditPlan(ops=[UpdateFile(path="a.txt", edits=overlapping, base_digest=digest("abc\n"), new_text="\n")])
+    plan = EditPlan(ops=[UpdateFile(path="a.txt", edits=overlapping, base_text="abc\n", new_text="\n")])
     result = await applier(tmp_path, client).apply(plan)
     assert not result.ok and result.failure is ApplyFailure.CONFLICT and "do not apply" in (result.message or "")
     assert client.writes == []

@@ -19,7 +19,6 @@ from lsp_agent.core.edits import (
     RenameFile,
     TextEdit,
     UpdateFile,
-    digest,
 )
 from lsp_agent.core.ports import Document
 from lsp_agent.tools.patch import plan_patch
@@ -72,7 +71,7 @@ async def test_create_delete_and_rename(root: Path) -> None:
     put(root, "old.txt", b"old\n")
     put(root, "moving.txt", b"moving\n")
     ok, _, message = await run(root, CreateFile(path="new/dir/a.txt", text="a\n"),
-                               DeleteFile(path="old.txt", base_digest=digest("old\n")),
+                               DeleteFile(path="old.txt", base_text="old\n"),
                                RenameFile(path="moving.txt", new_path="moved/here.txt"))
     assert ok, message
     assert snapshot(root) == {"moved/here.txt": b"moving\n", "new/dir/a.txt": b"a\n"}
@@ -94,12 +93,23 @@ async def test_changed_on_disk_since_reading_is_a_conflict_and_nothing_is_writte
     assert snapshot(root) == {"a.py": b"x = 1\n# edited by the user\n"}
 
 
+async def test_a_second_update_of_a_file_in_one_plan_is_checked_against_the_first_ones_text(root: Path) -> None:
+    put(root, "a.py", b"x = 1\n")
+    first, stale = update("a.py", "x = 1\n", "x = 2\n"), update("a.py", "x = 1\n", "x = 3\n")
+    ok, failure, message = await run(root, first, stale)
+    assert not ok and failure is ApplyFailure.CONFLICT and "changed on disk since it was read" in message
+    assert snapshot(root) == {"a.py": b"x = 1\n"}
+    ok, _, message = await run(root, first, update("a.py", "x = 2\n", "x = 3\n"))
+    assert ok, message
+    assert snapshot(root) == {"a.py": b"x = 3\n"}
+
+
 async def test_a_failing_precondition_in_a_later_op_leaves_earlier_files_untouched(root: Path) -> None:
     put(root, "one.txt", b"1\n")
     put(root, "two.txt", b"2\n")
     before = snapshot(root)
     ok, failure, message = await run(root, update("one.txt", "1\n", "one\n"), CreateFile(path="new.txt", text="n"),
-                                     DeleteFile(path="two.txt", base_digest=digest("stale\n")))
+                                     DeleteFile(path="two.txt", base_text="stale\n"))
     assert not ok and failure is ApplyFailure.CONFLICT and "two.txt" in message
     assert snapshot(root) == before
 
@@ -117,7 +127,7 @@ async def test_a_write_that_fails_midway_rolls_back_the_earlier_writes(root: Pat
 
 @pytest.mark.parametrize(("setup", "op", "expected"), [
     ({"a.txt": b"x"}, CreateFile(path="a.txt", text="y"), "already exists"),
-    ({}, DeleteFile(path="a.txt", base_digest="0"), "does not exist"),
+    ({}, DeleteFile(path="a.txt", base_text=""), "does not exist"),
     ({}, RenameFile(path="a.txt", new_path="b.txt"), "does not exist"),
     ({"a.txt": b"a", "b.txt": b"b"}, RenameFile(path="a.txt", new_path="b.txt"), "b.txt exists"),
 ])
@@ -131,7 +141,7 @@ async def test_preconditions_of_each_op(root: Path, setup: dict[str, bytes], op:
 
 async def test_edits_that_do_not_produce_the_planned_text_are_never_written(root: Path) -> None:
     put(root, "a.txt", b"abc\n")
-    wrong = UpdateFile(path="a.txt", base_digest=digest("abc\n"), new_text="something else\n",
+    wrong = UpdateFile(path="a.txt", base_text="abc\n", new_text="something else\n",
                        edits=[TextEdit(start=Position(line=0, character=0), end=Position(line=0, character=1),
                                        new_text="A")])
     ok, failure, message = await run(root, wrong)
@@ -149,7 +159,7 @@ async def test_crlf_and_undecodable_bytes_survive_an_update_elsewhere(root: Path
     data = b"keep \xff\xfe bytes\r\nchange me\r\n"
     put(root, "mixed.txt", data)
     text = data.decode("utf-8", "surrogateescape")
-    op = UpdateFile(path="mixed.txt", base_digest=digest(text), new_text=text.replace("change me", "changed"),
+    op = UpdateFile(path="mixed.txt", base_text=text, new_text=text.replace("change me", "changed"),
                     edits=[TextEdit(start=Position(line=1, character=0), end=Position(line=1, character=9),
                                     new_text="changed")])
     ok, _, message = await run(root, op)
@@ -195,7 +205,7 @@ async def test_a_file_changed_between_the_check_and_the_write_is_not_overwritten
     is found in a later piece than the first): a change since the check is a conflict, not lost."""
     from lsp_agent.core import disk_applier
 
-    monkeypatch.setattr(disk_applier, "COMPARE_PIECE", 4)
+    monkeypatch.setattr(disk_applier, "IO_PIECE", 4)
     put(root, "a.py", b"x = 1\ny = 2\n")
     op = update("a.py", "x = 1\ny = 2\n", "x = 1\ny = 3\n")
     users = {"same size": b"x = 1\ny = 9\n", "grown": b"x = 1\ny = 2\n\n", "cut": b"x = 1\ny = 2"}
@@ -219,7 +229,7 @@ def test_a_file_read_back_in_pieces_is_unchanged_only_when_every_byte_is(root: P
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from lsp_agent.core import disk_applier
 
-    monkeypatch.setattr(disk_applier, "COMPARE_PIECE", 3)
+    monkeypatch.setattr(disk_applier, "IO_PIECE", 3)
     data = b"0123456789"
     put(root, "f.txt", data)
     with disk_applier._root_fd(root) as fd:
@@ -230,3 +240,64 @@ def test_a_file_read_back_in_pieces_is_unchanged_only_when_every_byte_is(root: P
         for at in range(len(data)):  # one byte differs, in each piece in turn
             put(root, "f.txt", data[:at] + b"#" + data[at + 1:])
             assert not disk_applier._unchanged(fd, ("f.txt",), data), at
+
+
+MIXED = "é\U0001F600 a\udcff\r\nb"  # two-, four-byte and undecodable characters across small pieces
+
+
+@pytest.mark.parametrize("piece", [1, 2, 3, 1 << 16])
+def test_a_file_is_compared_with_the_plans_text_a_piece_at_a_time(root: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  piece: int) -> None:
+    """An update's file is read as the plan's own text when it holds it (no decoded copy) and as
+    its bytes when it does not; a read-back compares the text with every byte."""
+    from lsp_agent.core import disk_applier
+
+    monkeypatch.setattr(disk_applier, "IO_PIECE", piece)
+    data = MIXED.encode("utf-8", "surrogateescape")
+    put(root, "f.txt", data)
+    with disk_applier._root_fd(root) as fd:
+        content, _ = disk_applier._read(fd, ("f.txt",), MIXED)
+        assert content is MIXED
+        assert disk_applier._unchanged(fd, ("f.txt",), MIXED)
+        for at in range(len(data) + 1):  # one byte differs, or one more at the end
+            other = data[:at] + b"#" + data[at + 1:]
+            put(root, "f.txt", other)
+            assert not disk_applier._unchanged(fd, ("f.txt",), MIXED), at
+            assert disk_applier._read(fd, ("f.txt",), MIXED)[0] == other, at
+        put(root, "f.txt", data[:-1])
+        assert not disk_applier._unchanged(fd, ("f.txt",), MIXED)
+        assert disk_applier._read(fd, ("f.txt",), MIXED)[0] == data[:-1]
+
+
+@pytest.mark.parametrize("piece", [1, 3, 1 << 16])
+async def test_an_update_is_written_from_its_text_a_piece_at_a_time(root: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    piece: int) -> None:
+    from lsp_agent.core import disk_applier
+
+    monkeypatch.setattr(disk_applier, "IO_PIECE", piece)
+    put(root, "f.txt", MIXED.encode("utf-8", "surrogateescape"))
+    new = MIXED + "\r\nc\U0001F600\udc80"
+    op = UpdateFile(path="f.txt", base_text=MIXED, new_text=new,
+                    edits=[TextEdit(start=Position(line=1, character=1), end=Position(line=1, character=1),
+                                    new_text="\r\nc\U0001F600\udc80")])
+    ok, _, message = await run(root, op)
+    assert ok, message
+    assert (root / "f.txt").read_bytes() == new.encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("bad", ["\ud800", "x\udfff", "\udc7f"])
+async def test_text_without_a_utf8_form_is_refused_before_any_write(root: Path, bad: str) -> None:
+    """Texts are encoded as they are written: whether they can be is checked before the first file."""
+    put(root, "one.txt", b"1\n")
+    before = snapshot(root)
+    for late in (CreateFile(path="new.txt", text=bad),
+                 UpdateFile(path="two.txt", base_text="", new_text=bad,
+                            edits=[TextEdit(start=Position(line=0, character=0), end=Position(line=0, character=0),
+                                            new_text=bad)])):
+        ops: list[FileOp] = [update("one.txt", "1\n", "one\n"), late]
+        if isinstance(late, UpdateFile):
+            put(root, "two.txt", b"")
+            before = snapshot(root)
+        ok, failure, message = await run(root, *ops)
+        assert not ok and failure is ApplyFailure.REFUSED and "cannot be encoded" in message, message
+        assert snapshot(root) == before

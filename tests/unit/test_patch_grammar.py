@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsp_agent.core.edits import Position, RenameFile, TextEdit, UpdateFile, apply_text_edits, digest
+from lsp_agent.core.edits import Position, RenameFile, TextEdit, UpdateFile, apply_text_edits
 from lsp_agent.core.ports import Document
 from lsp_agent.tools.patch import PlanFailure, Planned, plan_patch, plan_replacement
 from lsp_agent.tools.patch_grammar import (
@@ -123,7 +123,7 @@ def test_exact_match_changes_only_the_hunk() -> None:
     assert update.new_text == SOURCE.replace("return 1\n", "return 2\n").replace("return 2\n", "return 1\n", 1)
     assert update.edits == [TextEdit(start=Position(line=5, character=0), end=Position(line=6, character=0),
                                      new_text="    return 2\n")]
-    assert update.base_digest == digest(SOURCE)
+    assert update.base_text == SOURCE
 
 
 def test_trailing_whitespace_in_the_file_is_tolerated() -> None:
@@ -267,7 +267,7 @@ def test_move_without_hunks_is_a_rename_only_and_move_with_hunks_updates_the_new
                          {"a.py": "x\n", "b.py": None}))
     rename, update = moved.plan.ops
     assert isinstance(rename, RenameFile) and isinstance(update, UpdateFile)
-    assert update.path == "b.py" and update.new_text == "y\n" and update.base_digest == digest("x\n")
+    assert update.path == "b.py" and update.new_text == "y\n" and update.base_text == "x\n"
 
 
 def test_existence_rules_for_add_update_delete_and_move() -> None:

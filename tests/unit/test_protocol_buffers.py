@@ -46,7 +46,7 @@ async def test_read_prefers_the_open_buffer_and_falls_back_to_disk(tmp_path: Pat
 async def test_an_edit_planned_on_an_older_buffer_version_is_refused_unsent(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(OLD, encoding="utf-8")
     documents = open_buffer(tmp_path, OLD, 5)
-    plan = EditPlan(ops=[UpdateFile(path="a.py", edits=[EDIT], base_digest=digest(OLD), base_version=4,
+    plan = EditPlan(ops=[UpdateFile(path="a.py", edits=[EDIT], base_text=OLD, base_version=4,
                                     new_text=NEW)])
     result = await applier(tmp_path, documents).apply(plan)
     assert (result.ok, result.failure) == (False, ApplyFailure.VERSION_MISMATCH)
@@ -56,7 +56,7 @@ async def test_an_edit_planned_on_an_older_buffer_version_is_refused_unsent(tmp_
 async def test_an_edit_planned_on_other_text_is_refused_unsent(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(OLD, encoding="utf-8")
     documents = open_buffer(tmp_path, "x = 1\ny = 2\n# typed since\n", 5)
-    plan = EditPlan(ops=[UpdateFile(path="a.py", edits=[EDIT], base_digest=digest(OLD), new_text=NEW)])
+    plan = EditPlan(ops=[UpdateFile(path="a.py", edits=[EDIT], base_text=OLD, new_text=NEW)])
     result = await applier(tmp_path, documents).apply(plan)
     assert (result.ok, result.failure) == (False, ApplyFailure.VERSION_MISMATCH)
 
@@ -65,7 +65,7 @@ async def test_edits_that_do_not_make_the_planned_text_are_refused_unsent(tmp_pa
     """The planner does not re-check its edits; the applier does, before the editor sees them."""
     (tmp_path / "a.py").write_text(OLD, encoding="utf-8")
     documents = open_buffer(tmp_path, OLD, 5)
-    plan = EditPlan(ops=[UpdateFile(path="a.py", edits=[EDIT], base_digest=digest(OLD), base_version=5,
+    plan = EditPlan(ops=[UpdateFile(path="a.py", edits=[EDIT], base_text=OLD, base_version=5,
                                     new_text="x = 1\ny = 4\n")])
     result = await applier(tmp_path, documents).apply(plan)
     assert (result.ok, result.failure) == (False, ApplyFailure.CONFLICT)
@@ -76,7 +76,7 @@ async def test_closed_files_are_written_to_disk_and_recorded_as_own_writes(tmp_p
     (tmp_path / "c.py").write_text(OLD, encoding="utf-8")
     own = OwnWrites()
     documents = open_buffer(tmp_path, "open\n", 1)
-    plan = EditPlan(ops=[UpdateFile(path="c.py", edits=[EDIT], base_digest=digest(OLD), new_text=NEW)])
+    plan = EditPlan(ops=[UpdateFile(path="c.py", edits=[EDIT], base_text=OLD, new_text=NEW)])
     result = await applier(tmp_path, documents, own).apply(plan)
     assert result.ok and (tmp_path / "c.py").read_text(encoding="utf-8") == NEW
     assert own.is_own("c.py", file_digest(tmp_path / "c.py"))
