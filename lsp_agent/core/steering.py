@@ -24,7 +24,7 @@ from lsp_agent.core import ids
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid
 from lsp_agent.core.history import Message, Role, TextPart
 from lsp_agent.core.queue import MAX_STEER_CHARS, Queue, QueueItem, QueueStatus, now_ms, owner_alive, process_owner
-from lsp_agent.core.storage import PendingCorrection, RowChanged, SessionStore, StaleGeneration
+from lsp_agent.core.storage import CorrectionExists, PendingCorrection, RowChanged, SessionStore, StaleGeneration
 from lsp_agent.core.wire import WireModel
 
 if TYPE_CHECKING:
@@ -169,7 +169,11 @@ class Steering:
         correction = PendingCorrection(session_id=session.id, client_id=client_id, generation=expected_generation,
                                        text=text, queue_item=queue_item, owner=process_owner(), created_at=now_ms())
         # Written ahead: on disk before any receipt says accepted (a crash from here on loses nothing).
-        self.store.save_correction(correction)
+        try:
+            self.store.save_correction(correction)
+        except CorrectionExists:
+            raise conflict(f"clientID {client_id!r} was already used for a correction still pending in this "
+                           "session", AgentErrorKind.STEER_CONFLICT) from None
         accepted = receipt(ReceiptStatus.ACCEPTED)  # reserves the clientID while the hook runs
         if self.hook is not None:
             veto = await self.hook(session.id, expected_generation, text)

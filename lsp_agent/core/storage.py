@@ -35,6 +35,11 @@ class RowChanged(Exception):
     """A guarded queue write found the row in another state (changed under us)."""
 
 
+class CorrectionExists(Exception):
+    """A pending correction with this session and clientID is already stored (one an earlier receipt
+    table, now gone, accepted: a restart whose recovery left it to its still-living owner)."""
+
+
 @dataclass(frozen=True)
 class SessionRecord:
     id: str
@@ -95,7 +100,9 @@ class SessionStore(Protocol):
         ...
 
     # --- pending corrections (write-ahead) ----------------------------------------------------
-    def save_correction(self, correction: PendingCorrection) -> None: ...
+    def save_correction(self, correction: PendingCorrection) -> None:
+        """Store it (CorrectionExists if one with its session and clientID is stored: never replaced)."""
+        ...
 
     def drop_correction(self, session_id: str, client_id: str) -> None: ...
 

@@ -19,7 +19,7 @@ from pydantic import ConfigDict, TypeAdapter
 
 from lsp_agent.core.history import Message, Part, Role
 from lsp_agent.core.queue_model import QueueItem
-from lsp_agent.core.storage import PendingCorrection, SessionRecord, StaleGeneration
+from lsp_agent.core.storage import CorrectionExists, PendingCorrection, SessionRecord, StaleGeneration
 from lsp_agent.core.storage import Store as StorePort
 from lsp_agent.store.migrations import migrate
 from lsp_agent.store.queue import QueueTables, claim_for_send, requeue_steered, stamp_applied
@@ -138,10 +138,13 @@ class Store(QueueTables):
     # --- pending corrections (write-ahead) ----------------------------------------------------
 
     def save_correction(self, correction: PendingCorrection) -> None:
-        self.db.execute("INSERT INTO corrections(session_id, client_id, generation, text, queue_item, owner, "
-                        "created_at) VALUES (?,?,?,?,?,?,?)",
-                        (correction.session_id, correction.client_id, correction.generation, correction.text,
-                         correction.queue_item, correction.owner, correction.created_at or now_ms()))
+        inserted = self.db.execute(
+            "INSERT INTO corrections(session_id, client_id, generation, text, queue_item, owner, created_at)"
+            " VALUES (?,?,?,?,?,?,?) ON CONFLICT(session_id, client_id) DO NOTHING",
+            (correction.session_id, correction.client_id, correction.generation, correction.text,
+             correction.queue_item, correction.owner, correction.created_at or now_ms()))
+        if inserted.rowcount == 0:
+            raise CorrectionExists(f"correction {(correction.session_id, correction.client_id)} is already pending")
 
     def drop_correction(self, session_id: str, client_id: str) -> None:
         self.db.execute("DELETE FROM corrections WHERE session_id=? AND client_id=?", (session_id, client_id))

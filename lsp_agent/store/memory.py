@@ -15,7 +15,7 @@ from typing import Any
 
 from lsp_agent.core.history import Message, Part
 from lsp_agent.core.queue_model import WAITING, QueueItem, QueueStatus
-from lsp_agent.core.storage import PendingCorrection, RowChanged, SessionRecord, StaleGeneration
+from lsp_agent.core.storage import CorrectionExists, PendingCorrection, RowChanged, SessionRecord, StaleGeneration
 from lsp_agent.core.storage import Store as StorePort
 
 _COLUMNS = frozenset({"status", "text", "position", "sent_at", "message_id", "steered_into", "steered_at",
@@ -142,7 +142,7 @@ class MemoryStore:
     def save_correction(self, correction: PendingCorrection) -> None:
         key = (correction.session_id, correction.client_id)
         if key in self._corrections:
-            raise ValueError(f"correction {key} is already pending")
+            raise CorrectionExists(f"correction {key} is already pending")
         self._corrections[key] = correction
 
     def drop_correction(self, session_id: str, client_id: str) -> None:

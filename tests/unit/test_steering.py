@@ -273,3 +273,24 @@ def test_a_live_processes_corrections_are_not_taken_over(tmp_path: Path) -> None
     env.store.save_correction(PendingCorrection("ses_x", "c1", "gen", "mine", None, process_owner(), 1))
     agent = Agent(env)
     assert agent.queue_items("ses_x") == [] and len(env.store.pending_corrections()) == 1
+
+
+async def test_a_clientid_whose_correction_is_still_stored_is_a_conflict_and_the_stored_one_stays(
+        tmp_path: Path) -> None:
+    """The receipts live in memory, the corrections on disk: a correction left pending by an earlier
+    receipt table (a restart whose recovery left it to its living owner) keeps its clientID — a steer
+    reusing it is a classified 409, not a database error, and the stored correction is unchanged."""
+    from lsp_agent.core.queue import process_owner
+    from lsp_agent.core.storage import PendingCorrection
+
+    agent = make_agent(tmp_path, [reply(text="ok", delay_ms=300)])
+    sid, gen = await _running(agent)
+    earlier = PendingCorrection(sid, "c1", gen, "the earlier one", None, process_owner(), 1)
+    agent.env.store.save_correction(earlier)
+    with pytest.raises(AgentError) as caught:
+        await agent.steer(sid, gen, "c1", "a new one")
+    assert status_of(caught.value) == 409 and "still pending" in str(caught.value)
+    assert agent.env.store.pending_corrections() == [earlier]
+    assert agent.steering_view(sid).receipts == []
+    assert (await agent.steer(sid, gen, "c2", "a new one")).status.value == "accepted"
+    await agent.wait(gen)
