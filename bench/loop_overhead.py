@@ -19,6 +19,10 @@ it. Measured, per wire protocol and N:
   with the previous list, element for element); `byte prefix` is the smallest
   share of the previous body that the next body repeats byte for byte.
 
+- floor: the same request bodies, posted in the same order to the same server by the HTTP client
+  the providers use, each reply read to its end and nothing else (bench/http_floor.py): the median
+  gap of that replay is what the HTTP stack, the loopback and the kernel cost on this machine, and
+  `harness` (step median minus floor) is the harness's own work per step;
 - per 100 steps: the median gap of each 100-step bucket, and the growth per 100 steps
   (least-squares slope over the bucket medians) — a flat line means the per-step cost does
   not grow with the history.
@@ -60,6 +64,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # the loopback server lives with the provider tests
     sys.path.insert(0, str(REPO))
 
+from bench.http_floor import write_bodies  # noqa: E402
 from lsp_agent.core.prefix import common_prefix_len  # noqa: E402
 from tests.providers.loopback import (  # noqa: E402
     LoopbackServer,
@@ -107,6 +112,8 @@ class Sample:
     prefix_stable: float
     byte_prefix_min: float
     stop: str
+    #: the gaps of the HTTP-only replay of the same requests (bench/http_floor.py)
+    floor_gaps_ms: list[float]
 
 
 @dataclass
@@ -123,6 +130,7 @@ class Result:
     step_median_ms: float
     step_p95_ms: float
     step_cpu_ms: float
+    floor_ms: float
     rss_mb: float
     first_bytes: int
     last_bytes: int
@@ -147,6 +155,7 @@ class Result:
             startup_ms=statistics.median(s.startup_ms for s in samples),
             step_median_ms=statistics.median(gaps), step_p95_ms=percentile(gaps, 95),
             step_cpu_ms=statistics.median(s.step_cpu_ms for s in samples),
+            floor_ms=statistics.median(g for s in samples for g in s.floor_gaps_ms),
             rss_mb=max(s.rss_mb for s in samples),
             first_bytes=max(s.first_bytes for s in samples), last_bytes=max(s.last_bytes for s in samples),
             prefix_stable=min(s.prefix_stable for s in samples),
@@ -300,6 +309,7 @@ async def run_once(server: LoopbackServer, wire: Wire, steps: int, compaction: s
     for prev, cur in itertools.pairwise(every):
         gaps.append((step, (cur.at - prev.done_at) * 1000))
         step += COMPACTION_ASK not in cur.body
+    floor = await replay(server, wire, steps, compaction, [r.body for r in every], workdir)
     bodies = [r.json() for r in requests]
     stable = sum(1 for prev, cur in itertools.pairwise(bodies)
                  if static_fields(wire, prev) == static_fields(wire, cur)
@@ -312,8 +322,22 @@ async def run_once(server: LoopbackServer, wire: Wire, steps: int, compaction: s
         step_cpu_ms=(watched.cpu_at(requests[-1].at) - watched.cpu_at(requests[0].at)) * 1000 / steps,
         first_bytes=len(requests[0].body), last_bytes=len(requests[-1].body),
         prefix_stable=stable / (len(bodies) - 1), byte_prefix_min=byte_share,
-        stop=str(finish.get("stopReason")),
+        stop=str(finish.get("stopReason")), floor_gaps_ms=floor,
     )
+
+
+async def replay(server: LoopbackServer, wire: Wire, steps: int, compaction: str, bodies: list[bytes],
+                 workdir: Path) -> list[float]:
+    """The gaps of bench/http_floor.py posting `bodies` to the same server, answered as the agent was."""
+    path = workdir / "bodies"
+    write_bodies(path, bodies)
+    server.requests.clear()
+    server.replies = Replies(server, wire, script(wire, steps, compaction))
+    url = server.url + ("/chat/completions" if wire == "chat" else "/responses")
+    proc = await asyncio.create_subprocess_exec(sys.executable, str(REPO / "bench" / "http_floor.py"), url, str(path))
+    if await proc.wait() != 0 or len(server.requests) != len(bodies):
+        raise SystemExit(f"the HTTP floor replay failed: exit {proc.returncode}, {len(server.requests)} requests")
+    return [(cur.at - prev.done_at) * 1000 for prev, cur in itertools.pairwise(server.requests)]
 
 
 def machine() -> str:
@@ -334,15 +358,16 @@ def table(results: list[Result]) -> str:
         return "" if ok else " ✗"
 
     lines = ["| wire | N | compaction | runs | wall s | CPU s | start-up ms | step median ms | step p95 ms "
-             "| CPU ms/step | growth ms/100 | peak RSS MB | first req B | last req B | prefix-stable "
-             "| byte prefix (min) | stop |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| CPU ms/step | floor ms | harness ms | growth ms/100 | peak RSS MB | first req B | last req B "
+             "| prefix-stable | byte prefix (min) | stop |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
         missed = r.misses()
         compaction = r.compaction + (f" ({r.compactions} times)" if r.compactions else "")
         lines.append(
             f"| {r.wire} | {r.steps} | {compaction} | {r.runs} | {r.wall_s:.2f} | {r.cpu_s:.2f} | {r.startup_ms:.0f} | "
             f"{r.step_median_ms:.2f}{mark('step median' not in missed)} | {r.step_p95_ms:.2f} | {r.step_cpu_ms:.2f} | "
+            f"{r.floor_ms:.2f} | {r.step_median_ms - r.floor_ms:.2f} | "
             f"{r.growth_ms:+.2f}{mark('growth' not in missed)} | "
             f"{r.rss_mb:.1f}{mark('peak RSS' not in missed)} | "
             f"{r.first_bytes:,}{mark('first request size' not in missed)} | {r.last_bytes:,} | "

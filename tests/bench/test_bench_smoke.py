@@ -46,8 +46,10 @@ def test_the_loop_bench_breaks_long_runs_into_100_step_buckets() -> None:
     # 1 ms per 100 steps over the two full ones.
     sample = loop_overhead.Sample(
         wall_s=1.0, startup_ms=1.0, gaps_ms=[(s, s / 100) for s in range(1, 251)], compactions=0, cpu_s=1.0,
-        rss_mb=1.0, step_cpu_ms=1.0, first_bytes=1, last_bytes=1, prefix_stable=1.0, byte_prefix_min=1.0, stop="final")
+        rss_mb=1.0, step_cpu_ms=1.0, first_bytes=1, last_bytes=1, prefix_stable=1.0, byte_prefix_min=1.0, stop="final",
+        floor_gaps_ms=[0.2, 0.4, 0.9])
     result = loop_overhead.Result.of("chat", 250, "off", [sample])
+    assert result.floor_ms == pytest.approx(0.4)  # the replay's median gap
     assert len(result.buckets) == 3
     assert result.buckets[0] == pytest.approx(0.505) and result.buckets[2] == pytest.approx(2.255)
     assert result.growth_ms == pytest.approx(1.0)
