@@ -58,7 +58,7 @@ class _Refused(Exception):
 
 @dataclass
 class _Entry:
-    """A file as the plan sees it: the bytes on disk before the plan, and after each op so far."""
+    """A file as the plan sees it: its content on disk before the plan, and after each op so far."""
 
     parts: tuple[str, ...]  # the workspace-relative path, one name per component
     original: Content | None
@@ -281,7 +281,7 @@ def _read(root_fd: int, parts: tuple[str, ...], expected: str | None = None) -> 
         if expected is not None:
             if _reads_as(fd, info, expected):
                 return expected, mode
-            os.lseek(fd, 0, os.SEEK_SET)  # it differs: its bytes show how (the plan is refused)
+            os.lseek(fd, 0, os.SEEK_SET)  # it differs (the op is refused): read as any other file
         # One read of the size fstat gave, plus one byte: a regular file reads short only at its
         # end, so a shorter result is the whole file; a full one means it grew, and the rest is
         # read too. (Joining 1 MiB chunks copied a large file a second time.)
