@@ -115,7 +115,7 @@ class Matcher:
                 return starts[0], 0, lines
             for index, (_, norm) in enumerate(PASSES):
                 needle = [norm(s) for s in old]
-                if not self._may_match(index, needle):
+                if index and not self._may_match(index, needle):  # the exact pass searches as cheaply
                     continue
                 hay = self._hay(index)
                 found: set[int] = set()

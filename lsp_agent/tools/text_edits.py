@@ -28,6 +28,7 @@ class FileText:
     lines: list[str]  # without line endings
     eols: list[str]  # each line's ending; only the last may be "" (no final newline)
     eol: str  # the ending new lines get: the file's most common one
+    lf_only: bool = False  # every ending is "\n" (but a missing final one)
 
     @classmethod
     def split(cls, text: str) -> FileText:
@@ -38,7 +39,7 @@ class FileText:
                 breaks = ["\n"] * len(contents)
             else:
                 breaks = ["\n"] * (len(contents) - 1) + [""]
-            return cls(contents, breaks, "\n")
+            return cls(contents, breaks, "\n", lf_only=True)
         parts = LINE_BREAK.split(text)
         breaks = LINE_BREAK.findall(text)
         contents = parts
@@ -55,7 +56,11 @@ class FileText:
 
 def _span(ft: FileText, start: int, end: int) -> int:
     """The length in characters of lines [start, end) with their endings."""
-    return sum(map(len, ft.lines[start:end])) + sum(map(len, ft.eols[start:end]))
+    chars = sum(map(len, ft.lines[start:end]))
+    if not ft.lf_only:
+        return chars + sum(map(len, ft.eols[start:end]))
+    # every ending is one "\n" but a missing final one: no second pass over the endings
+    return chars + (end - start) - (start < end == len(ft.lines) and ft.missing_final_eol)
 
 
 def _without_final_eol(text: str) -> str:

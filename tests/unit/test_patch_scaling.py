@@ -53,3 +53,21 @@ def test_a_near_miss_compares_a_bounded_number_of_windows(monkeypatch: pytest.Mo
     assert isinstance(outcome, PlanFailure) and outcome.kind == "no_match"
     assert f"at lines {3 * at + 1}-{3 * at + 3}" in outcome.message  # the closest match is found
     assert made <= patch_match.MAX_CANDIDATES
+
+
+@pytest.mark.parametrize("text", ["", "x", "a\n", "a\nbb", "a\nbb\n", "\n\n", "a\n\nccc", "é\n\U0001F600\nz"])
+def test_the_lf_only_span_counts_the_endings_without_walking_them(text: str) -> None:
+    """`_span` of an LF-only file counts one character an ending (none for a missing final one)
+    instead of summing the endings' lengths: the same lengths, for every range of lines."""
+    from lsp_agent.tools.text_edits import _span
+
+    ft = FileText.split(text)
+    assert ft.lf_only
+    n = len(ft.lines)
+    for start in range(n + 1):
+        for end in range(start, n + 1):
+            expected = sum(len(line) + len(eol) for line, eol in zip(ft.lines[start:end], ft.eols[start:end],
+                                                                      strict=True))
+            assert _span(ft, start, end) == expected, (start, end)
+    assert "".join(line + eol for line, eol in zip(ft.lines, ft.eols, strict=True)) == text
+    assert not FileText.split("a\r\nb\n").lf_only
