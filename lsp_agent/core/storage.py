@@ -36,8 +36,8 @@ class RowChanged(Exception):
 
 
 class CorrectionExists(Exception):
-    """A pending correction with this session and clientID is already stored (one an earlier receipt
-    table, now gone, accepted: a restart whose recovery left it to its still-living owner)."""
+    """A pending correction with this session and clientID is already stored: accepted under an
+    earlier receipt table, now gone (a restart whose recovery left it to its still-living owner)."""
 
 
 @dataclass(frozen=True)
