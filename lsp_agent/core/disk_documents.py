@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import codecs
+import io
+import os
 from pathlib import Path
-from typing import BinaryIO
 
 from lsp_agent.core.ports import Document
 
-#: files are read and decoded in pieces of this many bytes
-READ_PIECE = 1 << 16
+#: A file is read into a buffer that an earlier read left behind, when one is large enough: fresh
+#: memory costs a page fault per 4 KiB touched (≈ 700 for a 2.9 MB file, ≈ 3 ms on a VM), and with
+#: no new whole-file copy beside the text, the allocator also recycles the memory of the texts a
+#: read and an edit make. At most SPARE_BUFFERS buffers of at most KEEP_BUFFER_BYTES stay held.
+KEEP_BUFFER_BYTES = 4 << 20
+SPARE_BUFFERS = 2
+_spares: list[bytearray] = []  # list.pop and list.append are atomic: reads in threads share them
 
 
 class DiskDocuments:
@@ -28,15 +33,32 @@ class DiskDocuments:
             return Document(text=read_text(stream), version=None, source="disk")
 
 
-def read_text(stream: BinaryIO) -> str:
+def read_text(stream: io.FileIO) -> str:
     """A file's text: UTF-8, undecodable bytes kept as surrogates (they encode back to themselves),
-    read as bytes so CRLF and a missing final newline survive unchanged. Decoded a piece at a time:
-    the file's whole bytes are never held beside its text (a multi-megabyte copy costs more in page
-    faults than the read itself)."""
-    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
-    pieces = []
-    while piece := stream.read(READ_PIECE):
-        pieces.append(decoder.decode(piece))
-    if tail := decoder.decode(b"", final=True):
-        pieces.append(tail)
-    return pieces[0] if len(pieces) == 1 else "".join(pieces)
+    read as bytes so CRLF and a missing final newline survive unchanged. Read to its end whatever
+    its size said (a file may grow while it is read, and /proc files say 0)."""
+    buffer = _take(os.fstat(stream.fileno()).st_size + 1)  # one byte more: the end is seen without growing
+    filled = 0
+    try:
+        while True:
+            with memoryview(buffer) as view:
+                while filled < len(buffer) and (got := stream.readinto(view[filled:])):
+                    filled += got
+                if filled < len(buffer):
+                    return str(view[:filled], "utf-8", "surrogateescape")
+            buffer += bytes(len(buffer))  # filled to the brim: the file grew; no view is held now
+    finally:
+        _give_back(buffer)
+
+
+def _take(size: int) -> bytearray:
+    try:
+        buffer = _spares.pop()
+    except IndexError:
+        return bytearray(size)
+    return buffer if len(buffer) >= size else bytearray(size)
+
+
+def _give_back(buffer: bytearray) -> None:
+    if len(buffer) <= KEEP_BUFFER_BYTES and len(_spares) < SPARE_BUFFERS:
+        _spares.append(buffer)
