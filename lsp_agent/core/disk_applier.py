@@ -1,9 +1,11 @@
 """EditApplier over the file system, for headless runs (CLI, eval, tests).
 
-A plan is checked completely before the first byte is written: every op's precondition is
+A plan is checked completely before the first file changes: every op's precondition is
 evaluated against a simulated state (so a rename followed by an update of the new path works),
 then each changed file is replaced atomically (temp file in the same directory, fsync,
-os.replace). If a later write fails, the earlier ones are rolled back (best effort).
+os.replace). If a later write fails, the earlier ones are rolled back (best effort). One check of
+a large plan — that its updates' edits make their new texts — runs beside the writing of the first
+temp file (the fsync waits on the disk, the check on the CPU); every change waits for it.
 
 Every read and write goes through directory file descriptors opened one component at a time
 from the root with O_NOFOLLOW: no path resolved earlier is reused, so a directory swapped for a
@@ -21,7 +23,8 @@ import re
 import secrets
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +51,12 @@ Content = bytes | str
 # Lone surrogates that stand for no undecodable byte: such text has no UTF-8 encoding.
 _UNENCODABLE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 
+#: A plan whose updates' new texts reach this many characters has their edits checked in a helper
+#: thread while its first file is synced; a smaller plan's are checked at once (the helper's wake-up
+#: would cost more than the overlap saves).
+CHECK_BESIDE_CHARS = 1 << 20
+_CHECKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsp-agent-edits-check")
+
 
 class _Refused(Exception):
     def __init__(self, failure: ApplyFailure, message: str) -> None:
@@ -72,6 +81,41 @@ class _Entry:
 class _Done:
     entry: _Entry
     created_dirs: list[tuple[str, ...]] = field(default_factory=list)  # deepest first
+    changed: bool = False  # the file was replaced or deleted (a rollback restores it)
+
+
+class _EditsCheck:
+    """That each update's edits, applied to its base text (what the file holds), make its new text:
+    the check every applier makes before an update has any effect (`unmade`). Run at once for a
+    small plan; a large plan's is started in the helper thread, and every change waits for it."""
+
+    def __init__(self, updates: list[UpdateFile]) -> None:
+        self._updates = updates
+        self._result: Future[str | None] | None = None
+        if sum(len(op.new_text) for op in updates) < CHECK_BESIDE_CHARS:
+            _refuse_if(_first_unmade(updates))
+            self._updates = []
+
+    def start(self) -> None:
+        if self._updates and self._result is None:
+            self._result = _CHECKER.submit(_first_unmade, self._updates)
+
+    def wait(self) -> None:
+        """Return once the check has passed; a failed check refuses the plan."""
+        if self._updates:
+            self.start()
+            assert self._result is not None
+            _refuse_if(self._result.result())
+            self._updates = []
+
+
+def _first_unmade(updates: list[UpdateFile]) -> str | None:
+    return next((problem for op in updates if (problem := unmade(op.base_text, op)) is not None), None)
+
+
+def _refuse_if(problem: str | None) -> None:
+    if problem is not None:
+        raise _Refused(ApplyFailure.CONFLICT, problem)
 
 
 class DiskApplier:
@@ -89,11 +133,12 @@ class DiskApplier:
     def apply_sync(self, plan: EditPlan) -> ApplyResult:
         with self._lock:
             try:
-                entries = self._simulate(plan)
+                entries, updates = self._simulate(plan)
+                check = _EditsCheck(updates)
             except _Refused as exc:
                 return ApplyResult(ok=False, failure=exc.failure, message=exc.message)
             try:
-                self._write(entries)
+                self._write(entries, check)
             except _Refused as exc:
                 return ApplyResult(ok=False, failure=exc.failure, message=exc.message)
             return ApplyResult(ok=True)
@@ -119,8 +164,10 @@ class DiskApplier:
             entries[rel] = _Entry(parts, data, mode, data, mode, order=len(entries))
         return entries[rel]
 
-    def _simulate(self, plan: EditPlan) -> dict[str, _Entry]:
+    def _simulate(self, plan: EditPlan) -> tuple[dict[str, _Entry], list[UpdateFile]]:
+        """The files as the plan leaves them, and its updates, whose edits are still to be checked."""
         entries: dict[str, _Entry] = {}
+        updates: list[UpdateFile] = []
         try:
             for op in plan.ops:
                 entry = self._entry(entries, op.path, op.base_text if isinstance(op, UpdateFile | DeleteFile) else None)
@@ -146,18 +193,17 @@ class DiskApplier:
                         continue
                     assert isinstance(op, UpdateFile)
                     # the file holds the base text: the edits are checked on it, not on a decoded copy
-                    if (problem := unmade(op.base_text, op)) is not None:
-                        raise _Refused(ApplyFailure.CONFLICT, problem)
+                    updates.append(op)
                     entry.current = _encodable(op.new_text)
         except OSError as exc:
             raise _Refused(ApplyFailure.IO_ERROR, f"reading files failed: {exc.strerror or exc}") from exc
         except UnicodeEncodeError as exc:
             raise _Refused(ApplyFailure.REFUSED, f"the text cannot be encoded as UTF-8: {exc.reason}") from exc
-        return entries
+        return entries, updates
 
     # --- writing --------------------------------------------------------------------------------
 
-    def _write(self, entries: dict[str, _Entry]) -> None:
+    def _write(self, entries: dict[str, _Entry], check: _EditsCheck) -> None:
         changed = [e for e in sorted(entries.values(), key=lambda e: e.order)
                    if e.current != e.original or (e.current is not None and e.current_mode != e.mode)]
         # Writes before deletes: a failed write then leaves no file missing.
@@ -166,25 +212,44 @@ class DiskApplier:
         with _root_fd(self.root) as root_fd:
             try:
                 for entry in changed:
-                    rel = "/".join(entry.parts)
-                    if not _unchanged(root_fd, entry.parts, entry.original):  # since the check
-                        raise _Refused(ApplyFailure.CONFLICT, f"{rel} changed on disk while the edit was applied")
                     step = _Done(entry)
                     done.append(step)
+                    name = entry.parts[-1]
                     if entry.current is None:
+                        check.wait()
+                        self._recheck(root_fd, entry)
                         with _dir_fd(root_fd, entry.parts[:-1]) as parent:
-                            os.unlink(entry.parts[-1], dir_fd=parent)
+                            os.unlink(name, dir_fd=parent)
                     else:
-                        step.created_dirs = _make_parents(root_fd, entry.parts[:-1])
+                        step.created_dirs = _make_parents(root_fd, entry.parts[:-1], before_creating=check.wait)
                         with _dir_fd(root_fd, entry.parts[:-1]) as parent:
-                            _atomic_write(parent, entry.parts[-1], entry.current, entry.current_mode)
+                            tmp = _stage(parent, name, entry.current, entry.current_mode, before_sync=check.start)
+                            try:
+                                check.wait()
+                                self._recheck(root_fd, entry)
+                                _commit(parent, tmp, name)
+                            except BaseException:
+                                _discard(parent, tmp)
+                                raise
+                    step.changed = True
+                check.wait()  # a plan that changes no byte still answers with its check
             except _Refused:
                 _rollback(root_fd, done)
                 raise
+            except SymlinkRefused as exc:  # a directory swapped for a link since the check
+                _rollback(root_fd, done)
+                raise _Refused(ApplyFailure.REFUSED,
+                               f"{_reason(exc)}; earlier files of this edit were restored") from exc
             except OSError as exc:
                 _rollback(root_fd, done)
                 raise _Refused(ApplyFailure.IO_ERROR, f"writing failed ({_reason(exc)}); "
                                                       "earlier files of this edit were restored") from exc
+
+    @staticmethod
+    def _recheck(root_fd: int, entry: _Entry) -> None:
+        """Just before a file changes: it must still hold what the plan was checked against."""
+        if not _unchanged(root_fd, entry.parts, entry.original):
+            raise _Refused(ApplyFailure.CONFLICT, f"{'/'.join(entry.parts)} changed on disk while the edit was applied")
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -353,8 +418,10 @@ def _unchanged(root_fd: int, parts: tuple[str, ...], original: Content | None) -
         os.close(fd)
 
 
-def _make_parents(root_fd: int, parts: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """Create the missing directories of `parts`; the ones created, deepest first."""
+def _make_parents(root_fd: int, parts: tuple[str, ...],
+                  before_creating: Callable[[], None] = lambda: None) -> list[tuple[str, ...]]:
+    """Create the missing directories of `parts` (calling `before_creating` before the first one);
+    the ones created, deepest first."""
     created: list[tuple[str, ...]] = []
     fd = os.dup(root_fd)
     try:
@@ -362,6 +429,8 @@ def _make_parents(root_fd: int, parts: tuple[str, ...]) -> list[tuple[str, ...]]
             try:
                 child = _open_component(fd, name, _DIR_FLAGS)
             except FileNotFoundError:
+                if not created:
+                    before_creating()
                 os.mkdir(name, 0o777, dir_fd=fd)
                 created.append(parts[:depth])
                 child = _open_component(fd, name, _DIR_FLAGS)
@@ -373,6 +442,18 @@ def _make_parents(root_fd: int, parts: tuple[str, ...]) -> list[tuple[str, ...]]
 
 
 def _atomic_write(parent: int, name: str, data: Content, mode: int | None) -> None:
+    tmp = _stage(parent, name, data, mode)
+    try:
+        _commit(parent, tmp, name)
+    except BaseException:
+        _discard(parent, tmp)
+        raise
+
+
+def _stage(parent: int, name: str, data: Content, mode: int | None,
+           before_sync: Callable[[], None] = lambda: None) -> str:
+    """A temp file beside `name` holding `data`, synced (`before_sync` is called just before the
+    fsync); its name. Nothing else changes."""
     tmp = f".{name}.{secrets.token_hex(4)}.tmp"
     # 0o666 before the umask, like any new file; an existing file keeps its own mode below.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=parent)
@@ -384,34 +465,45 @@ def _atomic_write(parent: int, name: str, data: Content, mode: int | None) -> No
                     view = view[os.write(fd, view):]
             if mode is not None:  # before the fsync, so the mode is as durable as the bytes
                 os.fchmod(fd, mode)
+            before_sync()
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
     except BaseException:
-        try:
-            os.unlink(tmp, dir_fd=parent)
-        except OSError:
-            pass
+        _discard(parent, tmp)
         raise
+    return tmp
+
+
+def _commit(parent: int, tmp: str, name: str) -> None:
+    """The staged `tmp` replaces `name` in one step, and the directory is synced."""
+    os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
     try:
         os.fsync(parent)
     except OSError:
         pass  # not supported everywhere; the file itself is already synced
 
 
+def _discard(parent: int, tmp: str) -> None:
+    try:
+        os.unlink(tmp, dir_fd=parent)
+    except OSError:
+        pass
+
+
 def _rollback(root_fd: int, done: list[_Done]) -> None:
     for step in reversed(done):
         entry = step.entry
         try:
-            with _dir_fd(root_fd, entry.parts[:-1]) as parent:
-                if entry.original is None:
-                    try:
-                        os.unlink(entry.parts[-1], dir_fd=parent)
-                    except FileNotFoundError:
-                        pass
-                else:
-                    _atomic_write(parent, entry.parts[-1], entry.original, entry.mode)
+            if step.changed:
+                with _dir_fd(root_fd, entry.parts[:-1]) as parent:
+                    if entry.original is None:
+                        try:
+                            os.unlink(entry.parts[-1], dir_fd=parent)
+                        except FileNotFoundError:
+                            pass
+                    else:
+                        _atomic_write(parent, entry.parts[-1], entry.original, entry.mode)
             for created in step.created_dirs:
                 with _dir_fd(root_fd, created[:-1]) as parent:
                     os.rmdir(created[-1], dir_fd=parent)

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lsp_agent.core.disk_applier import DiskApplier, _Entry
+from lsp_agent.core.disk_applier import DiskApplier, _EditsCheck, _Entry
 from lsp_agent.core.edits import ApplyFailure, CreateFile, EditPlan, Position, TextEdit, UpdateFile
 from tests.security.kit import tree_digest
 
@@ -29,10 +29,10 @@ class _SwapAfterCheck(DiskApplier):
         super().__init__(root)
         self.directory, self.outside = directory, outside
 
-    def _write(self, entries: dict[str, _Entry]) -> None:
+    def _write(self, entries: dict[str, _Entry], check: _EditsCheck) -> None:
         shutil.rmtree(self.directory)
         os.symlink(self.outside, self.directory)
-        super()._write(entries)
+        super()._write(entries, check)
 
 
 def _setup(tmp_path: Path) -> tuple[Path, Path]:

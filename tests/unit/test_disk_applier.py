@@ -139,14 +139,57 @@ async def test_preconditions_of_each_op(root: Path, setup: dict[str, bytes], op:
     assert snapshot(root) == setup
 
 
-async def test_edits_that_do_not_produce_the_planned_text_are_never_written(root: Path) -> None:
+WRONG = UpdateFile(path="a.txt", base_text="abc\n", new_text="something else\n",
+                   edits=[TextEdit(start=Position(line=0, character=0), end=Position(line=0, character=1),
+                                   new_text="A")])
+
+
+@pytest.fixture(params=["at once", "beside the write"])
+def edits_check(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A small plan's edits are checked before anything is written; a large one's in a helper thread
+    while its first file is written and synced (every plan counts as large here)."""
+    from lsp_agent.core import disk_applier
+
+    if request.param == "beside the write":
+        monkeypatch.setattr(disk_applier, "CHECK_BESIDE_CHARS", 1)
+    return str(request.param)
+
+
+async def test_edits_that_do_not_produce_the_planned_text_are_never_written(root: Path, edits_check: str) -> None:
     put(root, "a.txt", b"abc\n")
-    wrong = UpdateFile(path="a.txt", base_text="abc\n", new_text="something else\n",
-                       edits=[TextEdit(start=Position(line=0, character=0), end=Position(line=0, character=1),
-                                       new_text="A")])
-    ok, failure, message = await run(root, wrong)
+    put(root, "b.txt", b"b\n")
+    same = WRONG.model_copy(update={"new_text": "abc\n"})  # changes no byte: a delete is the first change
+    delete = DeleteFile(path="b.txt", base_text="b\n")
+    for ops in ([WRONG], [update("b.txt", "b\n", "B\n"), WRONG], [WRONG, delete], [same, delete], [same]):
+        ok, failure, message = await run(root, *ops)
+        assert not ok and failure is ApplyFailure.CONFLICT and "planned text" in message
+        assert snapshot(root) == {"a.txt": b"abc\n", "b.txt": b"b\n"}  # no temp file left either
+
+
+async def test_a_plan_whose_edits_fail_their_check_creates_no_directory(root: Path, edits_check: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not even one a rollback would remove again: a directory is a change others can see."""
+    made: list[str] = []
+    real_mkdir = os.mkdir
+
+    def mkdir(path: str, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        made.append(path)
+        real_mkdir(path, mode, dir_fd=dir_fd)
+
+    put(root, "a.txt", b"abc\n")
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    ok, failure, message = await run(root, CreateFile(path="new/dir/c.txt", text="c\n"), WRONG)
     assert not ok and failure is ApplyFailure.CONFLICT and "planned text" in message
-    assert snapshot(root) == {"a.txt": b"abc\n"}
+    assert made == [] and snapshot(root) == {"a.txt": b"abc\n"}
+
+
+async def test_a_plan_whose_edits_pass_their_check_is_applied_whole(root: Path, edits_check: str) -> None:
+    put(root, "a.py", b"x = 1\n")
+    put(root, "old.txt", b"old\n")
+    ok, _, message = await run(root, CreateFile(path="new/dir/c.txt", text="c\n"), update("a.py", "x = 1\n", "x = 2\n"),
+                               DeleteFile(path="old.txt", base_text="old\n"))
+    assert ok, message
+    assert snapshot(root) == {"a.py": b"x = 2\n", "new/dir/c.txt": b"c\n"}
 
 
 async def test_paths_outside_the_root_are_refused(root: Path) -> None:
