@@ -344,3 +344,23 @@ async def test_text_without_a_utf8_form_is_refused_before_any_write(root: Path, 
         ok, failure, message = await run(root, *ops)
         assert not ok and failure is ApplyFailure.REFUSED and "cannot be encoded" in message, message
         assert snapshot(root) == before
+
+
+async def test_every_file_the_applier_opens_is_closed(root: Path) -> None:
+    """Replaced and deleted files are closed in the helper thread (their last close frees their
+    pages): none is left open once it has run."""
+    from lsp_agent.core import disk_applier
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    put(root, "keep.txt", b"0\n")
+    before = open_fds()
+    for n in range(20):
+        put(root, f"gone{n}.txt", b"x\n")
+        ok, _, message = await run(root, update("keep.txt", f"{n}\n", f"{n + 1}\n"),
+                                   DeleteFile(path=f"gone{n}.txt", base_text="x\n"))
+        assert ok, message
+    disk_applier._HELPER.submit(lambda: None).result()  # after the closes it was given
+    assert open_fds() == before
+    assert snapshot(root) == {"keep.txt": b"20\n"}
