@@ -482,10 +482,10 @@ def _atomic_write(parent: int, name: str, data: Content, mode: int | None) -> No
 def _stage(parent: int, name: str, data: Content, mode: int | None,
            before_sync: Callable[[], None] = lambda: None) -> str:
     """A temp file beside `name` holding `data`, synced (`before_sync` is called just before the
-    fsync); its name. Nothing else changes."""
+    fsync); its name. Nothing else changes. Where the system allows, the file has no name until it
+    is synced: a process killed while writing it leaves nothing behind."""
     tmp = f".{name}.{secrets.token_hex(4)}.tmp"
-    # 0o666 before the umask, like any new file; an existing file keeps its own mode below.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=parent)
+    fd, named = _new_file(parent, tmp)
     try:
         try:
             for piece in (data,) if isinstance(data, bytes) else utf8_pieces(data, IO_PIECE):
@@ -496,12 +496,35 @@ def _stage(parent: int, name: str, data: Content, mode: int | None,
                 os.fchmod(fd, mode)
             before_sync()
             os.fsync(fd)
+            if not named:
+                os.link(f"/proc/self/fd/{fd}", tmp, dst_dir_fd=parent)
+                named = True
         finally:
             os.close(fd)
     except BaseException:
-        _discard(parent, tmp)
+        if named:
+            _discard(parent, tmp)
         raise
     return tmp
+
+
+#: Linux can create a file with no name in a directory (O_TMPFILE) and link it in later by its
+#: descriptor's /proc entry.
+_UNNAMED = hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd")
+
+
+def _new_file(parent: int, tmp: str) -> tuple[int, bool]:
+    """A new file open for writing in `parent`, 0o666 before the umask like any new file (an existing
+    file's own mode is set on it later), and whether it is named `tmp` yet: not when the system and
+    the file system allow a file without a name."""
+    if _UNNAMED:
+        try:
+            return os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666, dir_fd=parent), False
+        except OSError as exc:  # a file system without it (older kernels say EISDIR)
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                raise
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(tmp, flags, 0o666, dir_fd=parent), True
 
 
 def _commit(parent: int, tmp: str, name: str) -> None:

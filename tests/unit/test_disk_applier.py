@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -364,3 +366,36 @@ async def test_every_file_the_applier_opens_is_closed(root: Path) -> None:
     disk_applier._HELPER.submit(lambda: None).result()  # after the closes it was given
     assert open_fds() == before
     assert snapshot(root) == {"keep.txt": b"20\n"}
+
+
+KILLED_MID_WRITE = """
+import os, sys
+from pathlib import Path
+from lsp_agent.core import disk_applier
+from lsp_agent.core.disk_applier import DiskApplier
+from lsp_agent.core.edits import EditPlan, Position, TextEdit, UpdateFile
+
+disk_applier._UNNAMED = sys.argv[2] == "unnamed"
+os.fsync = lambda fd: os.kill(os.getpid(), 9)  # killed with the new text written, before it is synced
+edit = TextEdit(start=Position(line=0, character=0), end=Position(line=1, character=0), new_text="new\\n")
+DiskApplier(Path(sys.argv[1])).apply_sync(EditPlan(ops=[UpdateFile(path="a.txt", base_text="old\\n",
+                                                                   new_text="new\\n", edits=[edit])]))
+"""
+
+
+@pytest.mark.parametrize("temp", ["unnamed", "named"])
+def test_a_process_killed_while_writing_leaves_the_file_as_it_was(root: Path, temp: str) -> None:
+    """Killed (kill -9) in the middle of an update: the file is untouched, and where the system can
+    write a file without a name (Linux), no temp file is left beside it either."""
+    if temp == "unnamed" and not hasattr(os, "O_TMPFILE"):
+        pytest.skip("no O_TMPFILE here")
+    put(root, "a.txt", b"old\n")
+    done = subprocess.run([sys.executable, "-c", KILLED_MID_WRITE, str(root), temp], capture_output=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == -9, done.stderr
+    left = snapshot(root)
+    assert left.pop("a.txt") == b"old\n"
+    if temp == "unnamed":
+        assert left == {}
+    else:  # a named temp file stays (the fallback where no unnamed file can be made)
+        assert [name.startswith(".a.txt.") and name.endswith(".tmp") for name in left] == [True]
