@@ -414,16 +414,9 @@ def _encodable(text: str) -> str:
     return text
 
 
-def _unchanged(root_fd: int, parts: tuple[str, ...], original: Content | None) -> bool:
-    """Whether the file at `parts` still holds `original` (None: still does not exist)."""
-    still, fd = _open_unchanged(root_fd, parts, original)
-    if fd is not None:
-        os.close(fd)
-    return still
-
-
 def _open_unchanged(root_fd: int, parts: tuple[str, ...], original: Content | None) -> tuple[bool, int | None]:
-    """`_unchanged`, and when it is so and the file exists, the file open (the caller closes it)."""
+    """Whether the file at `parts` still holds `original` (None: still does not exist), and when it
+    does and exists, the file open (the caller closes it)."""
     if (opened := _open_regular(root_fd, parts)) is None:
         return original is None, None
     fd, info = opened

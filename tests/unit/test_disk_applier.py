@@ -43,6 +43,16 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def unchanged(root_fd: int, parts: tuple[str, ...], original: bytes | str | None) -> bool:
+    """The applier's recheck of a file, its descriptor closed again."""
+    from lsp_agent.core import disk_applier
+
+    still, fd = disk_applier._open_unchanged(root_fd, parts, original)
+    if fd is not None:
+        os.close(fd)
+    return still
+
+
 def update(path: str, base: str, new: str) -> UpdateFile:
     """A whole-line update computed the way apply_patch does it."""
     outcome = plan_patch(parse_patch(f"*** Begin Patch\n*** Update File: {path}\n@@\n"
@@ -278,13 +288,13 @@ def test_a_file_read_back_in_pieces_is_unchanged_only_when_every_byte_is(root: P
     data = b"0123456789"
     put(root, "f.txt", data)
     with disk_applier._root_fd(root) as fd:
-        assert disk_applier._unchanged(fd, ("f.txt",), data)
-        assert not disk_applier._unchanged(fd, ("f.txt",), None)  # it exists now
-        assert disk_applier._unchanged(fd, ("missing.txt",), None)
-        assert not disk_applier._unchanged(fd, ("missing.txt",), data)
+        assert unchanged(fd, ("f.txt",), data)
+        assert not unchanged(fd, ("f.txt",), None)  # it exists now
+        assert unchanged(fd, ("missing.txt",), None)
+        assert not unchanged(fd, ("missing.txt",), data)
         for at in range(len(data)):  # one byte differs, in each piece in turn
             put(root, "f.txt", data[:at] + b"#" + data[at + 1:])
-            assert not disk_applier._unchanged(fd, ("f.txt",), data), at
+            assert not unchanged(fd, ("f.txt",), data), at
 
 
 MIXED = "é\U0001F600 a\udcff\r\nb"  # two-, four-byte and undecodable characters across small pieces
@@ -303,14 +313,14 @@ def test_a_file_is_compared_with_the_plans_text_a_piece_at_a_time(root: Path, mo
     with disk_applier._root_fd(root) as fd:
         content, _ = disk_applier._read(fd, ("f.txt",), MIXED)
         assert content is MIXED
-        assert disk_applier._unchanged(fd, ("f.txt",), MIXED)
+        assert unchanged(fd, ("f.txt",), MIXED)
         for at in range(len(data) + 1):  # one byte differs, or one more at the end
             other = data[:at] + b"#" + data[at + 1:]
             put(root, "f.txt", other)
-            assert not disk_applier._unchanged(fd, ("f.txt",), MIXED), at
+            assert not unchanged(fd, ("f.txt",), MIXED), at
             assert disk_applier._read(fd, ("f.txt",), MIXED)[0] == other, at
         put(root, "f.txt", data[:-1])
-        assert not disk_applier._unchanged(fd, ("f.txt",), MIXED)
+        assert not unchanged(fd, ("f.txt",), MIXED)
         assert disk_applier._read(fd, ("f.txt",), MIXED)[0] == data[:-1]
 
 
