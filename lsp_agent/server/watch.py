@@ -129,8 +129,11 @@ class Watcher:
             except ValueError:
                 continue
             is_dir, digest = await asyncio.to_thread(_inspect, Path(raw))
-            if is_dir or (digest is None and Change.added in seen):
-                continue  # a directory, or a file created and gone again within the batch (a temp file)
+            if is_dir or (digest is None and (Change.added in seen or Change.deleted not in seen)):
+                # A directory; a file created and gone again within the batch; or never a file here:
+                # the writes to a file that has no name yet (O_TMPFILE, the disk applier's temp file)
+                # are reported under the kernel's placeholder name "#<inode>", which no one can open.
+                continue
             if self.own.is_own(rel, digest):
                 continue
             external.append(rel)
