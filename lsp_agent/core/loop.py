@@ -113,13 +113,18 @@ def make_request(env: Environment, resolution: CapabilityResolution, messages: l
 async def collect_reply(stream: AsyncIterator[ProviderEvent],
                         on_delta: Callable[[str, str], None] | None = None) -> AssistantReply:
     """Consume a provider stream up to its ReplyDone; each delta goes to `on_delta(kind, text)`
-    ("text" or "reasoning"). A stream that ends without a reply is a STREAM_CUT ProviderError."""
+    ("text" or "reasoning"). A stream that ends without a reply is a STREAM_CUT ProviderError.
+    The stream is read to its end, past the reply: a generator left suspended is finished later by
+    the event loop's finaliser, in a task of its own (a wake-up through the self-pipe every step)."""
+    reply: AssistantReply | None = None
     async for item in stream:
         if isinstance(item, ReplyDone):
-            return item.reply
-        if on_delta is not None:
+            reply = reply or item.reply
+        elif on_delta is not None and reply is None:
             on_delta("text" if isinstance(item, TextDelta) else "reasoning", item.text)
-    raise ProviderError(ProviderErrorKind.STREAM_CUT, "the provider ended the stream without a complete reply")
+    if reply is None:
+        raise ProviderError(ProviderErrorKind.STREAM_CUT, "the provider ended the stream without a complete reply")
+    return reply
 
 
 async def ask_once(env: Environment, request: ModelRequest) -> AssistantReply:

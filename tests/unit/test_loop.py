@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
-from lsp_agent.core.loop import Generation
+from lsp_agent.core.loop import Generation, collect_reply
+from lsp_agent.core.ports import AssistantReply, ProviderEvent, ReplyDone, TextDelta
 from lsp_agent.core.session import AgentSession
 from lsp_agent.providers.scripted import ScriptedError, ScriptedReply
 from tests.helpers import RecordingSink, call, make_env, reply, run_script, verify_config
@@ -25,6 +28,37 @@ async def test_reply_without_tool_calls_stops_final(tmp_path: Path) -> None:
     result, _ = await run_script(tmp_path, [reply(text="nothing to do")])
     assert (result.stop_reason.value, result.steps, result.tool_calls) == ("final", 1, 0)
     assert result.verification.value == "not_run"
+
+
+async def test_the_reply_stream_is_read_to_its_end_not_left_to_the_finaliser() -> None:
+    finished: list[str] = []
+    seen: list[str] = []
+
+    async def stream() -> AsyncIterator[ProviderEvent]:
+        yield TextDelta(text="hel")
+        yield ReplyDone(reply=AssistantReply(text="hello"))
+        finished.append("after the reply")  # a provider closes its response here
+
+    reply = await collect_reply(stream(), lambda kind, text: seen.append(text))
+    assert (reply.text, seen, finished) == ("hello", ["hel"], ["after the reply"])
+
+
+async def test_a_run_leaves_no_stream_for_the_event_loops_finaliser(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a\n")
+    finalised: list[str] = []
+    hooks = sys.get_asyncgen_hooks()
+
+    def finalizer(agen: Any) -> None:
+        finalised.append(agen.__qualname__)
+        hooks.finalizer(agen)  # type: ignore[misc]
+
+    sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=finalizer)
+    try:
+        result, _ = await run_script(tmp_path, [reply(call("read_file", path="a.txt")), reply(text="done")])
+    finally:
+        sys.set_asyncgen_hooks(*hooks)
+    assert result.stop_reason.value == "final"
+    assert finalised == []
 
 
 async def test_spent_budget_stops_step_limit(tmp_path: Path) -> None:
