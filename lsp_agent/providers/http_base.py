@@ -471,6 +471,8 @@ class HttpStreamingProvider(ABC):
         self._owns_client = client is None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._text_calls = TextCallParser(config.tool_call_format)
+        self._parsed_url: httpx.URL | None = None
+        self._timeouts = self._timeout()
         #: HTTP requests the latest `stream` call made (1 + retries), for replay records.
         self.last_attempts = 0
 
@@ -592,6 +594,12 @@ class HttpStreamingProvider(ABC):
         assert self._client is not None
         return self._client
 
+    def _endpoint(self) -> httpx.URL:
+        """`url`, parsed once: parsing it was half the cost of building each request."""
+        if self._parsed_url is None:
+            self._parsed_url = httpx.URL(self.url)
+        return self._parsed_url
+
     def _timeout(self) -> httpx.Timeout:
         cfg = self.config
         # The read timeout applies to every socket read: it is the idle (stall) timeout.
@@ -607,8 +615,8 @@ class HttpStreamingProvider(ABC):
             self.last_attempts = attempt
             wait: float | None = None
             try:
-                request = client.build_request("POST", self.url, content=body, headers=self._headers(),
-                                               timeout=self._timeout())
+                request = client.build_request("POST", self._endpoint(), content=body, headers=self._headers(),
+                                               timeout=self._timeouts)
                 response = await client.send(request, stream=True)
             except httpx.ReadTimeout as exc:
                 # The server took the request but went silent: retrying would repeat a long stall.
