@@ -118,9 +118,11 @@ async def collect_reply(stream: AsyncIterator[ProviderEvent],
     the event loop's finaliser, in a task of its own (a wake-up through the self-pipe every step)."""
     reply: AssistantReply | None = None
     async for item in stream:
+        if reply is not None:
+            continue  # nothing after the reply counts
         if isinstance(item, ReplyDone):
-            reply = reply or item.reply
-        elif on_delta is not None and reply is None:
+            reply = item.reply
+        elif on_delta is not None:
             on_delta("text" if isinstance(item, TextDelta) else "reasoning", item.text)
     if reply is None:
         raise ProviderError(ProviderErrorKind.STREAM_CUT, "the provider ended the stream without a complete reply")

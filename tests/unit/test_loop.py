@@ -37,6 +37,7 @@ async def test_the_reply_stream_is_read_to_its_end_not_left_to_the_finaliser() -
     async def stream() -> AsyncIterator[ProviderEvent]:
         yield TextDelta(text="hel")
         yield ReplyDone(reply=AssistantReply(text="hello"))
+        yield TextDelta(text="after the reply: not shown")
         finished.append("after the reply")  # a provider closes its response here
 
     reply = await collect_reply(stream(), lambda kind, text: seen.append(text))
