@@ -125,7 +125,8 @@ class Provider(Protocol):
     scripted: bool
 
     def stream(self, request: ModelRequest, body: bytes | None = None) -> AsyncIterator[ProviderEvent]:
-        """Yield deltas as they arrive, then exactly one ReplyDone; raise ProviderError on failure.
+        """Yield deltas as they arrive, then exactly one ReplyDone, and end (the caller reads on to the
+        end, so nothing slow belongs after the ReplyDone); raise ProviderError on failure.
         `body` is `encode_request(request)` when the caller already has it (encoded once per step)."""
         ...
 
