@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, ClassVar, Protocol, TypedDict
 
 from lsp_agent.config import ProviderConfig
@@ -471,8 +472,6 @@ class HttpStreamingProvider(ABC):
         self._owns_client = client is None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._text_calls = TextCallParser(config.tool_call_format)
-        self._parsed_url: httpx.URL | None = None
-        self._timeouts = self._timeout()
         #: HTTP requests the latest `stream` call made (1 + retries), for replay records.
         self.last_attempts = 0
 
@@ -594,13 +593,14 @@ class HttpStreamingProvider(ABC):
         assert self._client is not None
         return self._client
 
+    @cached_property
     def _endpoint(self) -> httpx.URL:
-        """`url`, parsed once: parsing it was half the cost of building each request."""
-        if self._parsed_url is None:
-            self._parsed_url = httpx.URL(self.url)
-        return self._parsed_url
+        """`url`, parsed at the first request (a bad URL fails there, classified) and kept: parsing
+        it was half the cost of building each request."""
+        return httpx.URL(self.url)
 
-    def _timeout(self) -> httpx.Timeout:
+    @cached_property
+    def _timeouts(self) -> httpx.Timeout:
         cfg = self.config
         # The read timeout applies to every socket read: it is the idle (stall) timeout.
         return httpx.Timeout(connect=cfg.timeout_s, read=cfg.idle_timeout_s,
@@ -615,7 +615,7 @@ class HttpStreamingProvider(ABC):
             self.last_attempts = attempt
             wait: float | None = None
             try:
-                request = client.build_request("POST", self._endpoint(), content=body, headers=self._headers(),
+                request = client.build_request("POST", self._endpoint, content=body, headers=self._headers(),
                                                timeout=self._timeouts)
                 response = await client.send(request, stream=True)
             except httpx.ReadTimeout as exc:
