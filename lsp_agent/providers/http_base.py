@@ -597,7 +597,10 @@ class HttpStreamingProvider(ABC):
     def _endpoint(self) -> httpx.URL:
         """`url`, parsed at the first request (a bad URL fails there, classified) and kept: parsing
         it was half the cost of building each request."""
-        return httpx.URL(self.url)
+        url = httpx.URL(self.url)
+        if url.port is not None and not 0 < url.port < 65536:  # httpx accepts it; the socket call then
+            raise httpx.InvalidURL(f"port {url.port} is out of range")  # fails unclassified (OverflowError)
+        return url
 
     @cached_property
     def _timeouts(self) -> httpx.Timeout:

@@ -16,7 +16,7 @@ from lsp_agent.core.history import (
     ToolResultPart,
     Usage,
 )
-from lsp_agent.core.ports import ReasoningDelta, ReplyDone, TextDelta, ToolSpec
+from lsp_agent.core.ports import ProviderErrorKind, ReasoningDelta, ReplyDone, TextDelta, ToolSpec
 from tests.providers.loopback import (
     LoopbackServer,
     ProviderFactory,
@@ -205,3 +205,12 @@ async def test_authorization_header_follows_the_environment(
     assert with_key.headers["authorization"] == "Bearer sk-test-123"
     assert without.headers["x-extra"] == with_key.headers["x-extra"] == "1"
     assert "sk-test-123" not in repr(provider.__dict__)
+
+
+@pytest.mark.parametrize("base_url", ["http://127.0.0.1:99999/v1", "ftp://127.0.0.1/v1", "127.0.0.1:8080/v1"])
+async def test_a_base_url_no_request_can_use_is_a_config_error_at_once(make_provider: ProviderFactory,
+                                                                       base_url: str) -> None:
+    events, error = await collect(make_provider("chat", base_url), simple_request())
+    assert events == [] and error is not None
+    assert (error.kind, error.attempts) == (ProviderErrorKind.CONFIG, 1)
+    assert error.message.startswith(f"bad provider base URL {base_url!r}")
