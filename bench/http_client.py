@@ -3,9 +3,11 @@
 A keep-alive loopback server (its own process) answers every POST with one scripted tool-call reply
 streamed as SSE. The client sends N requests of `--body-kb` KiB in a row, each through:
 
-- `provider`: lsp-agent's ChatCompletionsProvider.stream (httpx + httpcore + anyio, SSE parsing,
-  reply assembly, reading the stream to its end so the connection is reused);
-- `httpx`: httpx.AsyncClient.stream, the body read to its end (the library alone);
+- `provider`: lsp-agent's ChatCompletionsProvider.stream (its httpx client, SSE parsing, reply
+  assembly, reading the stream to its end so the connection is reused);
+- `httpx`: the providers' client (`new_client`: httpx with httpcore's pool on asyncio streams,
+  lsp_agent/providers/asyncio_transport.py), httpx.AsyncClient.stream, the body read to its end;
+- `httpx-anyio`: the same with httpx's default transport (httpcore's pool on anyio), for comparison;
 - `h11`: the same exchange by hand over one asyncio stream with the h11 state machine (what the
   protocol itself costs in Python, without a pool, timeouts or error mapping).
 
@@ -32,7 +34,7 @@ if str(REPO) not in sys.path:
 
 from tests.providers.loopback import LoopbackServer, Reply, simple_request, turn  # noqa: E402
 
-MODES = ("provider", "httpx", "h11")
+MODES = ("provider", "httpx", "httpx-anyio", "h11")
 
 
 async def serve() -> None:
@@ -58,10 +60,10 @@ async def client(mode: str, url: str, body: bytes) -> Callable[[], Awaitable[Non
             async for _ in provider.stream(request, body):
                 pass
         return via_provider
-    if mode == "httpx":
-        from lsp_agent.providers.http_client import new_client
+    if mode in ("httpx", "httpx-anyio"):
+        from lsp_agent.providers.http_client import httpx, new_client
 
-        http = new_client(url)
+        http = new_client(url) if mode == "httpx" else httpx.AsyncClient()
 
         async def via_httpx() -> None:
             async with http.stream("POST", f"{url}/chat/completions", content=body,

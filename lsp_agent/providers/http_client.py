@@ -43,7 +43,11 @@ def _no_ca_context() -> ssl.SSLContext:
 
 
 def new_client(url: str, **options: Any) -> httpx.AsyncClient:
-    """An AsyncClient for requests to `url`; no CA bundle is loaded for plain http without a proxy."""
+    """An AsyncClient for requests to `url` over the asyncio transport; no CA bundle is loaded for
+    plain http without a proxy. Proxies from the environment still get httpx's own transports."""
+    from lsp_agent.providers.asyncio_transport import AsyncioTransport  # imports httpx from here
+
     if url.lower().startswith("http://") and not urllib.request.getproxies():
         options.setdefault("verify", _no_ca_context())
+    options.setdefault("transport", AsyncioTransport(httpx.create_ssl_context(verify=options.get("verify", True))))
     return httpx.AsyncClient(**options)

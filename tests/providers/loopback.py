@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import ssl
 import sys
 import time
 from collections import deque
@@ -76,16 +77,18 @@ class LoopbackServer:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = 0
+        self._tls = False
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self.port}/v1"
 
     def queue(self, *replies: Reply) -> None:
         self.replies.extend(replies)
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+    async def start(self, tls: ssl.SSLContext | None = None) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=tls)
+        self._tls = tls is not None
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:

@@ -13,7 +13,7 @@ from lsp_agent.providers.http_client import new_client
 
 
 def context_of(client: object) -> ssl.SSLContext:
-    context = client._transport._pool._ssl_context  # type: ignore[attr-defined]
+    context = client._transport.ssl_context  # type: ignore[attr-defined]
     assert isinstance(context, ssl.SSLContext)
     return context
 
