@@ -21,7 +21,7 @@ SMOKES = {
     "startup": (["--repeat", "1", "--installed"], "| installed | lsp-agent --help |"),
     "lsp_latency": (["--steps", "3", "--text-kb", "2", "--idle", "5"], "streaming"),
     "context_growth": (["--steps", "12"], "|"),
-    "http_client": (["-n", "5", "--rounds", "1"], "| provider |"),
+    "http_client": (["-n", "5", "--rounds", "1"], "| httpx-anyio |"),
 }
 
 

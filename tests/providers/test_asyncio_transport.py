@@ -125,11 +125,12 @@ async def test_socket_failures_keep_httpx_exception_types(closed_port: int) -> N
 
     server = await asyncio.start_server(stall, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    async with server, new_client(f"http://127.0.0.1:{port}/v1", timeout=httpx.Timeout(5.0, read=0.2)) as client:
-        async with client.stream("GET", f"http://127.0.0.1:{port}/v1/models") as response:
-            assert response.status_code == 200
-            with pytest.raises(httpx.ReadTimeout):
-                await response.aread()
+    url = f"http://127.0.0.1:{port}/v1"
+    async with (server, new_client(url, timeout=httpx.Timeout(5.0, read=0.2)) as client,
+                client.stream("GET", f"{url}/models") as response):
+        assert response.status_code == 200
+        with pytest.raises(httpx.ReadTimeout):
+            await response.aread()
 
 
 async def test_a_request_cancelled_mid_stream_leaves_a_working_client(
