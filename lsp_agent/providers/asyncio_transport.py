@@ -1,11 +1,12 @@
 """The providers' HTTP transport: httpcore's connection pool over plain asyncio streams.
 
 httpx's default transport reaches the socket through anyio, which costs a cancel scope per read or
-write and a context lookup per call: ≈ 0.35 ms of client CPU per streamed request here, a tenth of
-a harness step (bench/http_client.py). lsp-agent only ever runs on asyncio, so the pool gets a
-network backend written on asyncio's own streams — httpcore's documented extension point — and
-this transport maps requests, responses and errors between httpx and httpcore as httpx's does.
-Proxies keep httpx's own transports: the client mounts them from the environment as before.
+write and a context lookup per call: 0.13 to 0.35 ms of client CPU per streamed request on the
+2-CPU machines measured, 5 to 10 % of a harness step (bench/http_client.py, docs/benchmarks.md).
+lsp-agent only ever runs on asyncio, so the pool gets a network backend written on asyncio's own
+streams (httpcore's documented extension point), and this transport maps requests, responses and
+errors between httpx and httpcore as httpx's does.
+Behind a proxy from the environment the providers keep httpx's own client (http_client.py).
 """
 
 # ruff: noqa: ASYNC109  (httpcore's stream and backend interface takes `timeout` parameters)

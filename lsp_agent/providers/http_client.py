@@ -7,6 +7,8 @@
   request goes to a plain `http://` server (a local llama.cpp, Ollama, vLLM); such a client gets an
   SSL context without CAs instead — still verifying, so any TLS connection it were asked to make
   would fail closed, never go unchecked. With a proxy configured, the default context is kept.
+- Requests go through httpcore's pool on asyncio streams (asyncio_transport.py), not anyio's —
+  except behind a proxy from the environment, which httpx honours only with its own transports.
 """
 
 from __future__ import annotations
@@ -43,11 +45,15 @@ def _no_ca_context() -> ssl.SSLContext:
 
 
 def new_client(url: str, **options: Any) -> httpx.AsyncClient:
-    """An AsyncClient for requests to `url` over the asyncio transport; no CA bundle is loaded for
-    plain http without a proxy. Proxies from the environment still get httpx's own transports."""
-    from lsp_agent.providers.asyncio_transport import AsyncioTransport  # imports httpx from here
+    """An AsyncClient for requests to `url`. Without a proxy in the environment it runs over the
+    asyncio transport, and for plain http loads no CA bundle. With one, it is httpx's own client,
+    untouched: httpx honours proxies from the environment only when it builds its transports."""
+    proxies = urllib.request.getproxies()
+    if any(proxies.get(scheme) for scheme in ("http", "https", "all")):
+        return httpx.AsyncClient(**options)
+    from lsp_agent.providers.asyncio_transport import AsyncioTransport  # (it takes httpx from this module)
 
-    if url.lower().startswith("http://") and not urllib.request.getproxies():
+    if url.lower().startswith("http://"):
         options.setdefault("verify", _no_ca_context())
-    options.setdefault("transport", AsyncioTransport(httpx.create_ssl_context(verify=options.get("verify", True))))
+    options.setdefault("transport", AsyncioTransport(httpx.create_ssl_context(verify=options.pop("verify", True))))
     return httpx.AsyncClient(**options)

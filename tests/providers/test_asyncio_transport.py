@@ -148,3 +148,25 @@ async def test_a_request_cancelled_mid_stream_leaves_a_working_client(
     events, error = await collect(provider, simple_request())
     assert error is None and isinstance(events[-1], ReplyDone)
     assert server.connections == 2  # the interrupted connection was dropped, not reused
+
+
+@pytest.mark.parametrize("bypassed", [False, True])
+async def test_a_proxy_from_the_environment_still_carries_the_requests(
+        bypassed: bool, server: LoopbackServer, make_provider: ProviderFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loopback server plays an HTTP proxy for a host that does not resolve: the request reaches
+    it in absolute form (httpx's proxy transport, mounted by the client); NO_PROXY sends it direct."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy",
+                 "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
+    if bypassed:
+        monkeypatch.setenv("NO_PROXY", "model.invalid")
+    server.queue(reply("chat"))
+    events, error = await collect(make_provider("chat", "http://model.invalid/v1", max_retries=0), simple_request())
+    if bypassed:
+        assert error is not None and error.kind is ProviderErrorKind.CONNECTION
+        assert server.requests == []
+    else:
+        assert error is None and isinstance(events[-1], ReplyDone)
+        assert [r.path for r in server.requests] == ["http://model.invalid/v1/chat/completions"]

@@ -1,6 +1,7 @@
 """The providers' httpx clients (issue 18, peak RSS): no CA bundle is loaded for a plain http:// server
 (a client that could not verify a TLS peer fails closed), the default one is for https:// or behind a
-proxy, and a plain-http client still talks to a real loopback server."""
+proxy (where the client is httpx's own, with its proxy transports), and a plain-http client still talks
+to a real loopback server."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import ssl
 
 import pytest
 
+from lsp_agent.providers.asyncio_transport import AsyncioTransport
 from lsp_agent.providers.http_client import new_client
 
 
 def context_of(client: object) -> ssl.SSLContext:
-    context = client._transport.ssl_context  # type: ignore[attr-defined]
+    transport = client._transport  # type: ignore[attr-defined]
+    context = transport.ssl_context if isinstance(transport, AsyncioTransport) else transport._pool._ssl_context
     assert isinstance(context, ssl.SSLContext)
     return context
 
@@ -32,6 +35,7 @@ async def test_plain_http_loads_no_ca_bundle_and_still_verifies(monkeypatch: pyt
 async def test_a_proxy_keeps_the_default_context(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "https://proxy.invalid:3128")
     async with new_client("http://127.0.0.1:8080/v1") as client:
+        assert not isinstance(client._transport, AsyncioTransport)  # httpx's own client, its proxy mounts
         assert context_of(client).cert_store_stats()["x509_ca"] > 0
 
 
