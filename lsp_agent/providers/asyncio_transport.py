@@ -69,7 +69,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
                 return await self._reader.read(max_bytes)
         except TimeoutError as exc:
             raise httpcore.ReadTimeout(f"no data for {timeout:g}s") from exc
-        except (OSError, ssl.SSLError) as exc:  # reset, TLS failure
+        except OSError as exc:  # reset, TLS failure (ssl.SSLError is an OSError)
             raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -81,7 +81,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
                 await self._writer.drain()
         except TimeoutError as exc:
             raise httpcore.WriteTimeout(f"could not send for {timeout:g}s") from exc
-        except (OSError, ssl.SSLError) as exc:
+        except OSError as exc:
             raise httpcore.WriteError(str(exc) or type(exc).__name__) from exc
 
     async def aclose(self) -> None:
@@ -103,7 +103,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         except TimeoutError as exc:
             await self.aclose()
             raise httpcore.ConnectTimeout(f"TLS handshake took over {timeout:g}s") from exc
-        except (OSError, ssl.SSLError) as exc:  # a certificate that does not verify lands here
+        except OSError as exc:  # a certificate that does not verify lands here (ssl.SSLError)
             await self.aclose()
             raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
         return self

@@ -53,7 +53,5 @@ def new_client(url: str, **options: Any) -> httpx.AsyncClient:
         return httpx.AsyncClient(**options)
     from lsp_agent.providers.asyncio_transport import AsyncioTransport  # (it takes httpx from this module)
 
-    if url.lower().startswith("http://"):
-        options.setdefault("verify", _no_ca_context())
-    options.setdefault("transport", AsyncioTransport(httpx.create_ssl_context(verify=options.pop("verify", True))))
-    return httpx.AsyncClient(**options)
+    verify = options.pop("verify", _no_ca_context() if url.lower().startswith("http://") else True)
+    return httpx.AsyncClient(transport=AsyncioTransport(httpx.create_ssl_context(verify=verify)), **options)

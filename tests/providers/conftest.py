@@ -61,3 +61,10 @@ def _no_test_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+@pytest.fixture
+def no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No proxy settings from the machine's environment; the test sets its own on the returned patch."""
+    for scheme in ("http", "https", "all", "no"):
+        for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+    return monkeypatch

@@ -153,12 +153,10 @@ async def test_a_request_cancelled_mid_stream_leaves_a_working_client(
 @pytest.mark.parametrize("bypassed", [False, True])
 async def test_a_proxy_from_the_environment_still_carries_the_requests(
         bypassed: bool, server: LoopbackServer, make_provider: ProviderFactory,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        no_proxy_env: pytest.MonkeyPatch) -> None:
     """The loopback server plays an HTTP proxy for a host that does not resolve: the request reaches
     it in absolute form (httpx's proxy transport, mounted by the client); NO_PROXY sends it direct."""
-    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy",
-                 "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch = no_proxy_env
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
     if bypassed:
         monkeypatch.setenv("NO_PROXY", "model.invalid")

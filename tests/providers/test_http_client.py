@@ -21,9 +21,8 @@ def context_of(client: object) -> ssl.SSLContext:
     return context
 
 
-async def test_plain_http_loads_no_ca_bundle_and_still_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
+@pytest.mark.usefixtures("no_proxy_env")
+async def test_plain_http_loads_no_ca_bundle_and_still_verifies() -> None:
     async with new_client("http://127.0.0.1:8080/v1") as client:
         context = context_of(client)
         assert context.cert_store_stats()["x509_ca"] == 0
