@@ -38,6 +38,15 @@ growth <= 0.3 ms per 100 steps, peak RSS <= 80 MB (<= 50 MB at N >= 1,000), 100 
     python bench/loop_overhead.py                 # N = 30, 200 and 1,000, both wires, compaction off
     python bench/loop_overhead.py -n 1000 --compaction off --compaction on
     python bench/loop_overhead.py -n 200 --wire chat --repeat 1 --profile /tmp/prof   # cProfile the agent
+
+Side by side with another commit (`--against`: a checkout of it, e.g. a git worktree): every run
+of this checkout's agent is paired with the same run of that checkout's agent, in alternating
+order, against the same server, and a second table gives both medians and their ratio. On a
+machine whose speed drifts, that ratio is what a change did; the absolute targets are judged on
+this checkout's rows as before.
+
+    git worktree add /tmp/before e2e1d14   # the code issue 18 measured
+    python bench/loop_overhead.py -n 30 -n 1000 --compaction off --compaction on --against /tmp/before
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ import collections
 import dataclasses
 import itertools
 import json
+import math
 import os
 import platform
 import shutil
@@ -155,7 +165,7 @@ class Result:
             startup_ms=statistics.median(s.startup_ms for s in samples),
             step_median_ms=statistics.median(gaps), step_p95_ms=percentile(gaps, 95),
             step_cpu_ms=statistics.median(s.step_cpu_ms for s in samples),
-            floor_ms=statistics.median(g for s in samples for g in s.floor_gaps_ms),
+            floor_ms=statistics.median(floor) if (floor := [g for s in samples for g in s.floor_gaps_ms]) else math.nan,
             rss_mb=max(s.rss_mb for s in samples),
             first_bytes=max(s.first_bytes for s in samples), last_bytes=max(s.last_bytes for s in samples),
             prefix_stable=min(s.prefix_stable for s in samples),
@@ -277,7 +287,8 @@ class Replies(collections.deque[Reply]):
 
 
 async def run_once(server: LoopbackServer, wire: Wire, steps: int, compaction: str, workdir: Path,
-                   profile: Path | None) -> Sample:
+                   profile: Path | None, checkout: Path | None = None) -> Sample:
+    """One run of the agent: this checkout's, or with `checkout` that one's (and no floor replay)."""
     root = make_workspace(workdir, compaction)
     server.requests.clear()
     server.replies = Replies(server, wire, script(wire, steps, compaction))
@@ -285,12 +296,15 @@ async def run_once(server: LoopbackServer, wire: Wire, steps: int, compaction: s
                             "openai-compatible/bench", "--max-steps", str(steps + 1))
     if profile is not None:
         profile.mkdir(parents=True, exist_ok=True)
-        command[1:3] = ["-m", "cProfile", "-o", str(profile / f"{wire}-{steps}-{compaction}.prof"), "-m", "lsp_agent"]
+        name = f"{wire}-{steps}-{compaction}{'-against' if checkout else ''}.prof"
+        command[1:3] = ["-m", "cProfile", "-o", str(profile / name), "-m", "lsp_agent"]
     env = {k: v for k, v in os.environ.items() if k != "LSP_AGENT_API_KEY"}
     env["LSP_AGENT_STATE_DIR"] = str(workdir / "state")
+    if checkout is not None:
+        env.update(checkout_env(checkout))
     with (workdir / "stdout").open("wb") as out, (workdir / "stderr").open("wb") as err:
         started = time.monotonic()
-        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env)
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=checkout)
         watcher = asyncio.ensure_future(watch_process(proc.pid))
         _, status, usage = await asyncio.to_thread(os.wait4, proc.pid, 0)
         wall = time.monotonic() - started
@@ -309,7 +323,7 @@ async def run_once(server: LoopbackServer, wire: Wire, steps: int, compaction: s
     for prev, cur in itertools.pairwise(every):
         gaps.append((step, (cur.at - prev.done_at) * 1000))
         step += COMPACTION_ASK not in cur.body
-    floor = await replay(server, wire, steps, compaction, [r.body for r in every], workdir)
+    floor = [] if checkout else await replay(server, wire, steps, compaction, [r.body for r in every], workdir)
     bodies = [r.json() for r in requests]
     stable = sum(1 for prev, cur in itertools.pairwise(bodies)
                  if static_fields(wire, prev) == static_fields(wire, cur)
@@ -338,6 +352,25 @@ async def replay(server: LoopbackServer, wire: Wire, steps: int, compaction: str
     if await proc.wait() != 0 or len(server.requests) != len(bodies):
         raise SystemExit(f"the HTTP floor replay failed: exit {proc.returncode}, {len(server.requests)} requests")
     return [(cur.at - prev.done_at) * 1000 for prev, cur in itertools.pairwise(server.requests)]
+
+
+def checkout_env(checkout: Path) -> dict[str, str]:
+    """`python -m lsp_agent` from `checkout` (run there, so its directory comes first on sys.path)."""
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(checkout), os.environ.get("PYTHONPATH")]))}
+
+
+def check_checkout(checkout: Path) -> str:
+    """The commit of `checkout`, after making sure its own lsp_agent is the one that runs there."""
+    if not checkout.is_dir():
+        raise SystemExit(f"--against {checkout}: no such directory")
+    found = subprocess.run([sys.executable, "-c", "import lsp_agent; print(lsp_agent.__file__)"], cwd=checkout,
+                           env={**os.environ, **checkout_env(checkout)}, capture_output=True, text=True)
+    module = Path(found.stdout.strip() or ".").resolve()
+    if found.returncode != 0 or not module.is_relative_to(checkout.resolve()):
+        raise SystemExit(f"--against {checkout}: not a checkout of lsp-agent (python -m lsp_agent there runs "
+                         f"{found.stdout.strip() or found.stderr.strip()[-200:] or 'nothing'})")
+    head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return head.stdout.strip() or "not a git checkout"
 
 
 def machine() -> str:
@@ -385,25 +418,48 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-async def main_async(args: argparse.Namespace) -> list[Result]:
+def side_by_side(pairs: list[tuple[Result, Result]]) -> str:
+    """This checkout's rows beside the same configurations run by the other checkout."""
+    lines = ["| wire | N | compaction | runs | step median ms | against | ratio | CPU ms/step | against | ratio "
+             "| peak RSS MB | against |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for this, other in pairs:
+        lines.append(
+            f"| {this.wire} | {this.steps} | {this.compaction} | {this.runs} | {this.step_median_ms:.2f} | "
+            f"{other.step_median_ms:.2f} | {this.step_median_ms / other.step_median_ms:.2f} | "
+            f"{this.step_cpu_ms:.2f} | {other.step_cpu_ms:.2f} | "
+            f"{this.step_cpu_ms / other.step_cpu_ms if other.step_cpu_ms else math.nan:.2f} | "
+            f"{this.rss_mb:.1f} | {other.rss_mb:.1f} |")
+    return "\n".join(lines)
+
+
+async def main_async(args: argparse.Namespace) -> tuple[list[Result], list[Result]]:
     server = LoopbackServer()
     server.keep_alive = True  # as real servers answer: the run should reuse one connection
     await server.start()
     results: list[Result] = []
+    against: list[Result] = []
     try:
         for wire, steps, compaction in itertools.product(args.wire, args.n, args.compaction):
-            samples = []
-            for _ in range(args.repeat):
-                workdir = Path(tempfile.mkdtemp(prefix="lsp-agent-bench-"))
-                try:
-                    samples.append(await run_once(server, wire, steps, compaction, workdir, args.profile))
-                finally:
-                    if not args.keep:
-                        shutil.rmtree(workdir, ignore_errors=True)
-            results.append(Result.of(wire, steps, compaction, samples))
+            samples: dict[Path | None, list[Sample]] = {None: [], args.against: []}
+            for round_ in range(args.repeat):
+                order: list[Path | None] = [None, args.against] if args.against else [None]
+                if round_ % 2:  # alternating who goes first: a machine speeding up or slowing down favours neither
+                    order.reverse()
+                for checkout in order:
+                    workdir = Path(tempfile.mkdtemp(prefix="lsp-agent-bench-"))
+                    try:
+                        samples[checkout].append(await run_once(server, wire, steps, compaction, workdir,
+                                                                args.profile, checkout))
+                    finally:
+                        if not args.keep:
+                            shutil.rmtree(workdir, ignore_errors=True)
+            results.append(Result.of(wire, steps, compaction, samples[None]))
+            if args.against:
+                against.append(Result.of(wire, steps, compaction, samples[args.against]))
     finally:
         await server.close()
-    return results
+    return results, against
 
 
 def main() -> int:
@@ -418,13 +474,21 @@ def main() -> int:
                         help="runs per configuration; step gaps are pooled (default 3)")
     parser.add_argument("--profile", type=Path, help="run the agent under cProfile, writing .prof files here")
     parser.add_argument("--keep", action="store_true", help="keep the temp workspaces and state")
+    parser.add_argument("--against", type=Path, metavar="CHECKOUT",
+                        help="another checkout (e.g. a git worktree of an older commit): each run is paired "
+                             "with the same run of its agent, and both are shown side by side")
     args = parser.parse_args()
+    against_commit = check_checkout(args.against) if args.against else ""
     args.n = args.n or [30, 200, 1000]
     args.wire = args.wire or ["chat", "responses"]
     args.compaction = args.compaction or ["off"]
-    results = asyncio.run(main_async(args))
+    results, against = asyncio.run(main_async(args))
     print(f"machine: {machine()}")
     print(table(results))
+    if against:
+        print(f"\nside by side with {args.against} ({against_commit}), runs paired in alternating order "
+              "(ratio: this checkout / that one):\n")
+        print(side_by_side(list(zip(results, against, strict=True))))
     missed = [r for r in results if r.misses()]
     print("targets: step median <= 3 ms at N <= 30 and <= 4 ms at N >= 1000, growth <= 0.3 ms per 100 steps, "
           "peak RSS <= 80 MB (<= 50 MB at N >= 1000), 100% prefix-stable without compaction, first request "

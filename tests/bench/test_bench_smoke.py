@@ -59,6 +59,39 @@ def test_the_loop_bench_breaks_long_runs_into_100_step_buckets() -> None:
     assert (watched.cpu_at(0.5), watched.cpu_at(1.5), watched.cpu_at(2.0), watched.cpu_at(9.0)) == (0, 0.5, 0.75, 0.75)
 
 
+def test_the_loop_bench_pairs_runs_with_another_checkout(tmp_path: Path) -> None:
+    """--against: each run paired with the same run of another checkout's agent, both shown side by
+    side. The other checkout here is a stand-in package that counts its imports and then runs this
+    one's agent; a directory that is no checkout is refused before anything runs."""
+    other = tmp_path / "other"
+    (other / "lsp_agent").mkdir(parents=True)
+    marks = tmp_path / "imports"
+    (other / "lsp_agent" / "__init__.py").write_text(
+        "import os\n"
+        f"__path__.append({str(REPO / 'lsp_agent')!r})  # the modules below are this checkout's\n"
+        f"with open({str(marks)!r}, 'a') as f:\n"
+        "    f.write(f'{os.getpid()}\\n')\n")
+    (other / "lsp_agent" / "__main__.py").write_text((REPO / "lsp_agent" / "__main__.py").read_text())
+    args = [sys.executable, str(REPO / "bench" / "loop_overhead.py"), "-n", "3", "--wire", "chat", "--repeat", "2"]
+    env = {**_env(), "LSP_AGENT_STATE_DIR": str(tmp_path / "state")}
+    done = subprocess.run([*args, "--against", str(other)], cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env=env)
+    assert done.returncode in (0, 1), f"exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}"
+    side = done.stdout.split("side by side with", 1)
+    assert len(side) == 2, done.stdout
+    row = next(line for line in side[1].splitlines() if line.startswith("| chat | 3 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "2"  # both runs of each side made it into the row
+    assert float(cells[4]) > 0 and float(cells[5]) > 0 and float(cells[6]) > 0
+    # the check that `python -m lsp_agent` there is that checkout's, then its two runs
+    assert len(marks.read_text().split()) == 3
+    for wrong, says in ((other.parent, "not a checkout of lsp-agent"), (tmp_path / "missing", "no such directory")):
+        refused = subprocess.run([*args, "--against", str(wrong)], cwd=REPO, capture_output=True, text=True,
+                                 timeout=60, env=env)
+        assert refused.returncode != 0 and says in refused.stderr and "Traceback" not in refused.stderr
+        assert "| wire |" not in refused.stdout
+
+
 def _env() -> dict[str, str]:
     import os
 
