@@ -154,6 +154,7 @@ class Result:
     @classmethod
     def of(cls, wire: Wire, steps: int, compaction: str, samples: list[Sample]) -> Result:
         gaps = [g for s in samples for _, g in s.gaps_ms]
+        floor = [g for s in samples for g in s.floor_gaps_ms]  # none for another checkout's runs
         by_bucket: dict[int, list[float]] = collections.defaultdict(list)
         for s in samples:
             for step, g in s.gaps_ms:
@@ -165,7 +166,7 @@ class Result:
             startup_ms=statistics.median(s.startup_ms for s in samples),
             step_median_ms=statistics.median(gaps), step_p95_ms=percentile(gaps, 95),
             step_cpu_ms=statistics.median(s.step_cpu_ms for s in samples),
-            floor_ms=statistics.median(floor) if (floor := [g for s in samples for g in s.floor_gaps_ms]) else math.nan,
+            floor_ms=statistics.median(floor) if floor else math.nan,
             rss_mb=max(s.rss_mb for s in samples),
             first_bytes=max(s.first_bytes for s in samples), last_bytes=max(s.last_bytes for s in samples),
             prefix_stable=min(s.prefix_stable for s in samples),
