@@ -39,15 +39,15 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from lsp_agent.config import ProviderConfig, load_settings  # noqa: E402
+from lsp_agent.app.runtime import open_environment  # noqa: E402
 from lsp_agent.context.budget import Budget  # noqa: E402
 from lsp_agent.core.loop import Generation  # noqa: E402
-from lsp_agent.core.ports import ModelRequest  # noqa: E402
 from lsp_agent.core.prefix import common_prefix_len  # noqa: E402
 from lsp_agent.core.session import AgentSession  # noqa: E402
-from lsp_agent.headless import open_environment  # noqa: E402
+from lsp_agent.domain.ports import ModelRequest  # noqa: E402
 from lsp_agent.providers.chat_completions import ChatCompletionsProvider  # noqa: E402
 from lsp_agent.providers.scripted import Script, ScriptedCall, ScriptedProvider, ScriptedReply  # noqa: E402
+from lsp_agent.settings.config import ProviderConfig, load_settings  # noqa: E402
 
 UNMANAGED = 100_000_000
 FILES = 20

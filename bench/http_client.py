@@ -50,8 +50,8 @@ async def serve() -> None:
 async def client(mode: str, url: str, body: bytes) -> Callable[[], Awaitable[None]]:
     """One request of `mode`, ready to be called repeatedly."""
     if mode == "provider":
-        from lsp_agent.config import ProviderConfig
         from lsp_agent.providers.chat_completions import ChatCompletionsProvider
+        from lsp_agent.settings.config import ProviderConfig
 
         provider = ChatCompletionsProvider(ProviderConfig(base_url=url), model="m")
         request = simple_request()

@@ -37,11 +37,11 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from lsp_agent.config import Settings  # noqa: E402
-from lsp_agent.core.disk_applier import DiskApplier  # noqa: E402
-from lsp_agent.core.disk_documents import DiskDocuments  # noqa: E402
-from lsp_agent.core.ports import Document  # noqa: E402
 from lsp_agent.core.tools import FileTracker, ToolContext  # noqa: E402
+from lsp_agent.disk.applier import DiskApplier  # noqa: E402
+from lsp_agent.disk.documents import DiskDocuments  # noqa: E402
+from lsp_agent.domain.ports import Document  # noqa: E402
+from lsp_agent.settings.config import Settings  # noqa: E402
 from lsp_agent.tools.apply_patch import ApplyPatch, ApplyPatchArgs  # noqa: E402
 from lsp_agent.tools.patch import PlanFailure, Planned, plan_patch, plan_replacement  # noqa: E402
 from lsp_agent.tools.patch_grammar import parse_patch  # noqa: E402

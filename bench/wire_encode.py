@@ -18,12 +18,12 @@ import argparse
 import statistics
 import time
 
-from lsp_agent.config import ProviderConfig
-from lsp_agent.core.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
-from lsp_agent.core.ports import ModelRequest, ToolSpec
+from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain.ports import ModelRequest, ToolSpec
 from lsp_agent.providers.chat_completions import ChatCompletionsProvider
 from lsp_agent.providers.http_base import HttpStreamingProvider, encode_json
 from lsp_agent.providers.responses import ResponsesProvider
+from lsp_agent.settings.config import ProviderConfig
 
 RESULT = "\n".join(f"{i:>4}: value_{i} = compute(value_{i - 1}, factor={i % 7})" for i in range(1, 40))
 

@@ -1,3 +1,3 @@
-from lsp_agent.cli import main
+from lsp_agent.cli.main import main
 
 raise SystemExit(main())

@@ -9,12 +9,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lsp_agent.config import Settings, load_settings
-from lsp_agent.core.events import RunFinish
+from lsp_agent.app.runtime import open_environment
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.session import AgentSession, Environment
-from lsp_agent.headless import open_environment
+from lsp_agent.domain.events import RunFinish
 from lsp_agent.providers.scripted import Script, ScriptedCall, ScriptedProvider, ScriptedReply
+from lsp_agent.settings.config import Settings, load_settings
 from lsp_agent.store.memory import MemoryStore
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lsp_agent.acp.updates import Diff
-from lsp_agent.core.disk_applier import DiskApplier
-from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.edits import ApplyFailure, ApplyResult, CreateFile, EditPlan, UpdateFile, unmade
 from lsp_agent.core.paths import PathDenied, check_writable, normalize
-from lsp_agent.core.ports import Document
+from lsp_agent.disk.applier import DiskApplier
+from lsp_agent.disk.documents import DiskDocuments
+from lsp_agent.domain.edits import ApplyFailure, ApplyResult, CreateFile, EditPlan, UpdateFile, unmade
+from lsp_agent.domain.ports import Document
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from typing import Any
 from acp import RequestError
 from acp.schema import McpServerStdio
 
-from lsp_agent.mcp_settings import SERVER_NAME, SERVER_NAME_MAX
+from lsp_agent.settings.mcp_servers import SERVER_NAME, SERVER_NAME_MAX
 
 log = logging.getLogger(__name__)
 

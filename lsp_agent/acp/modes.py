@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from acp.schema import SessionMode, SessionModeState
 
-from lsp_agent.config import Settings
+from lsp_agent.settings.config import Settings
 
 
 @dataclass(frozen=True)

@@ -33,21 +33,21 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
+from lsp_agent._startup import memory
 from lsp_agent.acp import modes
 from lsp_agent.acp.fs import ClientApplier, ClientDocuments, ClientFs
 from lsp_agent.acp.mcp import client_servers
 from lsp_agent.acp.permission import AcpApprover
 from lsp_agent.acp.prompt import prompt_text
 from lsp_agent.acp.updates import UpdateSink, replay
-from lsp_agent.config import ConfigError, Settings, load_settings
-from lsp_agent.core import memory
+from lsp_agent.app.runtime import make_provider, mcp_manager, open_environment
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError, AgentErrorKind, not_found
-from lsp_agent.core.events import RunFinish, StopReason
-from lsp_agent.core.ports import ProviderError, ProviderErrorKind
 from lsp_agent.core.queue import QueueStatus
-from lsp_agent.headless import make_provider, mcp_manager, open_environment
+from lsp_agent.domain.events import RunFinish, StopReason
+from lsp_agent.domain.ports import ProviderError, ProviderErrorKind
 from lsp_agent.protocol.errors import INTERNAL, INVALID_PARAMS, UNAVAILABLE, from_core
+from lsp_agent.settings.config import ConfigError, Settings, load_settings
 
 log = logging.getLogger(__name__)
 

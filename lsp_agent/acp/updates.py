@@ -27,8 +27,8 @@ from acp.helpers import (
 )
 from acp.schema import ToolCallLocation, ToolKind
 
-from lsp_agent.core import events
-from lsp_agent.core.history import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain import events
+from lsp_agent.domain.history import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 log = logging.getLogger(__name__)
 

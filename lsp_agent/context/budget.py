@@ -14,10 +14,10 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from lsp_agent.config import Settings
-from lsp_agent.core.appendonly import extends
-from lsp_agent.core.history import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from lsp_agent.core.ports import ModelRequest, ToolSpec
+from lsp_agent.domain.appendonly import extends
+from lsp_agent.domain.history import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain.ports import ModelRequest, ToolSpec
+from lsp_agent.settings.config import Settings
 
 __all__ = ["Budget", "Calibration", "TokenCounter", "estimate_text"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_agent.context.view import HANDOFF, compaction_of
-from lsp_agent.core.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
 
 __all__ = [
     "INSTRUCTION_FILES",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lsp_agent.core.history import Message, ToolResultPart
+from lsp_agent.domain.history import Message, ToolResultPart
 
 __all__ = ["FoldBatch", "fold_all", "fold_batch", "placeholder"]
 

@@ -26,13 +26,13 @@ from lsp_agent.context.compaction import (
 from lsp_agent.context.folding import fold_all
 from lsp_agent.context.manager import Ask
 from lsp_agent.context.view import HANDOFF, compaction_of, model_view
-from lsp_agent.core import ids
-from lsp_agent.core.events import NoticeEvent
-from lsp_agent.core.history import REPLACED_TURNS, Message, Role, TextPart, assistant_turns
-from lsp_agent.core.ports import ModelRequest
+from lsp_agent.domain import ids
+from lsp_agent.domain.events import NoticeEvent
+from lsp_agent.domain.history import REPLACED_TURNS, Message, Role, TextPart, assistant_turns
+from lsp_agent.domain.ports import ModelRequest
 
 if TYPE_CHECKING:
-    from lsp_agent.core.session import AgentSession
+    from lsp_agent.context.session_port import ContextSession
 
 __all__ = ["CONTINUE_PROMPT", "HANDOFF_MARKER", "Handoff", "prepare_handoff", "same_failure_streak"]
 
@@ -68,7 +68,7 @@ def same_failure_streak(history: Sequence[Message]) -> int:
     return streak
 
 
-async def prepare_handoff(session: AgentSession, request: ModelRequest, ask: Ask, reason: str,
+async def prepare_handoff(session: ContextSession, request: ModelRequest, ask: Ask, reason: str,
                           generation: str = "", step: int = 0) -> Handoff:
     """Write the checked handoff note into a new child session; the caller starts its generation."""
     env = session.env

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lsp_agent.core.ports import ToolSpec
+from lsp_agent.domain.ports import ToolSpec
 
 BASE_INSTRUCTIONS = """\
 You are lsp-agent, a coding agent working inside the user's repository through tools.

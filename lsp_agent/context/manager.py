@@ -27,13 +27,12 @@ from lsp_agent.context.compaction import (
 from lsp_agent.context.folding import fold_all, fold_batch, placeholder
 from lsp_agent.context.stale import StaleScanner
 from lsp_agent.context.view import COMPACTION, ViewCache, compaction_of
-from lsp_agent.core.events import NoticeEvent
-from lsp_agent.core.history import REPLACED_TURNS, Message, Role, TextPart, Usage, assistant_turns
-from lsp_agent.core.ports import AssistantReply, ModelRequest
+from lsp_agent.domain.events import NoticeEvent
+from lsp_agent.domain.history import REPLACED_TURNS, Message, Role, TextPart, Usage, assistant_turns
+from lsp_agent.domain.ports import AssistantReply, ModelRequest
 
 if TYPE_CHECKING:
-    from lsp_agent.core.session import AgentSession
-    from lsp_agent.core.storage import SessionStore
+    from lsp_agent.context.session_port import ContextSession, ContextStore
 
 __all__ = ["Ask", "CompactionOutcome", "ContextManager", "ContextOverflow", "ContextState"]
 
@@ -69,7 +68,7 @@ class ContextState:
     compact_requested: bool = False
 
     @classmethod
-    def load(cls, store: SessionStore, session_id: str, history: Sequence[Message]) -> ContextState:
+    def load(cls, store: ContextStore, session_id: str, history: Sequence[Message]) -> ContextState:
         """A resumed session folds what it folded before (so its prefix stays what it was)."""
         state = cls()
         ids: set[str] = set()
@@ -108,7 +107,7 @@ def _reads_in(messages: Sequence[Message]) -> set[str]:
 
 
 class ContextManager:
-    def __init__(self, session: AgentSession, ask: Ask, generation: str = "", step: int = 0) -> None:
+    def __init__(self, session: ContextSession, ask: Ask, generation: str = "", step: int = 0) -> None:
         self.session = session
         self.env = session.env
         self.state = session.context

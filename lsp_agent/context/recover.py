@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp_agent.core.history import Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain.history import Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 __all__ = [
     "PAGE_PARTS",

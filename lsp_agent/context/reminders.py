@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from lsp_agent.context.stale import stale_reads
-from lsp_agent.core.events import VerificationStatus
-from lsp_agent.core.history import Message
-from lsp_agent.core.verification import derive
+from lsp_agent.domain.events import VerificationStatus
+from lsp_agent.domain.history import Message
+from lsp_agent.domain.verification import derive
 
 __all__ = ["reminders"]
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsp_agent.context.view import STALE
-from lsp_agent.core.history import Message, TextPart, ToolResultPart
-from lsp_agent.core.verification import EXTERNAL_CHANGE
+from lsp_agent.domain.history import Message, TextPart, ToolResultPart
+from lsp_agent.domain.verification import EXTERNAL_CHANGE
 
 __all__ = ["StaleRead", "StaleScanner", "stale_note", "stale_reads"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lsp_agent.core.history import Message, TextPart, ToolResultPart
+from lsp_agent.domain.history import Message, TextPart, ToolResultPart
 
 __all__ = [
     "COMPACTION",

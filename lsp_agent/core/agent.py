@@ -10,20 +10,20 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from lsp_agent._startup import memory
 from lsp_agent.context.compaction import touched_files
 from lsp_agent.context.handoff import CONTINUE_PROMPT, prepare_handoff
 from lsp_agent.context.manager import CompactionOutcome, ContextManager
-from lsp_agent.core import memory
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid, not_found
-from lsp_agent.core.events import QueueChangedEvent, ReceiptEvent, RunFinish, StopReason, VerificationStatus
-from lsp_agent.core.history import Message
 from lsp_agent.core.loop import Generation, ask_once, make_request, resolve_for
-from lsp_agent.core.ports import AssistantReply, ModelRequest, ProviderError
 from lsp_agent.core.queue import Queue, QueueItem, QueueStatus
 from lsp_agent.core.session import AgentSession, Environment, ModelChoice
 from lsp_agent.core.steering import AdmissionHook, Receipt, ReceiptStatus, Steering, SteeringView
 from lsp_agent.core.storage import RowChanged, SessionRecord
-from lsp_agent.core.verification import derive
+from lsp_agent.domain.events import QueueChangedEvent, ReceiptEvent, RunFinish, StopReason, VerificationStatus
+from lsp_agent.domain.history import Message
+from lsp_agent.domain.ports import AssistantReply, ModelRequest, ProviderError
+from lsp_agent.domain.verification import derive
 
 __all__ = ["Agent", "AgentError", "ModelChoice", "QueueSteerResult", "SessionPage", "SessionSummary", "Started",
            "Status"]

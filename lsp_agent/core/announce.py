@@ -15,8 +15,8 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from lsp_agent.core.appendonly import extends
-from lsp_agent.core.history import Message, TextPart
+from lsp_agent.domain.appendonly import extends
+from lsp_agent.domain.history import Message, TextPart
 
 ANNOUNCE = "announce"
 SETTINGS_EVENT = "announce.settings"

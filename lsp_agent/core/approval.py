@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
-from lsp_agent.core import events
+from lsp_agent.domain import events
 
 ApprovalPolicy = Literal["untrusted", "on-request", "on-failure", "never"]
 APPROVAL_EVENT = "approval"

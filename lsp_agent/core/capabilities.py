@@ -14,8 +14,8 @@ import json
 import math
 from typing import Any, Literal
 
-from lsp_agent.config import ModelInfo
-from lsp_agent.core.wire import WireModel
+from lsp_agent.domain.wire import WireModel
+from lsp_agent.settings.config import ModelInfo
 
 __all__ = [
     "CONTEXT_PACK",

@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lsp_agent.core.history import ErrorKind, ToolCallPart
 from lsp_agent.core.paths import PathDenied, check_writable, resolve_in_root
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext
+from lsp_agent.domain.history import ErrorKind, ToolCallPart
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from lsp_agent.core import controller, events
+from lsp_agent.core import controller
 from lsp_agent.core.approval import ApprovalDesk, ApprovalSubject, Decision, Reason, denied_text, reasons
-from lsp_agent.core.edits import ApplyResult, EditApplier, EditPlan
 from lsp_agent.core.gate import Gate
-from lsp_agent.core.history import ErrorKind, ToolCallPart, ToolResultPart
 from lsp_agent.core.tools import Access, Tool, ToolContext, ToolResult
 from lsp_agent.core.write_detect import WriteDetector
+from lsp_agent.domain import events
+from lsp_agent.domain.edits import ApplyResult, EditApplier, EditPlan
+from lsp_agent.domain.history import ErrorKind, ToolCallPart, ToolResultPart
 
 #: metadata key naming who wrote the paths in `written` (absent: the agent's own edit tool).
 WRITER = "writer"

@@ -16,8 +16,7 @@ from lsp_agent.context.instructions import instructions_for, specs_for
 from lsp_agent.context.manager import ContextManager, ContextOverflow
 from lsp_agent.context.reminders import reminders
 from lsp_agent.context.stale import stale_note
-from lsp_agent.core import announce, controller, events, verification
-from lsp_agent.core.appendonly import same_objects
+from lsp_agent.core import announce, controller
 from lsp_agent.core.approval import ApprovalDesk
 from lsp_agent.core.cancel import cancel_signal
 from lsp_agent.core.capabilities import (
@@ -28,8 +27,14 @@ from lsp_agent.core.capabilities import (
 )
 from lsp_agent.core.deltas import DeltaCoalescer
 from lsp_agent.core.dispatch import CallRunner
-from lsp_agent.core.events import StopReason
-from lsp_agent.core.history import (
+from lsp_agent.core.loop_guard import LoopGuard
+from lsp_agent.core.session import AgentSession, Environment
+from lsp_agent.core.tool_registry import ToolRegistry
+from lsp_agent.core.tools import ToolContext
+from lsp_agent.domain import events, verification
+from lsp_agent.domain.appendonly import same_objects
+from lsp_agent.domain.events import StopReason
+from lsp_agent.domain.history import (
     ErrorKind,
     Message,
     Role,
@@ -38,9 +43,8 @@ from lsp_agent.core.history import (
     ToolResultPart,
     Usage,
 )
-from lsp_agent.core.ids import part_id as _new_part_id
-from lsp_agent.core.loop_guard import LoopGuard
-from lsp_agent.core.ports import (
+from lsp_agent.domain.ids import part_id as _new_part_id
+from lsp_agent.domain.ports import (
     AssistantReply,
     ModelRequest,
     ProviderError,
@@ -50,9 +54,6 @@ from lsp_agent.core.ports import (
     TextDelta,
     Trace,
 )
-from lsp_agent.core.session import AgentSession, Environment
-from lsp_agent.core.tool_registry import ToolRegistry
-from lsp_agent.core.tools import ToolContext
 
 log = logging.getLogger(__name__)
 

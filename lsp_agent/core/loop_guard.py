@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from lsp_agent.core.history import ToolCallPart
+from lsp_agent.domain.history import ToolCallPart
 
 
 def call_key(call: ToolCallPart) -> str:

@@ -14,10 +14,10 @@ import os
 import time
 from typing import Any
 
-from lsp_agent.core import ids
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid, not_found
 from lsp_agent.core.queue_model import WAITING, QueueItem, QueueStatus
 from lsp_agent.core.storage import QueueStore
+from lsp_agent.domain import ids
 
 __all__ = ["MAX_STEER_CHARS", "WAITING", "Queue", "QueueItem", "QueueStatus", "owner_alive", "process_owner",
            "steer_refusal"]

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from lsp_agent.core.wire import WireModel
+from lsp_agent.domain.wire import WireModel
 
 
 class QueueStatus(StrEnum):

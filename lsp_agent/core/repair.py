@@ -9,9 +9,9 @@ The answer is an ordinary appended tool message, so a second load finds nothing 
 
 from __future__ import annotations
 
-from lsp_agent.core.history import ErrorKind, Message, Role, ToolCallPart, ToolResultPart
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import Access
+from lsp_agent.domain.history import ErrorKind, Message, Role, ToolCallPart, ToolResultPart
 
 __all__ = ["INTERRUPTED", "MAY_HAVE_EFFECTS", "interrupted_results", "unanswered_calls"]
 

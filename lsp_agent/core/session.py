@@ -12,15 +12,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lsp_agent.config import ModelInfo, Settings
 from lsp_agent.context.manager import ContextState
-from lsp_agent.core import ids
 from lsp_agent.core.announce import SkillsSeen
 from lsp_agent.core.approval import Approver, DenyAll, remembered
-from lsp_agent.core.edits import EditApplier
 from lsp_agent.core.gate import Gate
-from lsp_agent.core.history import Message, Role, TextPart
-from lsp_agent.core.ports import (
+from lsp_agent.core.prefix import RequestBytes
+from lsp_agent.core.repair import interrupted_results
+from lsp_agent.core.storage import PendingCorrection, Store
+from lsp_agent.core.tool_registry import ToolRegistry
+from lsp_agent.core.tools import FileTracker
+from lsp_agent.domain import ids
+from lsp_agent.domain.edits import EditApplier
+from lsp_agent.domain.history import Message, Role, TextPart
+from lsp_agent.domain.ports import (
     DocumentSource,
     EventSink,
     NoSkills,
@@ -29,12 +33,8 @@ from lsp_agent.core.ports import (
     ToolSpec,
     TraceOpener,
 )
-from lsp_agent.core.prefix import RequestBytes
-from lsp_agent.core.repair import interrupted_results
-from lsp_agent.core.storage import PendingCorrection, Store
-from lsp_agent.core.tool_registry import ToolRegistry
-from lsp_agent.core.tools import FileTracker
-from lsp_agent.core.verification import EXTERNAL_CHANGE
+from lsp_agent.domain.verification import EXTERNAL_CHANGE
+from lsp_agent.settings.config import ModelInfo, Settings
 
 if TYPE_CHECKING:
     from lsp_agent.core.loop import Generation

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from lsp_agent.core import ids
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid
-from lsp_agent.core.history import Message, Role, TextPart
 from lsp_agent.core.queue import MAX_STEER_CHARS, Queue, QueueItem, QueueStatus, now_ms, owner_alive, process_owner
 from lsp_agent.core.storage import CorrectionExists, PendingCorrection, RowChanged, SessionStore, StaleGeneration
-from lsp_agent.core.wire import WireModel
+from lsp_agent.domain import ids
+from lsp_agent.domain.history import Message, Role, TextPart
+from lsp_agent.domain.wire import WireModel
 
 if TYPE_CHECKING:
     from lsp_agent.core.session import AgentSession

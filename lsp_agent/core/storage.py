@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from lsp_agent.core.history import Message, Part
 from lsp_agent.core.queue_model import QueueItem, QueueStatus
+from lsp_agent.domain.history import Message, Part
 
 __all__ = [
     "PendingCorrection",

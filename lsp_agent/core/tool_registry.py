@@ -6,8 +6,8 @@ import hashlib
 import json
 from typing import Any
 
-from lsp_agent.core.ports import ToolSpec
 from lsp_agent.core.tools import Tool
+from lsp_agent.domain.ports import ToolSpec
 
 
 def _strip_titles(node: Any) -> Any:

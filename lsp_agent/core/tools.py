@@ -15,11 +15,11 @@ from typing import Annotated, Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from lsp_agent.config import Settings
 from lsp_agent.core.approval import ApprovalSubject
-from lsp_agent.core.edits import EditApplier
-from lsp_agent.core.history import ErrorKind, Message
-from lsp_agent.core.ports import DocumentSource
+from lsp_agent.domain.edits import EditApplier
+from lsp_agent.domain.history import ErrorKind, Message
+from lsp_agent.domain.ports import DocumentSource
+from lsp_agent.settings.config import Settings
 
 
 class Access(StrEnum):

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from lsp_agent.config import Experimental
+from lsp_agent.settings.config import Experimental
 
 MAX_MANIFEST_BYTES = 8 * 1024 * 1024
 MAX_FILE_BYTES = 64 * 1024

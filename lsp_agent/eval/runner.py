@@ -19,8 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO
 
-from lsp_agent.config import Experimental
-from lsp_agent.core.events import StopReason
+from lsp_agent.domain.events import StopReason
 from lsp_agent.eval.fixture import AttemptDir, FixtureError, build_fixture
 from lsp_agent.eval.manifest import Arm, ConfigValue, Manifest, Task, flatten_config
 from lsp_agent.eval.metrics import EventMeter
@@ -35,6 +34,7 @@ from lsp_agent.eval.records import (
     Resume,
     TaskInvalid,
 )
+from lsp_agent.settings.config import Experimental
 from lsp_agent.tools.process import scrubbed_env
 
 _STOP_REASONS = {r.value for r in StopReason}

@@ -19,7 +19,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 from lsp_agent.mcp.schema import DESCRIPTION_MAX, SchemaProblem, check_schema, qualified_name
-from lsp_agent.mcp_settings import McpServerConfig, McpSettings
+from lsp_agent.settings.mcp_servers import McpServerConfig, McpSettings
 
 if TYPE_CHECKING:
     from lsp_agent.mcp.tool import McpTool

@@ -8,8 +8,8 @@ from typing import Any
 
 import mcp_types as types
 
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.tools import ToolResult
+from lsp_agent.domain.history import ErrorKind
 
 
 def _block(block: Any) -> str:

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lsp_agent.core.wire import WireModel
+from lsp_agent.domain.wire import WireModel
 from lsp_agent.protocol.models import Result
 
 AGENT_REQUEST_APPROVAL = "agent/requestApproval"

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from lsp_agent.core.events import Event, VerificationStatus
-from lsp_agent.core.wire import WireModel
+from lsp_agent.domain.events import Event, VerificationStatus
+from lsp_agent.domain.wire import WireModel
 
 #: Longest prompt accepted by agent/run and the fix command, in characters. Longer context
 #: belongs in files the agent reads, not in the request.

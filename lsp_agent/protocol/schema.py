@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from lsp_agent.core import events
 from lsp_agent.core.queue import MAX_STEER_CHARS
+from lsp_agent.domain import events
 from lsp_agent.protocol import (
     approval_models,
     context_models,

@@ -11,11 +11,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from lsp_agent.domain.skill_records import MAX_PROPOSAL_BYTES, Candidate, Evidence, State
+from lsp_agent.domain.skill_rules import Rule
 from lsp_agent.protocol.models import Params, Result, SessionID
 from lsp_agent.skills.discovery import SkillInfo
 from lsp_agent.skills.files import skill_rel
-from lsp_agent.skills.records import MAX_PROPOSAL_BYTES, Candidate, Evidence, State
-from lsp_agent.skills.rules import Rule
 from lsp_agent.skills.service import Outcome, candidate_view
 
 # client → server requests

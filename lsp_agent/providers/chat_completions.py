@@ -11,9 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Unpack
 
-from lsp_agent.config import ProviderConfig
-from lsp_agent.core import ids
-from lsp_agent.core.history import (
+from lsp_agent.domain import ids
+from lsp_agent.domain.history import (
     Message,
     ReasoningPart,
     Role,
@@ -22,7 +21,7 @@ from lsp_agent.core.history import (
     ToolResultPart,
     Usage,
 )
-from lsp_agent.core.ports import (
+from lsp_agent.domain.ports import (
     AssistantReply,
     ModelRequest,
     ProviderErrorKind,
@@ -46,6 +45,7 @@ from lsp_agent.providers.http_base import (
     valid_arguments,
 )
 from lsp_agent.providers.sse import SSEEvent
+from lsp_agent.settings.config import ProviderConfig
 
 __all__ = ["ChatAssembler", "ChatCompletionsProvider"]
 

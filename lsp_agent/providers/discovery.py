@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from lsp_agent.config import ProviderConfig
 from lsp_agent.providers.http_client import httpx, new_client
+from lsp_agent.settings.config import ProviderConfig
 
 __all__ = ["ServerFacts", "discover", "facts_from_models", "ollama_context"]
 

@@ -22,10 +22,9 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, ClassVar, Protocol, TypedDict
 
-from lsp_agent.config import ProviderConfig
-from lsp_agent.core.appendonly import extends, same_objects
-from lsp_agent.core.history import Message, ToolResultPart
-from lsp_agent.core.ports import (
+from lsp_agent.domain.appendonly import extends, same_objects
+from lsp_agent.domain.history import Message, ToolResultPart
+from lsp_agent.domain.ports import (
     AssistantReply,
     ModelRequest,
     ProviderError,
@@ -38,6 +37,7 @@ from lsp_agent.core.ports import (
 from lsp_agent.providers.http_client import httpx, new_client
 from lsp_agent.providers.sse import SSEDecoder, SSEEvent
 from lsp_agent.providers.text_calls import TextCallParser
+from lsp_agent.settings.config import ProviderConfig
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",

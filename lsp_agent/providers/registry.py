@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lsp_agent.config import ModelInfo, ProviderConfig, Settings
-from lsp_agent.core.ports import Provider, ProviderError, ProviderErrorKind
+from lsp_agent.domain.ports import Provider, ProviderError, ProviderErrorKind
 from lsp_agent.providers.http_base import DEFAULT_API_KEY_ENV
+from lsp_agent.settings.config import ModelInfo, ProviderConfig, Settings
 
 __all__ = [
     "BUILTIN_PROVIDERS",

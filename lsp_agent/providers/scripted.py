@@ -19,10 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lsp_agent.config import Settings
-from lsp_agent.core import ids
-from lsp_agent.core.history import Message, ReasoningPart, Role, ToolCallPart, Usage, assistant_turns
-from lsp_agent.core.ports import (
+from lsp_agent.domain import ids
+from lsp_agent.domain.history import Message, ReasoningPart, Role, ToolCallPart, Usage, assistant_turns
+from lsp_agent.domain.ports import (
     AssistantReply,
     ModelRequest,
     ProviderError,
@@ -32,6 +31,7 @@ from lsp_agent.core.ports import (
     ReplyDone,
     TextDelta,
 )
+from lsp_agent.settings.config import Settings
 
 
 class ScriptedCall(BaseModel):

@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lsp_agent.core import ids
-from lsp_agent.core.history import ToolCallPart
-from lsp_agent.core.ports import AssistantReply, ModelRequest
+from lsp_agent.domain import ids
+from lsp_agent.domain.history import ToolCallPart
+from lsp_agent.domain.ports import AssistantReply, ModelRequest
 
 __all__ = ["TextCall", "TextCallParser", "ToolCallFormat", "find_text_calls"]
 

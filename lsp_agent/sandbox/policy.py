@@ -12,11 +12,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_agent.config import Settings
 from lsp_agent.sandbox.bwrap import PROTECTED_IN_WORKSPACE, Mode, MountPlan, bwrap_argv, toolchain_paths
 from lsp_agent.sandbox.env import command_env
 from lsp_agent.sandbox.probe import Probe, probe
-from lsp_agent.store.paths import state_dir
+from lsp_agent.settings.config import Settings
+from lsp_agent.settings.paths import state_dir
 
 
 class SandboxRefused(OSError):

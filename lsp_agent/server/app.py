@@ -25,14 +25,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
-from lsp_agent.config import Settings
-from lsp_agent.core import memory
+from lsp_agent._startup import memory
+from lsp_agent.app.runtime import make_provider, mcp_manager, model_facts, open_environment
+from lsp_agent.app.toolset import default_registry
 from lsp_agent.core.agent import Agent, Started
-from lsp_agent.core.events import VerificationStatus
-from lsp_agent.core.ports import Provider, ProviderError, ProviderErrorKind
 from lsp_agent.core.session import ModelChoice
-from lsp_agent.core.verification import derive
-from lsp_agent.headless import make_provider, mcp_manager, model_facts, open_environment
+from lsp_agent.domain.events import VerificationStatus
+from lsp_agent.domain.ports import Provider, ProviderError, ProviderErrorKind
+from lsp_agent.domain.verification import derive
 from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError
 from lsp_agent.protocol.methods import CONFIG_SECTION
 from lsp_agent.protocol.models import RunParams
@@ -47,9 +47,9 @@ from lsp_agent.server.hooks import Lifecycle
 from lsp_agent.server.notify import LspEventSink
 from lsp_agent.server.transport import TransportLimits, serve_stdio, serve_tcp
 from lsp_agent.server.watch import OwnWrites, Watcher
+from lsp_agent.settings.config import Settings
+from lsp_agent.settings.paths import workspace_dir
 from lsp_agent.store.db import Store
-from lsp_agent.store.paths import workspace_dir
-from lsp_agent.toolset import default_registry
 
 if TYPE_CHECKING:
     from lsp_agent.mcp.manager import McpManager  # the SDK is imported only when servers are configured

@@ -15,7 +15,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from lsp_agent.core.edits import utf16_len
+from lsp_agent.domain.edits import utf16_len
 from lsp_agent.protocol.methods import DIAGNOSTIC_SOURCE
 from lsp_agent.server.documents import BufferDocuments
 

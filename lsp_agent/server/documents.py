@@ -11,8 +11,8 @@ from urllib.parse import unquote
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument, Workspace
 
-from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.ports import Document
+from lsp_agent.disk.documents import DiskDocuments
+from lsp_agent.domain.ports import Document
 
 #: How long a read waits for the didChange that follows an edit the editor accepted.
 CHANGE_WAIT_S = 2.0

@@ -32,9 +32,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
 from lsp_agent.core.cancel import cancel_signal
-from lsp_agent.core.disk_applier import DiskApplier
-from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.edits import (
+from lsp_agent.disk.applier import DiskApplier
+from lsp_agent.disk.documents import DiskDocuments
+from lsp_agent.domain.edits import (
     ApplyFailure,
     ApplyResult,
     CreateFile,

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from lsp_agent.core.history import Message
+from lsp_agent.domain.history import Message
 from lsp_agent.protocol import methods as m
 from lsp_agent.protocol.errors import NOT_FOUND, ProtocolError
 from lsp_agent.protocol.models import (

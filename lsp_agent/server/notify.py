@@ -18,7 +18,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from lsp_agent.core import events
+from lsp_agent.domain import events
 from lsp_agent.protocol.methods import AGENT_EVENT, AGENT_QUEUE_CHANGED, AGENT_RECEIPT
 from lsp_agent.protocol.steering import QueueChangedParams, QueueItemOut, ReceiptOut, ReceiptParams
 

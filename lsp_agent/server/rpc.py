@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from pygls.exceptions import JsonRpcException
 
 from lsp_agent.core.errors import AgentError
-from lsp_agent.core.wire import WireModel
+from lsp_agent.domain.wire import WireModel
 from lsp_agent.protocol.errors import INTERNAL, ProtocolError, from_core
 from lsp_agent.server.app import AgentServer  # at run time: pygls reads the endpoints' annotations
 from lsp_agent.server.convert import parse

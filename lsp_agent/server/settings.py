@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lsp_agent.config import ConfigError, Settings, load_settings
+from lsp_agent.settings.config import ConfigError, Settings, load_settings
 
 _MAX_ROUNDS = 50
 

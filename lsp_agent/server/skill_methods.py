@@ -19,6 +19,8 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from lsp_agent.domain.skill_records import MAX_PROPOSAL_BYTES, Citation, State
+from lsp_agent.domain.skill_rules import RuleFailed, check_name
 from lsp_agent.protocol.errors import INVALID_PARAMS, ProtocolError
 from lsp_agent.protocol.skill_models import (
     AGENT_SKILL_CHANGED,
@@ -56,12 +58,10 @@ from lsp_agent.server.code_actions import (
     skill_document,
 )
 from lsp_agent.server.rpc import Routes
+from lsp_agent.settings.paths import workspace_dir
 from lsp_agent.skills.discovery import SkillInfo, index_for
-from lsp_agent.skills.records import MAX_PROPOSAL_BYTES, Citation, State
-from lsp_agent.skills.rules import RuleFailed, check_name
 from lsp_agent.skills.service import Outcome, SkillService
 from lsp_agent.skills.watch import SkillWatcher
-from lsp_agent.store.paths import workspace_dir
 
 log = logging.getLogger(__name__)
 

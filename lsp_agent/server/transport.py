@@ -25,7 +25,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.io_ import StdoutWriter
 from pygls.protocol import JsonRPCProtocol
 
-from lsp_agent.core import memory
+from lsp_agent._startup import memory
 from lsp_agent.server import envelope
 from lsp_agent.server.boot import Start, TransportLimits
 from lsp_agent.server.framing import BadFrame, Frame, FrameDecoder

@@ -18,8 +18,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from lsp_agent.domain.skill_rules import MAX_NAME_CHARS, RuleFailed, check_name
 from lsp_agent.skills.files import SKILL_FILE, SKILLS_PARTS, SKILLS_REL, directory, read_regular, skill_rel
-from lsp_agent.skills.rules import MAX_NAME_CHARS, RuleFailed, check_name
 
 log = logging.getLogger(__name__)
 

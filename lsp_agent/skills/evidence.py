@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from lsp_agent.context.view import model_view
-from lsp_agent.core.history import Part, Role, ToolCallPart, ToolResultPart
-from lsp_agent.skills.records import Citation, Evidence
-from lsp_agent.skills.rules import Rule, RuleFailed
+from lsp_agent.domain.history import Part, Role, ToolCallPart, ToolResultPart
+from lsp_agent.domain.skill_records import Citation, Evidence
+from lsp_agent.domain.skill_rules import Rule, RuleFailed
 from lsp_agent.store.db import Store
 from lsp_agent.tools.fingerprint import FingerprintError, source_fingerprint
 from lsp_agent.tools.verify_envelope import VerifyEnvelope, envelope_status

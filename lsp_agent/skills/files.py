@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_agent.skills.rules import Rule, RuleFailed
+from lsp_agent.domain.skill_rules import Rule, RuleFailed
 
 SKILLS_PARTS = (".lsp-agent", "skills")
 SKILLS_REL = "/".join(SKILLS_PARTS)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from lsp_agent.domain.skill_records import Candidate
 from lsp_agent.skills.files import (
     SKILL_FILE,
     SKILLS_PARTS,
@@ -20,7 +21,6 @@ from lsp_agent.skills.files import (
     skill_rel,
     write_exclusive,
 )
-from lsp_agent.skills.records import Candidate
 
 
 def render_skill(candidate: Candidate) -> bytes:

@@ -11,11 +11,11 @@ from collections.abc import Iterable
 
 from pydantic import Field
 
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.domain.history import ErrorKind
+from lsp_agent.domain.skill_rules import MAX_NAME_CHARS, NAME_PATTERN, RuleFailed
 from lsp_agent.skills.discovery import index_for, read_skill_text
 from lsp_agent.skills.files import SKILLS_REL, skill_rel
-from lsp_agent.skills.rules import MAX_NAME_CHARS, NAME_PATTERN, RuleFailed
 
 
 class ReadSkillArgs(StrictArgs):

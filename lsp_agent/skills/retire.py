@@ -11,8 +11,8 @@ import os
 from enum import StrEnum
 from pathlib import Path
 
+from lsp_agent.domain.skill_rules import Rule, RuleFailed
 from lsp_agent.skills.files import SKILL_FILE, SKILLS_PARTS, directory, read_regular, skill_rel
-from lsp_agent.skills.rules import Rule, RuleFailed
 
 
 class Removal(StrEnum):

@@ -12,11 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_agent.skills.discovery import index_for
-from lsp_agent.skills.evidence import check_evidence, latest_passing
-from lsp_agent.skills.files import sha256, skill_rel
-from lsp_agent.skills.promote import existing_skill, render_skill, write_skill
-from lsp_agent.skills.records import (
+from lsp_agent.domain.skill_records import (
     Candidate,
     Citation,
     Evidence,
@@ -25,8 +21,12 @@ from lsp_agent.skills.records import (
     parse_validation,
     strict_json,
 )
+from lsp_agent.domain.skill_rules import Rule, RuleFailed, check_name
+from lsp_agent.skills.discovery import index_for
+from lsp_agent.skills.evidence import check_evidence, latest_passing
+from lsp_agent.skills.files import sha256, skill_rel
+from lsp_agent.skills.promote import existing_skill, render_skill, write_skill
 from lsp_agent.skills.retire import Removal, check_removable, remove_skill
-from lsp_agent.skills.rules import Rule, RuleFailed, check_name
 from lsp_agent.skills.store import CandidateStore
 from lsp_agent.store.db import Store, now_ms
 from lsp_agent.tools.fingerprint import FingerprintError

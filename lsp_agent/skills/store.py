@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lsp_agent.skills.records import Candidate, State
-from lsp_agent.skills.rules import Rule, RuleFailed
+from lsp_agent.domain.skill_records import Candidate, State
+from lsp_agent.domain.skill_rules import Rule, RuleFailed
 from lsp_agent.store.db import Store, now_ms
 
 #: How long a lock holds without its owner finishing (ms); evidence checks take seconds.

@@ -17,10 +17,10 @@ from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter
 
-from lsp_agent.core.history import Message, Part, Role
 from lsp_agent.core.queue_model import QueueItem
 from lsp_agent.core.storage import CorrectionExists, PendingCorrection, SessionRecord, StaleGeneration
 from lsp_agent.core.storage import Store as StorePort
+from lsp_agent.domain.history import Message, Part, Role
 from lsp_agent.store.migrations import migrate
 from lsp_agent.store.queue import QueueTables, claim_for_send, requeue_steered, stamp_applied
 

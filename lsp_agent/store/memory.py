@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lsp_agent.core.history import Message, Part
 from lsp_agent.core.queue_model import WAITING, QueueItem, QueueStatus
 from lsp_agent.core.storage import CorrectionExists, PendingCorrection, RowChanged, SessionRecord, StaleGeneration
 from lsp_agent.core.storage import Store as StorePort
+from lsp_agent.domain.history import Message, Part
 
 _COLUMNS = frozenset({"status", "text", "position", "sent_at", "message_id", "steered_into", "steered_at",
                       "steered_applied_at", "steer_owner", "cancelled_at", "error"})

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, ClassVar, Self
 
 from pydantic import Field, model_validator
 
-from lsp_agent.core.edits import ApplyFailure, CreateFile, UpdateFile, utf8_len
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
-from lsp_agent.core.ports import Document
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
+from lsp_agent.domain.edits import ApplyFailure, CreateFile, UpdateFile, utf8_len
+from lsp_agent.domain.history import ErrorKind
+from lsp_agent.domain.ports import Document
 from lsp_agent.tools.patch_grammar import AddOp, ParsedPatch, PatchParseError, parse_patch
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from lsp_agent.config import ToolSettings
+from lsp_agent.settings.config import ToolSettings
 
 # Refused whatever the configuration says: committing and publishing are left to the user.
 GIT_NEVER = frozenset({"commit", "push"})

@@ -9,8 +9,8 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 
 from lsp_agent.context import recover as rc
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.domain.history import ErrorKind
 
 MAX_LIMIT = 50
 

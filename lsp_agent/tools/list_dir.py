@@ -13,10 +13,10 @@ from pathlib import Path
 
 from pydantic import Field
 
-from lsp_agent.config import Limits
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.paths import PathDenied, relative, resolve_in_root
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.domain.history import ErrorKind
+from lsp_agent.settings.config import Limits
 from lsp_agent.tools.process import run_process, scrubbed_env
 
 # Entries with these names (directories or files) are never listed or searched: they are tool

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from lsp_agent.core.edits import (
+from lsp_agent.domain.edits import (
     CreateFile,
     DeleteFile,
     EditPlan,
@@ -25,7 +25,7 @@ from lsp_agent.core.edits import (
     position_after,
     position_at,
 )
-from lsp_agent.core.ports import Document
+from lsp_agent.domain.ports import Document
 from lsp_agent.tools.patch_grammar import ADD, UPDATE, AddOp, DeleteOp, Hunk, ParsedPatch, UpdateOp
 from lsp_agent.tools.patch_match import Matcher, MatchError, hunk_regions, line_span
 from lsp_agent.tools.text_edits import FileText, Region, dominant_eol, render

@@ -17,12 +17,12 @@ from pathlib import Path
 
 from pydantic import Field
 
-from lsp_agent.config import Limits
-from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
-from lsp_agent.core.ports import Document
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.disk.documents import DiskDocuments
+from lsp_agent.domain.history import ErrorKind
+from lsp_agent.domain.ports import Document
+from lsp_agent.settings.config import Limits
 
 _DEFAULTS = Limits()
 # Used until Limits grows a `read_line_chars` field (requested from the lead).

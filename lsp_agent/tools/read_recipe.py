@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import Field
 
 from lsp_agent.core.cancel import cancel_signal
-from lsp_agent.core.history import ErrorKind, ToolCallPart
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.domain.history import ErrorKind, ToolCallPart
 from lsp_agent.tools.recipe_data import RecipeError, apply_select, canonical, resolve_refs, walk
 
 CHILD_TOOLS = ("read_file", "list_dir", "search_code")

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from pydantic import Field
 
-from lsp_agent.config import Limits, ToolSettings
 from lsp_agent.core.approval import ApprovalSubject
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.domain.history import ErrorKind
 from lsp_agent.sandbox import Sandbox, SandboxRefused
 from lsp_agent.sandbox.git import GitConfigRefused
+from lsp_agent.settings.config import Limits, ToolSettings
 from lsp_agent.tools.argv_rules import check_argv
 from lsp_agent.tools.process import head_tail, run_process
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from pydantic import Field
 
-from lsp_agent.config import Limits
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.paths import PathDenied, printable, resolve_in_root
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.domain.history import ErrorKind
+from lsp_agent.settings.config import Limits
 from lsp_agent.tools.list_dir import SKIP_NAMES, IgnoreSet, git_ignored
 from lsp_agent.tools.process import run_process, scrubbed_env
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lsp_agent.core.edits import LINE_BREAK, Position, TextEdit, utf16_len
+from lsp_agent.domain.edits import LINE_BREAK, Position, TextEdit, utf16_len
 
 
 def dominant_eol(text: str) -> str:

@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from lsp_agent.config import VerifyCommand
+from lsp_agent.settings.config import VerifyCommand
 
 if TYPE_CHECKING:
     import configparser

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lsp_agent.config import Limits, VerifyCommand
 from lsp_agent.core.approval import ApprovalSubject
-from lsp_agent.core.edits import ApplyResult
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.domain.edits import ApplyResult
+from lsp_agent.domain.history import ErrorKind
 from lsp_agent.sandbox import Sandbox
+from lsp_agent.settings.config import Limits, VerifyCommand
 from lsp_agent.tools.fingerprint import FingerprintError, source_fingerprint
 from lsp_agent.tools.process import head_tail, run_process
 from lsp_agent.tools.verify_detect import command_label, detect_commands

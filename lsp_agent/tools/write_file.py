@@ -8,10 +8,10 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from lsp_agent.core.edits import CreateFile, EditPlan, utf8_len
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
+from lsp_agent.domain.edits import CreateFile, EditPlan, utf8_len
+from lsp_agent.domain.history import ErrorKind
 
 
 class WriteFileArgs(StrictArgs):

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from acp import RequestError, text_block
 
-from lsp_agent.demo import PROMPT, SCENARIOS, make_workspace
+from lsp_agent.cli.demo import PROMPT, SCENARIOS, make_workspace
 from lsp_agent.providers.scripted import Script, ScriptedCall, ScriptedReply
+from lsp_agent.settings.paths import workspace_dir
 from lsp_agent.store.db import Store
-from lsp_agent.store.paths import workspace_dir
 from tests.acp.client import RecordingClient, acp_agent, write_script
 from tests.e2e.conftest import StartEditor
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from lsp_agent.config import load_settings
-from lsp_agent.core.events import RunFinish
+from lsp_agent.app.runtime import open_environment
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.session import AgentSession, Environment
-from lsp_agent.headless import open_environment
+from lsp_agent.domain.events import RunFinish
 from lsp_agent.providers.scripted import Script, ScriptedProvider, ScriptedReply
+from lsp_agent.settings.config import load_settings
 from tests.helpers import RecordingSink
 
 HERE = Path(__file__).parent

@@ -9,11 +9,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from lsp_agent.core.events import StopReason
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.session import AgentSession
 from lsp_agent.core.tools import Access
+from lsp_agent.domain.events import StopReason
+from lsp_agent.domain.history import ErrorKind
 from lsp_agent.mcp.manager import ServerState
 from tests.helpers import RecordingSink, call, git_repo, reply
 from tests.mcptools.conftest import (

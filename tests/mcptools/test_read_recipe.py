@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lsp_agent.core.events import StopReason
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.session import AgentSession
+from lsp_agent.domain.events import StopReason
+from lsp_agent.domain.history import ErrorKind
 from tests.helpers import call, git_repo, reply, run_script
 
 RECIPES = {"experimental": {"read_only_recipes": True}}

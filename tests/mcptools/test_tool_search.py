@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from lsp_agent.config import Settings
-from lsp_agent.core.history import ErrorKind, Message, Role, ToolResultPart
+from lsp_agent.app.session_tools import ToolNameConflict, check_names
 from lsp_agent.core.prefix import prefix_share
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.domain.history import ErrorKind, Message, Role, ToolResultPart
 from lsp_agent.mcp.ranking import Document, rank
-from lsp_agent.tools.session_tools import ToolNameConflict, check_names
-from lsp_agent.tools.tool_search import selected_names
+from lsp_agent.mcp.tool_search import selected_names
+from lsp_agent.settings.config import Settings
 from tests.helpers import call, reply
 from tests.mcptools.conftest import everything_server, fault_server, results, run_mcp, time_server, tool_names
 
@@ -137,7 +137,7 @@ def test_selection_is_ordered_unique_and_capped_at_the_limit() -> None:
 
 
 async def test_tool_search_returns_at_most_five_and_stops_selecting_past_the_cap(ws: Path) -> None:
-    from lsp_agent.tools.tool_search import ToolSearch, ToolSearchArgs
+    from lsp_agent.mcp.tool_search import ToolSearch, ToolSearchArgs
 
     class Fake:
         def __init__(self, i: int) -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from lsp_agent.config import ProviderConfig
 from lsp_agent.providers.chat_completions import ChatCompletionsProvider
 from lsp_agent.providers.http_base import HttpStreamingProvider, RetryPolicy
 from lsp_agent.providers.responses import ResponsesProvider
+from lsp_agent.settings.config import ProviderConfig
 from tests.providers.loopback import LoopbackServer, ProviderFactory, Wire
 
 

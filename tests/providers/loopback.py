@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from lsp_agent.core.history import Message, Role, TextPart
-from lsp_agent.core.ports import ModelRequest, ProviderError, ProviderEvent, ToolSpec
+from lsp_agent.domain.history import Message, Role, TextPart
+from lsp_agent.domain.ports import ModelRequest, ProviderError, ProviderEvent, ToolSpec
 from lsp_agent.providers.http_base import HttpStreamingProvider
 
 Ending = Literal["complete", "cut", "stall"]

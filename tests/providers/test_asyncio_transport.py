@@ -14,7 +14,7 @@ import httpcore
 import pytest
 import trustme
 
-from lsp_agent.core.ports import ProviderErrorKind, ReplyDone
+from lsp_agent.domain.ports import ProviderErrorKind, ReplyDone
 from lsp_agent.providers.asyncio_transport import AsyncioTransport
 from lsp_agent.providers.http_client import httpx, new_client
 from tests.providers.loopback import LoopbackServer, ProviderFactory, Reply, Wire, collect, simple_request, turn

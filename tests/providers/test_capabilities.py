@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from lsp_agent.config import ModelInfo, Settings
 from lsp_agent.core.capabilities import (
     CONTEXT_PACK,
     CONTEXT_PACK_MAX_TOKENS,
@@ -16,6 +15,7 @@ from lsp_agent.core.capabilities import (
     resolve_capabilities,
 )
 from lsp_agent.providers.registry import resolve_model
+from lsp_agent.settings.config import ModelInfo, Settings
 
 
 def info(context_window: int | None = None, reasoning: bool | None = None, tools: bool | None = None,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lsp_agent.core.history import (
+from lsp_agent.domain.history import (
     Message,
     ReasoningPart,
     Role,
@@ -16,7 +16,7 @@ from lsp_agent.core.history import (
     ToolResultPart,
     Usage,
 )
-from lsp_agent.core.ports import ProviderErrorKind, ReasoningDelta, ReplyDone, TextDelta, ToolSpec
+from lsp_agent.domain.ports import ProviderErrorKind, ReasoningDelta, ReplyDone, TextDelta, ToolSpec
 from tests.providers.loopback import (
     LoopbackServer,
     ProviderFactory,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lsp_agent.config import ProviderConfig
 from lsp_agent.providers.discovery import discover, facts_from_models, ollama_context
+from lsp_agent.settings.config import ProviderConfig
 from tests.providers.loopback import LoopbackServer, Reply, json_reply, run_agent, turn, write_workspace
 
 LLAMA_MODELS = {"object": "list", "data": [{"id": "smollm2.gguf", "object": "model", "owned_by": "llamacpp",

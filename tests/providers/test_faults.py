@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from lsp_agent.core.ports import ProviderErrorKind, ReplyDone, TextDelta
+from lsp_agent.domain.ports import ProviderErrorKind, ReplyDone, TextDelta
 from lsp_agent.providers.http_base import RetryPolicy, backoff_delay, error_message, parse_retry_after
 from tests.providers.loopback import (
     LoopbackServer,

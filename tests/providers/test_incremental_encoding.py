@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsp_agent.core.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
-from lsp_agent.core.ports import ToolSpec
 from lsp_agent.core.prefix import RequestBytes, prefix_share
+from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain.ports import ToolSpec
 from lsp_agent.providers.http_base import encode_json
 from tests.providers.loopback import LoopbackServer, ProviderFactory, Reply, Wire, simple_request, turn
 

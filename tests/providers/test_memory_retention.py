@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from lsp_agent.core.memory import drop_frames
-from lsp_agent.core.ports import ProviderError
+from lsp_agent._startup.memory import drop_frames
+from lsp_agent.domain.ports import ProviderError
 from lsp_agent.providers.http_base import HttpStreamingProvider
 from lsp_agent.providers.http_client import httpx
 from tests.providers.loopback import (

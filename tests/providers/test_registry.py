@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.config import Settings
-from lsp_agent.core.ports import ProviderError, ProviderErrorKind, ReplyDone
+from lsp_agent.domain.ports import ProviderError, ProviderErrorKind, ReplyDone
 from lsp_agent.providers.chat_completions import ChatCompletionsProvider
 from lsp_agent.providers.registry import DEFAULT_CONTEXT_WINDOW, build_provider, resolve_model
 from lsp_agent.providers.responses import ResponsesProvider
 from lsp_agent.providers.scripted import ScriptedProvider
+from lsp_agent.settings.config import Settings
 from tests.providers.loopback import LoopbackServer, Reply, chat_sse, collect, simple_request
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lsp_agent.core.history import (
+from lsp_agent.domain.history import (
     Message,
     ReasoningPart,
     Role,
@@ -14,7 +14,7 @@ from lsp_agent.core.history import (
     ToolResultPart,
     Usage,
 )
-from lsp_agent.core.ports import (
+from lsp_agent.domain.ports import (
     AssistantReply,
     ProviderErrorKind,
     ReasoningDelta,

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from lsp_agent.config import ProviderConfig
-from lsp_agent.core.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
-from lsp_agent.core.ports import ReplyDone
+from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain.ports import ReplyDone
 from lsp_agent.providers.chat_completions import ChatCompletionsProvider
 from lsp_agent.providers.http_base import encode_json
 from lsp_agent.providers.responses import ResponsesProvider
 from lsp_agent.providers.text_calls import find_text_calls
+from lsp_agent.settings.config import ProviderConfig
 from tests.providers.loopback import (
     LoopbackServer,
     ProviderFactory,
@@ -317,8 +317,8 @@ def test_encode_request_is_incremental_and_byte_identical(wire: Wire, make_provi
 
 
 def test_the_transcript_says_unknown_instead_of_zero_tokens() -> None:
-    from lsp_agent.core.events import RunFinish, StopReason, Tokens, VerificationStatus
-    from lsp_agent.sinks import summary_line
+    from lsp_agent.cli.sinks import summary_line
+    from lsp_agent.domain.events import RunFinish, StopReason, Tokens, VerificationStatus
 
     def finish(tokens: Tokens) -> RunFinish:
         return RunFinish(session_id="s", generation="g", stop_reason=StopReason.FINAL,

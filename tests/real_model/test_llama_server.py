@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from lsp_agent.config import ProviderConfig
-from lsp_agent.core.history import Message, Role, TextPart
-from lsp_agent.core.ports import ProviderError, ProviderErrorKind, ReplyDone, TextDelta
+from lsp_agent.domain.history import Message, Role, TextPart
+from lsp_agent.domain.ports import ProviderError, ProviderErrorKind, ReplyDone, TextDelta
 from lsp_agent.providers.chat_completions import ChatCompletionsProvider
 from lsp_agent.providers.discovery import discover
 from lsp_agent.providers.http_base import RetryPolicy
+from lsp_agent.settings.config import ProviderConfig
 from tests.providers.loopback import AgentRun, Wire, run_agent, simple_request, write_workspace
 from tests.real_model.conftest import CONTEXT, LlamaServer
 

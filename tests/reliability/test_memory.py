@@ -17,9 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lsp_agent.core import memory
+from lsp_agent._startup import memory
 from lsp_agent.core.agent import Agent
-from lsp_agent.core.events import StopReason
+from lsp_agent.domain.events import StopReason
 from lsp_agent.providers.scripted import Script, ScriptedProvider
 from tests.helpers import RecordingSink, call, make_agent, make_env, reply
 

@@ -79,9 +79,9 @@ async def test_a_2gb_sparse_file_is_refused_fast_through_the_loop(attack: Attack
 
 
 async def test_read_file_memory_stays_bounded_on_a_2gb_file(tmp_path: Path) -> None:
-    from lsp_agent.config import Settings
-    from lsp_agent.core.disk_applier import DiskApplier
-    from lsp_agent.core.disk_documents import DiskDocuments
+    from lsp_agent.disk.applier import DiskApplier
+    from lsp_agent.disk.documents import DiskDocuments
+    from lsp_agent.settings.config import Settings
 
     _sparse(tmp_path / "big.bin", TWO_GB)
     ctx = ToolContext(root=tmp_path, settings=Settings(), documents=DiskDocuments(tmp_path),
@@ -97,9 +97,9 @@ async def test_read_file_memory_stays_bounded_on_a_2gb_file(tmp_path: Path) -> N
 
 
 async def test_read_limit_boundary(tmp_path: Path) -> None:
-    from lsp_agent.config import Limits, Settings
-    from lsp_agent.core.disk_applier import DiskApplier
-    from lsp_agent.core.disk_documents import DiskDocuments
+    from lsp_agent.disk.applier import DiskApplier
+    from lsp_agent.disk.documents import DiskDocuments
+    from lsp_agent.settings.config import Limits, Settings
 
     (tmp_path / "at.txt").write_bytes(b"a" * 99 + b"\n")  # exactly 100 bytes
     (tmp_path / "over.txt").write_bytes(b"a" * 100 + b"\n")  # 101

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.config import load_settings
 from lsp_agent.sandbox import Sandbox, probe
+from lsp_agent.settings.config import load_settings
 from tests.providers.loopback import LoopbackServer
 from tests.security.kit import Attack, run_attack
 

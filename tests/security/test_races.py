@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lsp_agent.core.disk_applier import DiskApplier, _EditsCheck, _Entry
-from lsp_agent.core.edits import ApplyFailure, CreateFile, EditPlan, Position, TextEdit, UpdateFile
+from lsp_agent.disk.applier import DiskApplier, _EditsCheck, _Entry
+from lsp_agent.domain.edits import ApplyFailure, CreateFile, EditPlan, Position, TextEdit, UpdateFile
 from tests.security.kit import tree_digest
 
 

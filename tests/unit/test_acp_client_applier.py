@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from lsp_agent.acp.fs import ClientApplier, ClientDocuments, ClientFs
-from lsp_agent.core.edits import ApplyFailure, EditPlan, Position, TextEdit, UpdateFile
+from lsp_agent.domain.edits import ApplyFailure, EditPlan, Position, TextEdit, UpdateFile
 
 
 @dataclass

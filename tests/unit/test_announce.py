@@ -9,14 +9,14 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsp_agent.config import load_settings
+from lsp_agent.app.runtime import open_environment
 from lsp_agent.context.instructions import BASE_INSTRUCTIONS
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.announce import SkillsSeen, announced_skills, skills_note
-from lsp_agent.core.history import Message, Role, TextPart
-from lsp_agent.core.ports import ModelRequest
-from lsp_agent.headless import open_environment
+from lsp_agent.domain.history import Message, Role, TextPart
+from lsp_agent.domain.ports import ModelRequest
 from lsp_agent.providers.scripted import Script, ScriptedProvider
+from lsp_agent.settings.config import load_settings
 from tests.helpers import RecordingSink, reply
 from tests.unit.test_skills_kit import QUICK, project, validated
 

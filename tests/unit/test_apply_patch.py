@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from lsp_agent.config import Settings
-from lsp_agent.core.disk_applier import DiskApplier
-from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.edits import ApplyResult, EditPlan, UpdateFile
-from lsp_agent.core.history import ErrorKind
-from lsp_agent.core.ports import Document
 from lsp_agent.core.tools import FileTracker, ToolContext, ToolResult
+from lsp_agent.disk.applier import DiskApplier
+from lsp_agent.disk.documents import DiskDocuments
+from lsp_agent.domain.edits import ApplyResult, EditPlan, UpdateFile
+from lsp_agent.domain.history import ErrorKind
+from lsp_agent.domain.ports import Document
+from lsp_agent.settings.config import Settings
 from lsp_agent.tools import apply_patch as apply_patch_tool
 from lsp_agent.tools import patch as planner
 from lsp_agent.tools.apply_patch import ApplyPatch, ApplyPatchArgs

@@ -199,7 +199,7 @@ async def test_on_failure_offers_an_unsandboxed_rerun(tmp_path: Path) -> None:
 
 
 def test_settings_defaults_bounds_and_a_workspace_cannot_set_the_policy(tmp_path: Path) -> None:
-    from lsp_agent.config import ConfigError, load_settings
+    from lsp_agent.settings.config import ConfigError, load_settings
 
     defaults = load_settings(tmp_path)
     assert (defaults.approval_policy, defaults.approval_timeout_s) == ("on-request", 300)

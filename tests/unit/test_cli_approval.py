@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lsp_agent.approve_cli import parse_answer
+from lsp_agent.cli.approve import parse_answer
 from lsp_agent.core.approval import Decision
 
 TOUCH = "python3 -c \"open('made.txt', 'w').write('x')\""

@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent import cli
+from lsp_agent.cli import main as cli
 
 PROBE = """
 import sys
-from lsp_agent.cli import main
+from lsp_agent.cli.main import main
 try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-heavy = sorted(m for m in ("pydantic", "asyncio", "httpx", "lsprotocol", "pygls", "sqlite3", "lsp_agent.config",
-                            "lsp_agent.core.loop", "lsp_agent.eval.cli", "lsp_agent.skills.cli", "shutil")
+heavy = sorted(m for m in ("pydantic", "asyncio", "httpx", "lsprotocol", "pygls", "sqlite3",
+                            "lsp_agent.settings.config", "lsp_agent.core.loop", "lsp_agent.eval.cli", "lsp_agent.skills.cli", "shutil")
                if m in sys.modules)
 print("HEAVY:" + ",".join(heavy), file=sys.stderr)
 """
@@ -48,7 +48,7 @@ def test_help_wraps_as_argparse_does_with_shutil(monkeypatch: pytest.MonkeyPatch
 def test_a_command_help_imports_only_that_command() -> None:
     evaluating = imported_by("eval", "--help")
     assert "lsp_agent.eval.cli" in evaluating
-    assert not {"lsp_agent.skills.cli", "lsp_agent.core.loop", "lsp_agent.config"} & set(evaluating)
+    assert not {"lsp_agent.skills.cli", "lsp_agent.core.loop", "lsp_agent.settings.config"} & set(evaluating)
     assert "lsp_agent.eval.cli" not in imported_by("skill", "--help")
 
 
@@ -69,19 +69,19 @@ def test_the_command_is_found_after_the_top_level_options() -> None:
 
 RUN_PROBE = """
 import sys
-from lsp_agent.cli import main
+from lsp_agent.cli.main import main
 code = main(sys.argv[1:])
 unneeded = sorted(m for m in sys.modules if m.split(".")[0] in ("lsprotocol", "pygls", "cattrs", "click", "rich",
                                                                  "pygments", "mcp", "ray")
-                  or m.startswith(("lsp_agent.server", "lsp_agent.protocol", "lsp_agent.eval", "lsp_agent.demo",
-                                   "lsp_agent.skills_cli", "lsp_agent.session_cli")))
+                  or m.startswith(("lsp_agent.server", "lsp_agent.protocol", "lsp_agent.eval", "lsp_agent.cli.demo",
+                                   "lsp_agent.cli.skill", "lsp_agent.cli.session")))
 print("UNNEEDED:" + ",".join(unneeded), file=sys.stderr)
 print("EXIT:%d" % code, file=sys.stderr)
 """
 
 
 def scripted_run_lines(tmp_path: Path, probe: str) -> list[str]:
-    """The stderr lines of `probe` (which calls `lsp_agent.cli.main` and reports on the process) run as
+    """The stderr lines of `probe` (which calls `lsp_agent.cli.main.main` and reports on the process) run as
     a one-step scripted `lsp-agent run`, in a fresh interpreter; the run itself must succeed."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"replies": [{"text": "done"}]}), encoding="utf-8")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.core import memory
-from lsp_agent.headless import HeadlessRun
+from lsp_agent._startup import memory
+from lsp_agent.app.runtime import HeadlessRun
 from tests.helpers import make_env, reply
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsp_agent.config import Settings
 from lsp_agent.context.budget import Budget, TokenCounter, estimate_text
-from lsp_agent.core.history import Message, Role, TextPart, Usage
 from lsp_agent.core.loop import Generation
-from lsp_agent.core.ports import ModelRequest, ToolSpec
 from lsp_agent.core.session import AgentSession
+from lsp_agent.domain.history import Message, Role, TextPart, Usage
+from lsp_agent.domain.ports import ModelRequest, ToolSpec
 from lsp_agent.providers.scripted import ScriptedReply
+from lsp_agent.settings.config import Settings
 from tests.unit.test_context_support import context_env
 
 

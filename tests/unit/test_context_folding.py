@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from lsp_agent.context.folding import fold_batch, placeholder
-from lsp_agent.core.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
 from lsp_agent.core.loop import Generation
-from lsp_agent.core.ports import ModelRequest
 from lsp_agent.core.session import AgentSession
+from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain.ports import ModelRequest
 from tests.helpers import RecordingSink, call, reply
 from tests.unit.test_context_support import context_env, failing_repo, visible_text
 

@@ -11,7 +11,7 @@ from lsp_agent.context.handoff import CONTINUE_PROMPT, same_failure_streak
 from lsp_agent.context.view import HANDOFF
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError
-from lsp_agent.core.history import TextPart
+from lsp_agent.domain.history import TextPart
 from lsp_agent.protocol.errors import status_of
 from lsp_agent.providers.scripted import ScriptedReply
 from tests.helpers import RecordingSink, call, reply, wait_for

@@ -7,8 +7,8 @@ from __future__ import annotations
 from lsp_agent.context.budget import TokenCounter, message_tokens
 from lsp_agent.context.stale import StaleScanner, stale_reads
 from lsp_agent.context.view import COMPACTION, ViewCache, model_view
-from lsp_agent.core.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
-from lsp_agent.core.ports import ModelRequest
+from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain.ports import ModelRequest
 
 
 class CountingCounter(TokenCounter):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsp_agent.config import Settings
+from lsp_agent.app.toolset import default_tools
 from lsp_agent.context.recover import PAGE_PARTS, PART_CHARS, recover, redact
 from lsp_agent.core.agent import Agent
-from lsp_agent.core.history import Message, ReasoningPart, Role, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain.history import Message, ReasoningPart, Role, TextPart, ToolCallPart, ToolResultPart
 from lsp_agent.providers.scripted import ScriptedReply
-from lsp_agent.toolset import default_tools
+from lsp_agent.settings.config import Settings
 from tests.helpers import call, reply
 from tests.unit.test_context_support import COMPACTION, context_env, failing_repo
 

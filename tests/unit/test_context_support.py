@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lsp_agent.config import load_settings
-from lsp_agent.core.history import TextPart, ToolCallPart, ToolResultPart
-from lsp_agent.core.ports import ModelRequest
+from lsp_agent.app.runtime import open_environment
 from lsp_agent.core.session import Environment
-from lsp_agent.headless import open_environment
+from lsp_agent.domain.history import TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain.ports import ModelRequest
 from lsp_agent.providers.scripted import Script, ScriptedProvider, ScriptedReply
+from lsp_agent.settings.config import load_settings
 from tests.helpers import RecordingSink, git_repo, reply, verify_config
 
 PY = sys.executable

@@ -7,10 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lsp_agent.config import load_settings
 from lsp_agent.context.budget import Budget
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.session import AgentSession, Environment
+from lsp_agent.settings.config import load_settings
 from tests.helpers import call, reply
 from tests.unit.test_context_support import context_env, failing_repo
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.core.disk_applier import DiskApplier
-from lsp_agent.core.edits import (
+from lsp_agent.disk.applier import DiskApplier
+from lsp_agent.domain.edits import (
     ApplyFailure,
     CreateFile,
     DeleteFile,
@@ -22,7 +22,7 @@ from lsp_agent.core.edits import (
     TextEdit,
     UpdateFile,
 )
-from lsp_agent.core.ports import Document
+from lsp_agent.domain.ports import Document
 from lsp_agent.tools.patch import plan_patch
 from lsp_agent.tools.patch_grammar import parse_patch
 
@@ -45,7 +45,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 def unchanged(root_fd: int, parts: tuple[str, ...], original: bytes | str | None) -> bool:
     """The applier's recheck of a file, its descriptor closed again."""
-    from lsp_agent.core import disk_applier
+    from lsp_agent.disk import applier as disk_applier
 
     still, fd = disk_applier._open_unchanged(root_fd, parts, original)
     if fd is not None:
@@ -160,7 +160,7 @@ WRONG = UpdateFile(path="a.txt", base_text="abc\n", new_text="something else\n",
 def edits_check(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """A small plan's edits are checked before anything is written; a large one's in a helper thread
     while its first file is written and synced (every plan counts as large here)."""
-    from lsp_agent.core import disk_applier
+    from lsp_agent.disk import applier as disk_applier
 
     if request.param == "beside the write":
         monkeypatch.setattr(disk_applier, "CHECK_BESIDE_CHARS", 1)
@@ -237,7 +237,7 @@ def test_a_file_read_whole_even_when_it_grew_after_its_size_was_taken(root: Path
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The applier reads a file in one read of the size fstat gave; a file larger by then (a writer
     appending meanwhile, here an fstat that reports less) is read to its end, not cut at that size."""
-    from lsp_agent.core import disk_applier
+    from lsp_agent.disk import applier as disk_applier
 
     data = b"x" * 3000 + b"\n"
     (root / "grown.txt").write_bytes(data)
@@ -258,7 +258,7 @@ async def test_a_file_changed_between_the_check_and_the_write_is_not_overwritten
         root: Path, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
     """Just before replacing a file the applier reads it back (in small pieces here, so the change
     is found in a later piece than the first): a change since the check is a conflict, not lost."""
-    from lsp_agent.core import disk_applier
+    from lsp_agent.disk import applier as disk_applier
 
     monkeypatch.setattr(disk_applier, "IO_PIECE", 4)
     put(root, "a.py", b"x = 1\ny = 2\n")
@@ -282,7 +282,7 @@ async def test_a_file_changed_between_the_check_and_the_write_is_not_overwritten
 
 def test_a_file_read_back_in_pieces_is_unchanged_only_when_every_byte_is(root: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from lsp_agent.core import disk_applier
+    from lsp_agent.disk import applier as disk_applier
 
     monkeypatch.setattr(disk_applier, "IO_PIECE", 3)
     data = b"0123456789"
@@ -305,7 +305,7 @@ def test_a_file_is_compared_with_the_plans_text_a_piece_at_a_time(root: Path, mo
                                                                   piece: int) -> None:
     """An update's file is read as the plan's own text when it holds it (no decoded copy) and as
     its bytes when it does not; a read-back compares the text with every byte."""
-    from lsp_agent.core import disk_applier
+    from lsp_agent.disk import applier as disk_applier
 
     monkeypatch.setattr(disk_applier, "IO_PIECE", piece)
     data = MIXED.encode("utf-8", "surrogateescape")
@@ -327,7 +327,7 @@ def test_a_file_is_compared_with_the_plans_text_a_piece_at_a_time(root: Path, mo
 @pytest.mark.parametrize("piece", [1, 3, 1 << 16])
 async def test_an_update_is_written_from_its_text_a_piece_at_a_time(root: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     piece: int) -> None:
-    from lsp_agent.core import disk_applier
+    from lsp_agent.disk import applier as disk_applier
 
     monkeypatch.setattr(disk_applier, "IO_PIECE", piece)
     put(root, "f.txt", MIXED.encode("utf-8", "surrogateescape"))
@@ -361,7 +361,7 @@ async def test_text_without_a_utf8_form_is_refused_before_any_write(root: Path, 
 async def test_every_file_the_applier_opens_is_closed(root: Path) -> None:
     """Replaced and deleted files are closed in the helper thread (their last close frees their
     pages): none is left open once it has run."""
-    from lsp_agent.core import disk_applier
+    from lsp_agent.disk import applier as disk_applier
 
     def open_fds() -> int:
         return len(os.listdir("/proc/self/fd"))
@@ -381,9 +381,9 @@ async def test_every_file_the_applier_opens_is_closed(root: Path) -> None:
 KILLED_MID_WRITE = """
 import os, sys
 from pathlib import Path
-from lsp_agent.core import disk_applier
-from lsp_agent.core.disk_applier import DiskApplier
-from lsp_agent.core.edits import EditPlan, Position, TextEdit, UpdateFile
+from lsp_agent.disk import applier as disk_applier
+from lsp_agent.disk.applier import DiskApplier
+from lsp_agent.domain.edits import EditPlan, Position, TextEdit, UpdateFile
 
 disk_applier._UNNAMED = sys.argv[2] == "unnamed"
 os.fsync = lambda fd: os.kill(os.getpid(), 9)  # killed with the new text written, before it is synced

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.core import disk_documents
-from lsp_agent.core.disk_documents import DiskDocuments
+from lsp_agent.disk import documents as disk_documents
+from lsp_agent.disk.documents import DiskDocuments
 
 BITS = [b"a", b"\n", b"\r\n", "é".encode(), "€".encode(), "😀".encode(), b"\xff", b"\xe2\x82", b"\xf0\x9f"]
 

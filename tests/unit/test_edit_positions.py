@@ -10,8 +10,8 @@ import random
 
 import pytest
 
-from lsp_agent.core import edits
-from lsp_agent.core.edits import (
+from lsp_agent.domain import edits
+from lsp_agent.domain.edits import (
     LINE_BREAK,
     LineIndex,
     Position,

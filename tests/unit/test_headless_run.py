@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from lsp_agent.settings.paths import workspace_dir
 from lsp_agent.store.db import Store
-from lsp_agent.store.paths import workspace_dir
 from tests.helpers import git_repo, verify_config
 from tests.providers.loopback import LoopbackServer, Reply, agent_command, chat_sse
 

@@ -13,7 +13,7 @@ import tracemalloc
 from pathlib import Path
 
 from lsp_agent.context.budget import TokenCounter, message_tokens
-from lsp_agent.core.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
 from lsp_agent.store.db import CACHE_KIB, Store
 
 #: bytes one stored step may retain (2.0 KB measured on CPython 3.11; 3.4 KB with a set per instance)

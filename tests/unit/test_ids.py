@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsp_agent.core import ids
+from lsp_agent.domain import ids
 
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.config import ConfigError, load_settings
 from lsp_agent.context.instructions import (
     BASE_INSTRUCTIONS,
     COMPACT_DESCRIPTION_CHARS,
@@ -19,9 +18,10 @@ from lsp_agent.context.instructions import (
     compact_spec,
 )
 from lsp_agent.core.loop import Generation
-from lsp_agent.core.ports import ModelRequest, ToolSpec
 from lsp_agent.core.session import AgentSession
+from lsp_agent.domain.ports import ModelRequest, ToolSpec
 from lsp_agent.providers.scripted import Script, ScriptedProvider
+from lsp_agent.settings.config import ConfigError, load_settings
 from tests.helpers import make_env, reply
 
 

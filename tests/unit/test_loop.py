@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from lsp_agent.core.loop import Generation, collect_reply
-from lsp_agent.core.ports import AssistantReply, ProviderEvent, ReplyDone, TextDelta
 from lsp_agent.core.session import AgentSession
+from lsp_agent.domain.ports import AssistantReply, ProviderEvent, ReplyDone, TextDelta
 from lsp_agent.providers.scripted import ScriptedError, ScriptedReply
 from tests.helpers import RecordingSink, call, make_env, reply, run_script, verify_config
 

@@ -16,7 +16,7 @@ HEAVY = ("importlib.metadata", "zipfile", "csv", "configparser", "difflib", "lsp
 
 RUN_PROBE = """
 import sys
-from lsp_agent.cli import main
+from lsp_agent.cli.main import main
 code = main(sys.argv[1:])
 loader = sys.modules.get("pydantic.plugin._loader")
 print("STAND-IN:" + str(getattr(loader, "lsp_agent_stand_in", False)), file=sys.stderr)
@@ -26,7 +26,7 @@ print("EXIT:" + str(code), file=sys.stderr)
 
 FALLBACK_PROBE = """
 import sys
-from lsp_agent import no_pydantic_plugins
+from lsp_agent._startup import pydantic_plugins as no_pydantic_plugins
 assert no_pydantic_plugins.install()
 assert not no_pydantic_plugins.install()  # once is enough
 from pydantic import BaseModel

@@ -9,11 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
+from lsp_agent.app.toolset import default_registry
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.session import AgentSession
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
-from lsp_agent.toolset import default_registry
 from tests.helpers import call, make_env, reply
 
 HOLD_S = 0.4

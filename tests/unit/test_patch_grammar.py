@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsp_agent.core.edits import Position, RenameFile, TextEdit, UpdateFile, apply_text_edits
-from lsp_agent.core.ports import Document
+from lsp_agent.domain.edits import Position, RenameFile, TextEdit, UpdateFile, apply_text_edits
+from lsp_agent.domain.ports import Document
 from lsp_agent.tools.patch import PlanFailure, Planned, plan_patch, plan_replacement
 from lsp_agent.tools.patch_grammar import (
     AddOp,

@@ -7,7 +7,7 @@ import difflib
 
 import pytest
 
-from lsp_agent.core.ports import Document
+from lsp_agent.domain.ports import Document
 from lsp_agent.tools import patch_match
 from lsp_agent.tools.patch import PlanFailure, Planned, plan_replacement
 from lsp_agent.tools.text_edits import FileText

@@ -7,7 +7,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.workspace import Workspace
 
-from lsp_agent.core.edits import ApplyFailure, EditPlan, Position, TextEdit, UpdateFile, digest
+from lsp_agent.domain.edits import ApplyFailure, EditPlan, Position, TextEdit, UpdateFile, digest
 from lsp_agent.server.documents import BufferDocuments
 from lsp_agent.server.edits import EditorCaps, LspApplier
 from lsp_agent.server.watch import OwnWrites, file_digest

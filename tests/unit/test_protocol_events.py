@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lsp_agent.core import events
+from lsp_agent.domain import events
 from lsp_agent.server.notify import LspEventSink
 
 

@@ -16,12 +16,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from lsp_agent.config import load_settings
+from lsp_agent.app.runtime import open_environment
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError
-from lsp_agent.headless import open_environment
 from lsp_agent.protocol.errors import status_of
 from lsp_agent.providers.scripted import Script, ScriptedProvider
+from lsp_agent.settings.config import load_settings
 from tests.helpers import RecordingSink, reply
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.core.events import StopReason
-from lsp_agent.core.history import Message, Role, TextPart, ToolCallPart
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.repair import INTERRUPTED, MAY_HAVE_EFFECTS, unanswered_calls
 from lsp_agent.core.session import AgentSession, Environment
+from lsp_agent.domain.events import StopReason
+from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart
 from lsp_agent.providers.scripted import Script, ScriptedProvider, unanswered_call
 from tests.helpers import make_env, reply
 

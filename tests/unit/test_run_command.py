@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.config import Settings
-from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.edits import ApplyResult, EditPlan
-from lsp_agent.core.history import ErrorKind
 from lsp_agent.core.tools import FileTracker, ToolContext, ToolResult
+from lsp_agent.disk.documents import DiskDocuments
+from lsp_agent.domain.edits import ApplyResult, EditPlan
+from lsp_agent.domain.history import ErrorKind
+from lsp_agent.settings.config import Settings
 from lsp_agent.tools.run_command import RunCommand, RunCommandArgs
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.cli import main
+from lsp_agent.cli.main import main
 from tests.unit.test_skills_kit import project, proposal, verify_in_new_session
 
 

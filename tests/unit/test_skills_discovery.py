@@ -7,15 +7,15 @@ import asyncio
 import os
 from pathlib import Path
 
-from lsp_agent.config import load_settings
+from lsp_agent.app.toolset import default_tools
 from lsp_agent.context.instructions import BASE_INSTRUCTIONS
-from lsp_agent.core.disk_applier import DiskApplier
-from lsp_agent.core.disk_documents import DiskDocuments
 from lsp_agent.core.tools import FileTracker, ToolContext
+from lsp_agent.disk.applier import DiskApplier
+from lsp_agent.disk.documents import DiskDocuments
+from lsp_agent.settings.config import load_settings
 from lsp_agent.skills.discovery import SkillIndex, SkillInfo, front_matter, index_for, skills_block
 from lsp_agent.skills.read_skill import ReadSkill, ReadSkillArgs
 from lsp_agent.skills.watch import SkillWatcher
-from lsp_agent.toolset import default_tools
 from tests.helpers import reply, wait_for
 from tests.unit.test_skills_kit import run_recorded, visible
 

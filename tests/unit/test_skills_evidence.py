@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from lsp_agent.core.history import Message, Role, TextPart
-from lsp_agent.skills.rules import Rule
+from lsp_agent.domain.history import Message, Role, TextPart
+from lsp_agent.domain.skill_rules import Rule
 from tests.helpers import call
 from tests.unit.test_skills_kit import (
     commit_all,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.skills.records import MAX_PROPOSAL_BYTES, State, parse_proposal
-from lsp_agent.skills.rules import MAX_NAME_CHARS, Rule, RuleFailed, check_name
+from lsp_agent.domain.skill_records import MAX_PROPOSAL_BYTES, State, parse_proposal
+from lsp_agent.domain.skill_rules import MAX_NAME_CHARS, Rule, RuleFailed, check_name
 from tests.unit.test_skills_kit import git, project, proposal, service, validated
 
 EVIDENCE = {"sessionID": "ses_a", "messageID": "msg_a", "partID": "prt_a"}

@@ -10,10 +10,10 @@ import stat
 from pathlib import Path
 
 from lsp_agent.context.instructions import BASE_INSTRUCTIONS
-from lsp_agent.core.history import ToolResultPart
+from lsp_agent.domain.history import ToolResultPart
+from lsp_agent.domain.skill_records import State
+from lsp_agent.domain.skill_rules import Rule
 from lsp_agent.skills.promote import render_skill, write_skill
-from lsp_agent.skills.records import State
-from lsp_agent.skills.rules import Rule
 from lsp_agent.skills.service import SkillService
 from tests.helpers import call, reply
 from tests.unit.test_skills_kit import (

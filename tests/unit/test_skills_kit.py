@@ -10,15 +10,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lsp_agent.config import load_settings
-from lsp_agent.core.history import TextPart, ToolResultPart
+from lsp_agent.app.runtime import open_environment
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.session import AgentSession
-from lsp_agent.headless import open_environment
+from lsp_agent.domain.history import TextPart, ToolResultPart
 from lsp_agent.providers.scripted import Script, ScriptedProvider, ScriptedReply
+from lsp_agent.settings.config import load_settings
+from lsp_agent.settings.paths import workspace_dir
 from lsp_agent.skills.service import SkillService
 from lsp_agent.store.db import Store
-from lsp_agent.store.paths import workspace_dir
 from tests.helpers import RecordingSink, call, git_repo, reply, run_script
 
 PY = sys.executable

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.core.history import Message, Role, TextPart
+from lsp_agent.domain.history import Message, Role, TextPart
+from lsp_agent.settings.paths import state_dir, workspace_dir
 from lsp_agent.store.db import Store
 from lsp_agent.store.migrations import SCHEMA_VERSION
-from lsp_agent.store.paths import state_dir, workspace_dir
 from tests.helpers import call, reply, run_script
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from lsp_agent.config import Limits, Settings, ToolSettings, VerifyCommand
-from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.edits import ApplyFailure, ApplyResult, EditPlan
-from lsp_agent.core.events import VerificationStatus
-from lsp_agent.core.history import ErrorKind, Message, Role, ToolResultPart
 from lsp_agent.core.tools import FileTracker, ToolContext, ToolResult
-from lsp_agent.core.verification import derive
+from lsp_agent.disk.documents import DiskDocuments
+from lsp_agent.domain.edits import ApplyFailure, ApplyResult, EditPlan
+from lsp_agent.domain.events import VerificationStatus
+from lsp_agent.domain.history import ErrorKind, Message, Role, ToolResultPart
+from lsp_agent.domain.verification import derive
+from lsp_agent.settings.config import Limits, Settings, ToolSettings, VerifyCommand
 from lsp_agent.tools.fingerprint import source_fingerprint
 from lsp_agent.tools.verify_detect import detect_commands
 from lsp_agent.tools.verify_project import VerifyProject, VerifyProjectArgs

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from watchfiles import Change
 
-from lsp_agent.core import disk_applier
-from lsp_agent.core.edits import EditPlan, Position, TextEdit, UpdateFile
+from lsp_agent.disk import applier as disk_applier
+from lsp_agent.domain.edits import EditPlan, Position, TextEdit, UpdateFile
 from lsp_agent.server.watch import OwnWrites, Watcher
 from tests.unit.test_protocol_buffers import applier, open_buffer
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from lsp_agent.cli.sinks import summary_line
 from lsp_agent.core.write_detect import UNKNOWN, changed, not_ignored, snapshot
-from lsp_agent.sinks import summary_line
 from tests.helpers import call, git_repo, reply, run_script, verify_config
 
 PY = sys.executable

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.config import Settings
-from lsp_agent.core.disk_applier import DiskApplier
-from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.edits import ApplyResult, CreateFile, EditPlan
-from lsp_agent.core.history import ErrorKind
-from lsp_agent.core.ports import Document
 from lsp_agent.core.tools import FileTracker, ToolContext, ToolResult
+from lsp_agent.disk.applier import DiskApplier
+from lsp_agent.disk.documents import DiskDocuments
+from lsp_agent.domain.edits import ApplyResult, CreateFile, EditPlan
+from lsp_agent.domain.history import ErrorKind
+from lsp_agent.domain.ports import Document
+from lsp_agent.settings.config import Settings
 from lsp_agent.tools.write_file import WriteFile, WriteFileArgs
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lsp_agent.config import Settings
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import Tool
+from lsp_agent.settings.config import Settings
 from lsp_agent.skills.read_skill import ReadSkill
 from lsp_agent.tools.apply_patch import ApplyPatch
 from lsp_agent.tools.context_recover import ContextRecover

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from lsp_agent.core.history import Message
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
+from lsp_agent.domain.history import Message
 from lsp_agent.mcp.ranking import Document, rank
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ TYPE_CHECKING = False  # not `from typing import TYPE_CHECKING`: typing alone co
 if TYPE_CHECKING:
     from typing import Any
 
-    from lsp_agent.config import Settings
-    from lsp_agent.sinks import JsonLinesSink, TranscriptSink
+    from lsp_agent.cli.sinks import JsonLinesSink, TranscriptSink
+    from lsp_agent.settings.config import Settings
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
 #: `run --require-verified`: the run ended, but not with a check that observed the result
@@ -193,13 +193,13 @@ def _eval_parser(sub: Any) -> None:
 
 
 def _skill_parser(sub: Any) -> None:
-    from lsp_agent.skills_cli import add_skill_parser
+    from lsp_agent.cli.skill import add_skill_parser
 
     add_skill_parser(sub)
 
 
 def _session_parser(sub: Any) -> None:
-    from lsp_agent.session_cli import add_session_parser
+    from lsp_agent.cli.session import add_session_parser
 
     add_session_parser(sub)
 
@@ -248,7 +248,7 @@ def _base_urls(flag: str | None) -> dict[str, str]:
 
 
 def _sink(as_json: bool) -> JsonLinesSink | TranscriptSink:
-    from lsp_agent.sinks import JsonLinesSink, TranscriptSink
+    from lsp_agent.cli.sinks import JsonLinesSink, TranscriptSink
 
     return JsonLinesSink() if as_json else TranscriptSink()
 
@@ -257,10 +257,7 @@ async def _run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
-    from lsp_agent.config import ConfigError, load_settings
-    from lsp_agent.core.events import StopReason, VerificationStatus
-    from lsp_agent.core.ports import ProviderError
-    from lsp_agent.headless import (
+    from lsp_agent.app.runtime import (
         HeadlessRun,
         UnknownSession,
         cancel_on_signals,
@@ -269,7 +266,10 @@ async def _run(args: argparse.Namespace) -> int:
         open_environment,
         run_header,
     )
-    from lsp_agent.sinks import JsonLinesSink
+    from lsp_agent.cli.sinks import JsonLinesSink
+    from lsp_agent.domain.events import StopReason, VerificationStatus
+    from lsp_agent.domain.ports import ProviderError
+    from lsp_agent.settings.config import ConfigError, load_settings
 
     root: Path = args.workspace
     if not args.prompt.strip():
@@ -305,7 +305,7 @@ async def _run(args: argparse.Namespace) -> int:
     env = open_environment(root, settings, provider, sink, wire=args.wire, server=server)
     if args.json and not provider.scripted:  # the human transcript prints its own header (_header)
         print(run_header(env, server), file=sys.stderr, flush=True)
-    from lsp_agent.approve_cli import TerminalApprover
+    from lsp_agent.cli.approve import TerminalApprover
 
     env.approver = TerminalApprover()
     header = None if isinstance(sink, JsonLinesSink) else (lambda session_id: sink.note(_header(env, server,
@@ -330,7 +330,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 def _header(env: Any, server: Any, session_id: str) -> str:
     """The human transcript's first lines: model and endpoint, workspace, session."""
-    from lsp_agent.headless import run_header
+    from lsp_agent.app.runtime import run_header
 
     return f"{run_header(env, server)}\nworkspace: {env.root}\nsession: {session_id}"
 
@@ -359,12 +359,12 @@ def _schema(args: argparse.Namespace) -> int:
 async def _demo(args: argparse.Namespace) -> int:
     import shutil
 
-    from lsp_agent.config import load_settings
-    from lsp_agent.core.events import RunFinish
-    from lsp_agent.core.ports import Provider
-    from lsp_agent.demo import PROMPT, SCENARIOS, make_workspace
-    from lsp_agent.headless import open_environment, run_once
+    from lsp_agent.app.runtime import open_environment, run_once
+    from lsp_agent.cli.demo import PROMPT, SCENARIOS, make_workspace
+    from lsp_agent.domain.events import RunFinish
+    from lsp_agent.domain.ports import Provider
     from lsp_agent.providers.scripted import ScriptedProvider
+    from lsp_agent.settings.config import load_settings
 
     script, max_steps = SCENARIOS[args.scenario]
     root = make_workspace()
@@ -394,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser(_chosen(argv))
     args = parser.parse_args(argv)
-    from lsp_agent import no_pydantic_plugins
+    from lsp_agent._startup import pydantic_plugins as no_pydantic_plugins
 
     no_pydantic_plugins.install()  # before anything imports pydantic
     import logging
@@ -419,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return handle_eval(args)
         if args.command == "skill":
-            from lsp_agent.skills_cli import handle_skill
+            from lsp_agent.cli.skill import handle_skill
 
             return handle_skill(args)
         if args.command == "acp":
@@ -429,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
             layer.update({k: v for k, v in (("model", args.model), ("script", args.script)) if v})
             return serve_acp(layer)
         if args.command == "session":
-            from lsp_agent.session_cli import handle_session
+            from lsp_agent.cli.session import handle_session
 
             return handle_session(args)
     except UsageError as exc:
@@ -444,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
 def __getattr__(name: str) -> Any:
     # `Settings` was re-exported from here; kept, imported only when asked for.
     if name == "Settings":
-        from lsp_agent.config import Settings
+        from lsp_agent.settings.config import Settings
 
         return Settings
     raise AttributeError(name)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from lsp_agent.core.history import Message
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import Tool
-from lsp_agent.tools.tool_search import NAME as TOOL_SEARCH
-from lsp_agent.tools.tool_search import ToolSearch, selected_names
+from lsp_agent.domain.history import Message
+from lsp_agent.mcp.tool_search import NAME as TOOL_SEARCH
+from lsp_agent.mcp.tool_search import ToolSearch, selected_names
 
 if TYPE_CHECKING:
     from lsp_agent.core.session import Environment

@@ -29,7 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lsp_agent.core.edits import (
+from lsp_agent.core.paths import PathDenied, check_writable, normalize
+from lsp_agent.domain.edits import (
     ApplyFailure,
     ApplyResult,
     CreateFile,
@@ -40,7 +41,6 @@ from lsp_agent.core.edits import (
     unmade,
     utf8_pieces,
 )
-from lsp_agent.core.paths import PathDenied, check_writable, normalize
 
 #: A file's content: its bytes, or a text whose UTF-8 encoding they are (undecodable bytes kept as
 #: surrogates, as DiskDocuments decodes them). An update's file is held as the plan's own text and

@@ -7,7 +7,7 @@ import io
 import os
 from pathlib import Path
 
-from lsp_agent.core.ports import Document
+from lsp_agent.domain.ports import Document
 
 #: A file is read into a buffer that an earlier read left behind, when one is large enough: fresh
 #: memory costs a page fault per 4 KiB touched (≈ 700 for a 2.9 MB file, ≈ 3 ms on a VM), and with

@@ -10,22 +10,22 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lsp_agent.config import Settings
+from lsp_agent._startup import memory
+from lsp_agent.app.session_tools import session_tools
+from lsp_agent.app.toolset import default_registry
 from lsp_agent.context.compaction import touched_files
 from lsp_agent.context.handoff import CONTINUE_PROMPT
-from lsp_agent.core import memory
-from lsp_agent.core.disk_applier import DiskApplier
-from lsp_agent.core.disk_documents import DiskDocuments
-from lsp_agent.core.events import RunFinish, StopReason
 from lsp_agent.core.loop import Generation
-from lsp_agent.core.ports import EventSink, Provider, ProviderError
 from lsp_agent.core.session import AgentSession, Environment, ModelFacts
+from lsp_agent.disk.applier import DiskApplier
+from lsp_agent.disk.documents import DiskDocuments
+from lsp_agent.domain.events import RunFinish, StopReason
+from lsp_agent.domain.ports import EventSink, Provider, ProviderError
+from lsp_agent.settings.config import Settings
+from lsp_agent.settings.paths import workspace_dir
 from lsp_agent.skills.discovery import WorkspaceSkills
 from lsp_agent.store.db import Store
-from lsp_agent.store.paths import workspace_dir
 from lsp_agent.store.trace import TraceDir
-from lsp_agent.tools.session_tools import session_tools
-from lsp_agent.toolset import default_registry
 
 if TYPE_CHECKING:
     from lsp_agent.mcp.manager import McpManager

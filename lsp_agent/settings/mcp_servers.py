@@ -1,6 +1,6 @@
 """`[mcp.servers.NAME]`: how to start (stdio `command`) or reach (`url`) an MCP server.
 
-A leaf module (no lsp_agent imports): `lsp_agent.config` embeds it in the settings.
+A leaf module (no lsp_agent imports): `lsp_agent.settings.config` embeds it in the settings.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lsp_agent.skills.records import MAX_PROPOSAL_BYTES
+from lsp_agent.domain.skill_records import MAX_PROPOSAL_BYTES
 
 EXIT_OK, EXIT_RULE, EXIT_USAGE = 0, 1, 2
 PROPOSAL_FIELDS = ("description", "applicability", "procedure")
@@ -83,10 +83,10 @@ async def _proposal_file(args: argparse.Namespace) -> bytes | None:
 
 async def _run(args: argparse.Namespace) -> int:
     from lsp_agent.protocol.skill_models import candidate_out, skill_out, skill_result
+    from lsp_agent.settings.paths import workspace_dir
     from lsp_agent.skills.discovery import index_for
     from lsp_agent.skills.service import SkillService
     from lsp_agent.store.db import Store
-    from lsp_agent.store.paths import workspace_dir
 
     root: Path = args.workspace
     if not await asyncio.to_thread(root.is_dir):

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from lsp_agent.core import events
+from lsp_agent.domain import events
 
 
 class _Output:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lsp_agent.core import ids
+from lsp_agent.domain import ids
 
 
 class Role(StrEnum):

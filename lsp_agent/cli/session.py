@@ -64,8 +64,8 @@ def show(root: Path, session_id: str) -> dict[str, Any] | None:
     from pydantic import TypeAdapter
 
     from lsp_agent.protocol.models import MessageOut, PartOut, SessionResult
+    from lsp_agent.settings.paths import workspace_dir
     from lsp_agent.store.db import Store
-    from lsp_agent.store.paths import workspace_dir
 
     part_out = TypeAdapter[Any](PartOut)
     store = Store(workspace_dir(root) / "store.db")

@@ -12,9 +12,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from lsp_agent.core.edits import ApplyResult, EditApplier, EditPlan
-from lsp_agent.core.events import SinkEvent
-from lsp_agent.core.history import Message, ReasoningPart, ToolCallPart, Usage
+from lsp_agent.domain.edits import ApplyResult, EditApplier, EditPlan
+from lsp_agent.domain.events import SinkEvent
+from lsp_agent.domain.history import Message, ReasoningPart, ToolCallPart, Usage
 
 __all__ = [
     "ApplyResult",

@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from lsp_agent.core.wire import WireModel
-from lsp_agent.skills.rules import Rule, RuleFailed, check_name
+from lsp_agent.domain.skill_rules import Rule, RuleFailed, check_name
+from lsp_agent.domain.wire import WireModel
 
 #: Largest proposal file accepted (bytes). A procedure longer than this belongs in the repository.
 MAX_PROPOSAL_BYTES = 40 * 1024

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from dataclasses import replace as dataclass_replace
 from typing import Any
 
-from lsp_agent.core.events import VerificationStatus
-from lsp_agent.core.history import Message, TextPart, ToolResultPart
+from lsp_agent.domain.events import VerificationStatus
+from lsp_agent.domain.history import Message, TextPart, ToolResultPart
 
 #: metadata key for a change made outside the agent, recorded as a marker part.
 EXTERNAL_CHANGE = "external_change"

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lsp_agent.mcp_settings import McpSettings
+from lsp_agent.settings.mcp_servers import McpSettings
 
 
 class _Section(BaseModel):

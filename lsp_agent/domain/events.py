@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from lsp_agent.core.wire import WireModel
+from lsp_agent.domain.wire import WireModel
 
 
 class StopReason(StrEnum):

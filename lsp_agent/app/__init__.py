@@ -1,0 +1,1 @@
+"""The composition root the front ends share: the runtime built from settings, the default tool set."""

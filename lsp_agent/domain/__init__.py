@@ -1,0 +1,1 @@
+"""The leaf vocabulary: history, events, IDs, edits, verification, wire forms and the ports on them."""

@@ -1,0 +1,1 @@
+"""Settings: the config model and its sources, MCP server entries, where state lives."""
