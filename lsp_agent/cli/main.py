@@ -337,7 +337,8 @@ def _header(env: Any, server: Any, session_id: str) -> str:
 
 def _serve(args: argparse.Namespace) -> int:
     # server/boot.py answers `initialize` while the server itself is still being imported
-    from lsp_agent.server.boot import TransportLimits, serve
+    from lsp_agent.server.boot import serve
+    from lsp_agent.server.framing import TransportLimits
 
     if args.tcp is not None and ":" not in args.tcp:
         raise UsageError(f"--tcp takes HOST:PORT, got {args.tcp!r}")

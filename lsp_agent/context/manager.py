@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from lsp_agent.context.budget import Budget, TokenCounter
+from lsp_agent.context.budget import Budget
 from lsp_agent.context.compaction import (
     Item,
     check_summary,
@@ -24,17 +24,16 @@ from lsp_agent.context.compaction import (
     required_items,
     touched_files,
 )
-from lsp_agent.context.folding import fold_all, fold_batch, placeholder
-from lsp_agent.context.stale import StaleScanner
-from lsp_agent.context.view import COMPACTION, ViewCache, compaction_of
+from lsp_agent.context.folding import fold_all, fold_batch
+from lsp_agent.context.view import COMPACTION, compaction_of
 from lsp_agent.domain.events import NoticeEvent
 from lsp_agent.domain.history import REPLACED_TURNS, Message, Role, TextPart, Usage, assistant_turns
 from lsp_agent.domain.ports import AssistantReply, ModelRequest
 
 if TYPE_CHECKING:
-    from lsp_agent.context.session_port import ContextSession, ContextStore
+    from lsp_agent.context.session_port import ContextSession
 
-__all__ = ["Ask", "CompactionOutcome", "ContextManager", "ContextOverflow", "ContextState"]
+__all__ = ["Ask", "CompactionOutcome", "ContextManager", "ContextOverflow"]
 
 #: Asks the model once (no tools run) for a harness purpose ("compaction", "handoff").
 Ask = Callable[[ModelRequest, str], Awaitable[AssistantReply]]
@@ -50,36 +49,6 @@ class ContextOverflow(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
-
-
-@dataclass
-class ContextState:
-    """Per-session context facts that are not in the history itself."""
-
-    #: folded tool-result part ID → its placeholder (view only; the stored part is unchanged)
-    folded: dict[str, str] = field(default_factory=dict)
-    counter: TokenCounter = field(default_factory=TokenCounter)
-    #: the model-visible view and the stale-read facts, kept up to date as the history grows
-    views: ViewCache = field(default_factory=ViewCache, repr=False)
-    stale: StaleScanner = field(default_factory=StaleScanner, repr=False)
-    #: one compaction in flight per session
-    compacting: bool = False
-    #: agent/compact on a running session: compact at the next step boundary
-    compact_requested: bool = False
-
-    @classmethod
-    def load(cls, store: ContextStore, session_id: str, history: Sequence[Message]) -> ContextState:
-        """A resumed session folds what it folded before (so its prefix stays what it was)."""
-        state = cls()
-        ids: set[str] = set()
-        for event in store.events(session_id, "context.fold"):
-            ids.update(str(p) for p in event.get("parts") or [])
-        if ids:
-            for message in history:
-                for part in message.tool_results():
-                    if part.id in ids:
-                        state.folded[part.id] = placeholder(part)
-        return state
 
 
 @dataclass

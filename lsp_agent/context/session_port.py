@@ -17,7 +17,7 @@ from lsp_agent.domain.ports import EventSink
 from lsp_agent.settings.config import ModelInfo, Settings
 
 if TYPE_CHECKING:
-    from lsp_agent.context.manager import ContextState
+    from lsp_agent.context.state import ContextState
 
 
 class TitledSession(Protocol):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lsp_agent.context.manager import ContextState
+from lsp_agent.context.state import ContextState
 from lsp_agent.core.announce import SkillsSeen
 from lsp_agent.core.approval import Approver, DenyAll, remembered
 from lsp_agent.core.gate import Gate
@@ -37,7 +37,6 @@ from lsp_agent.domain.verification import EXTERNAL_CHANGE
 from lsp_agent.settings.config import ModelInfo, Settings
 
 if TYPE_CHECKING:
-    from lsp_agent.core.loop import Generation
     from lsp_agent.core.steering import Steering
 
 
@@ -102,12 +101,31 @@ class Environment:
     approver: Approver = field(default_factory=DenyAll)
 
 
+class RunningGeneration(Protocol):
+    """What a session's callers ask of the generation running in it (core/loop.py's `Generation`,
+    which imports this module: the session names only what it uses)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def steps(self) -> int: ...
+
+    @property
+    def max_steps(self) -> int: ...
+
+    @property
+    def ended(self) -> bool: ...
+
+    def cancel(self) -> None: ...
+
+
 class AgentSession:
     def __init__(self, env: Environment, session_id: str | None = None, title: str = "") -> None:
         self.env = env
         self.files = FileTracker()
         self.gate = Gate()
-        self.active: Generation | None = None
+        self.active: RunningGeneration | None = None
         self.pending_notes: list[TextPart] = []
         #: the settings values the model last heard of (loaded from the store's replay events)
         self.announced_settings: dict[str, Any] | None = None

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid
 from lsp_agent.core.queue import MAX_STEER_CHARS, Queue, QueueItem, QueueStatus, now_ms, owner_alive, process_owner
@@ -27,13 +27,32 @@ from lsp_agent.domain import ids
 from lsp_agent.domain.history import Message, Role, TextPart
 from lsp_agent.domain.wire import WireModel
 
-if TYPE_CHECKING:
-    from lsp_agent.core.session import AgentSession
-
 CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 MAX_RECEIPTS = 256
 MAX_PENDING = 32
 MAX_SESSIONS = 256
+
+
+
+class _Running(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def ended(self) -> bool: ...
+
+
+class SteeredSession(Protocol):
+    """What steering needs of a session: which generation runs in it, and where a correction is
+    written (core/session.py's `AgentSession`, which holds a `Steering`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def active(self) -> _Running | None: ...
+
+    def record_correction(self, correction: PendingCorrection, message: Message) -> None: ...
 
 
 class ReceiptStatus(StrEnum):
@@ -127,14 +146,14 @@ class Steering:
         digest, receipt = state.receipts[client_id]
         return self._record(state, digest, receipt.model_copy(update=changes))
 
-    def view(self, session: AgentSession) -> SteeringView:
+    def view(self, session: SteeredSession) -> SteeringView:
         state = self._sessions.get(session.id)
         receipts = [r for _, r in state.receipts.values()] if state else []
         return SteeringView(generation=session.active.id if session.active else None, receipts=receipts)
 
     # --- admission ------------------------------------------------------------------------------
 
-    async def steer(self, session: AgentSession, expected_generation: str, client_id: str, text: str,
+    async def steer(self, session: SteeredSession, expected_generation: str, client_id: str, text: str,
                     queue_item: str | None = None) -> Receipt:
         if not CLIENT_ID.fullmatch(client_id):
             raise invalid("clientID must be 1-100 characters of A-Z, a-z, 0-9, '_' or '-'")
@@ -193,7 +212,7 @@ class Steering:
 
     # --- at the step boundary and at the end ----------------------------------------------------
 
-    def apply_pending(self, session: AgentSession, generation: str) -> bool:
+    def apply_pending(self, session: SteeredSession, generation: str) -> bool:
         """Write pending corrections as user messages (synchronously: no other coroutine can run
         between this decision and the generation's stop). True if any was applied."""
         state = self._sessions.get(session.id)
@@ -218,7 +237,7 @@ class Steering:
             self._settle(session.id, correction.client_id, status=ReceiptStatus.APPLIED, message_id=message.id)
         return applied
 
-    def end_generation(self, session: AgentSession, generation: str, interrupted: bool) -> None:
+    def end_generation(self, session: SteeredSession, generation: str, interrupted: bool) -> None:
         """The generation is over: whatever is still pending is rejected; steered rows go back
         to the queue (paused after an interrupt, so nothing starts by itself)."""
         state = self._sessions.get(session.id)

@@ -16,7 +16,7 @@ from lsp_agent.core.approval import ApprovalSubject
 from lsp_agent.core.cancel import cancel_signal
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
 from lsp_agent.domain.history import ErrorKind
-from lsp_agent.mcp.manager import Connection, McpToolInfo, McpUnavailable
+from lsp_agent.mcp.connection import Connection, McpToolInfo, McpUnavailable
 from lsp_agent.mcp.results import to_tool_result
 from lsp_agent.mcp.schema import args_model_for
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpcore
 
-from lsp_agent.providers.http_client import httpx
+from lsp_agent.providers.httpx_without_cli import httpx
 
 __all__ = ["AsyncioBackend", "AsyncioTransport"]
 

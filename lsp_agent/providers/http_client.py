@@ -1,8 +1,6 @@
 """httpx for the providers, without the memory they do not need.
 
-- httpx's package `__init__` imports its command-line client (click, rich, pygments: ≈ 5 MB of
-  RSS and tens of milliseconds) whenever those happen to be installed; lsp-agent never runs it, so
-  `httpx._main` is given a stand-in before httpx is first imported.
+- httpx comes from httpx_without_cli.py (no command-line client loaded).
 - An `httpx.AsyncClient` loads the CA bundle into a new SSL context (≈ 1.3 MB) even when every
   request goes to a plain `http://` server (a local llama.cpp, Ollama, vLLM); such a client gets an
   SSL context without CAs instead — still verifying, so any TLS connection it were asked to make
@@ -14,27 +12,10 @@
 from __future__ import annotations
 
 import ssl
-import sys
-import types
 import urllib.request
 from typing import Any
 
-
-def _without_cli() -> None:
-    if "httpx" in sys.modules or "httpx._main" in sys.modules:
-        return
-    stand_in = types.ModuleType("httpx._main")
-
-    def main() -> None:
-        raise SystemExit("the httpx command line is not available inside lsp-agent")
-
-    stand_in.main = main  # type: ignore[attr-defined]
-    sys.modules["httpx._main"] = stand_in
-
-
-_without_cli()
-
-import httpx  # noqa: E402  (after the stand-in)
+from lsp_agent.providers.httpx_without_cli import httpx
 
 __all__ = ["httpx", "new_client"]
 
@@ -51,7 +32,7 @@ def new_client(url: str, **options: Any) -> httpx.AsyncClient:
     proxies = urllib.request.getproxies()
     if any(proxies.get(scheme) for scheme in ("http", "https", "all")):
         return httpx.AsyncClient(**options)
-    from lsp_agent.providers.asyncio_transport import AsyncioTransport  # (it takes httpx from this module)
+    from lsp_agent.providers.asyncio_transport import AsyncioTransport
 
     verify = options.pop("verify", _no_ca_context() if url.lower().startswith("http://") else True)
     return httpx.AsyncClient(transport=AsyncioTransport(httpx.create_ssl_context(verify=verify)), **options)

@@ -21,35 +21,14 @@ import os
 import select
 import sys
 import threading
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from lsp_agent.server import envelope
-from lsp_agent.server.framing import DEFAULT_MAX_BODY, DEFAULT_STALL_TIMEOUT, BadFrame, FrameDecoder
+from lsp_agent.server.framing import BadFrame, FrameDecoder, Start, TransportLimits
 
 _CHUNK = 64 * 1024
 RESULT_FILE = os.path.join(os.path.dirname(__file__), "initialize_result.json")
 _TRACE = ("off", "messages", "verbose")
-
-
-@dataclass(frozen=True)
-class TransportLimits:
-    """`lsp-agent serve --max-message-bytes/--stall-timeout`."""
-
-    max_body: int = DEFAULT_MAX_BODY
-    stall_timeout: float = DEFAULT_STALL_TIMEOUT
-
-
-@dataclass(frozen=True)
-class Start:
-    """What the boot read before the server existed, for the normal transport."""
-
-    #: bytes not yet framed by the transport (all of them when nothing was answered)
-    pending: bytes = b""
-    #: the `initialize` request answered here, for the server to replay silently
-    answered: dict[str, Any] | None = None
-    #: the first frame stalled: the transport reports it at once
-    stalled: bool = False
 
 
 def _is_str(value: object) -> bool:

@@ -15,7 +15,7 @@ from lsp_agent.protocol.context_models import (
     HandoffResult,
 )
 from lsp_agent.protocol.errors import NOT_FOUND, ProtocolError
-from lsp_agent.server.app import AgentServer
+from lsp_agent.server.agent_server import AgentServer
 from lsp_agent.server.rpc import Routes
 
 routes = Routes()

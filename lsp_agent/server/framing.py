@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 #: Default bound on one message body (64 MiB): far above any real request (prompts are capped at
 #: 200,000 characters, proposals at 1 MB) and small enough that a bogus length cannot exhaust memory.
@@ -207,3 +208,23 @@ class FrameDecoder:
         self._buf[:0] = body[start:]
         self._restart(_State.HEADERS)
         return True
+
+
+@dataclass(frozen=True)
+class TransportLimits:
+    """`lsp-agent serve --max-message-bytes/--stall-timeout`."""
+
+    max_body: int = DEFAULT_MAX_BODY
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT
+
+
+@dataclass(frozen=True)
+class Start:
+    """What the boot read before the server existed, for the normal transport."""
+
+    #: bytes not yet framed by the transport (all of them when nothing was answered)
+    pending: bytes = b""
+    #: the `initialize` request answered here, for the server to replay silently
+    answered: dict[str, Any] | None = None
+    #: the first frame stalled: the transport reports it at once
+    stalled: bool = False

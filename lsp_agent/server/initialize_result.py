@@ -14,7 +14,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 
-from lsp_agent.server.app import AgentServer, create_server
+from lsp_agent.server.agent_server import AgentServer
+from lsp_agent.server.app import create_server
 from lsp_agent.server.boot import RESULT_FILE
 
 

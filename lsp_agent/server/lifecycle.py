@@ -1,8 +1,8 @@
 """The standard LSP methods, each registered once: lifecycle, settings, documents, code actions.
 
-Other parts of the server take part through `ls.lifecycle` (server/hooks.py): participants are
-started after `initialized` and stopped at `shutdown`; code-action sources add to the one
-codeAction answer.
+Other parts of the server take part through `ls.lifecycle` (`Lifecycle` in server/agent_server.py):
+participants are started after `initialized` and stopped at `shutdown`; code-action sources add to
+the one codeAction answer.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from lsprotocol import types
 
 from lsp_agent.protocol import methods as m
-from lsp_agent.server.app import AgentServer
+from lsp_agent.server.agent_server import AgentServer
 from lsp_agent.server.code_actions import fix_actions
 from lsp_agent.server.convert import to_plain
 from lsp_agent.server.rpc import Routes

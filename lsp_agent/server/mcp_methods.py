@@ -12,7 +12,7 @@ from lsp_agent.protocol.mcp_models import (
     McpSkippedOut,
     McpToolOut,
 )
-from lsp_agent.server.app import AgentServer
+from lsp_agent.server.agent_server import AgentServer
 from lsp_agent.server.rpc import Routes
 
 if TYPE_CHECKING:

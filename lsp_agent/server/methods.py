@@ -29,7 +29,7 @@ from lsp_agent.protocol.models import (
     StatusParams,
     StatusResult,
 )
-from lsp_agent.server.app import AgentServer
+from lsp_agent.server.agent_server import AgentServer
 from lsp_agent.server.code_actions import fix_prompt
 from lsp_agent.server.documents import relative_path
 from lsp_agent.server.rpc import Routes

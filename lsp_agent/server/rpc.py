@@ -23,7 +23,7 @@ from pygls.exceptions import JsonRpcException
 from lsp_agent.core.errors import AgentError
 from lsp_agent.domain.wire import WireModel
 from lsp_agent.protocol.errors import INTERNAL, ProtocolError, from_core
-from lsp_agent.server.app import AgentServer  # at run time: pygls reads the endpoints' annotations
+from lsp_agent.server.agent_server import AgentServer  # at run time: pygls reads the endpoints' annotations
 from lsp_agent.server.convert import parse
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ the skills list (watchfiles) reported as `agent/skill/changed`.
 Handlers stay thin: the protocol model in, one SkillService call, the protocol model out. The
 code actions are a source of the one codeAction handler (`skill_actions`, awaited: promotion is
 offered only when the evidence checks pass right now) and the watcher is a lifecycle participant
-(`SkillWatch`, started once the workspace is known); server/hooks.py.
+(`SkillWatch`, started once the workspace is known); server/agent_server.py `Lifecycle`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from lsp_agent.protocol.skill_models import (
     skill_out,
     skill_result,
 )
-from lsp_agent.server.app import AgentServer
+from lsp_agent.server.agent_server import AgentServer
 from lsp_agent.server.code_actions import (
     PROMOTE_TITLE,
     PROPOSE_TITLE,

@@ -29,7 +29,7 @@ from lsp_agent.protocol.steering import (
     SteerPrefixParams,
     SteerPrefixResult,
 )
-from lsp_agent.server.app import AgentServer
+from lsp_agent.server.agent_server import AgentServer
 from lsp_agent.server.rpc import Routes
 
 routes = Routes()

@@ -27,8 +27,7 @@ from pygls.protocol import JsonRPCProtocol
 
 from lsp_agent._startup import memory
 from lsp_agent.server import envelope
-from lsp_agent.server.boot import Start, TransportLimits
-from lsp_agent.server.framing import BadFrame, Frame, FrameDecoder
+from lsp_agent.server.framing import BadFrame, Frame, FrameDecoder, Start, TransportLimits
 
 log = logging.getLogger(__name__)
 

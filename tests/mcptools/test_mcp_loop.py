@@ -14,7 +14,7 @@ from lsp_agent.core.session import AgentSession
 from lsp_agent.core.tools import Access
 from lsp_agent.domain.events import StopReason
 from lsp_agent.domain.history import ErrorKind
-from lsp_agent.mcp.manager import ServerState
+from lsp_agent.mcp.connection import ServerState
 from tests.helpers import RecordingSink, call, git_repo, reply
 from tests.mcptools.conftest import (
     everything_server,

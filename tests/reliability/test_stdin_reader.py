@@ -23,7 +23,7 @@ from typing import Any, BinaryIO, cast
 
 from pygls.protocol import JsonRPCProtocol
 
-from lsp_agent.server.boot import TransportLimits
+from lsp_agent.server.framing import TransportLimits
 from lsp_agent.server.transport import loop_can_read, pump
 from tests.reliability.framing_client import SERVER, frame, message
 

@@ -21,7 +21,8 @@ try:
 except SystemExit:
     pass
 heavy = sorted(m for m in ("pydantic", "asyncio", "httpx", "lsprotocol", "pygls", "sqlite3",
-                            "lsp_agent.settings.config", "lsp_agent.core.loop", "lsp_agent.eval.cli", "lsp_agent.skills.cli", "shutil")
+                            "lsp_agent.settings.config", "lsp_agent.core.loop", "lsp_agent.eval.cli",
+                            "lsp_agent.cli.skill", "shutil")
                if m in sys.modules)
 print("HEAVY:" + ",".join(heavy), file=sys.stderr)
 """

@@ -1,0 +1,371 @@
+"""The language server's state: a pygls LanguageServer holding one core `Agent` per workspace.
+
+`initialize` picks the workspace root and the settings and wires the core to the editor:
+buffers as the DocumentSource, workspace/applyEdit as the EditApplier, agent/event and
+$/progress as the EventSink. Handlers are module-level routes (server/rpc.py): the standard LSP
+methods in server/lifecycle.py, the agent/* methods in server/*_methods.py, which take this
+class; server/app.py assembles them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidRequest
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.uris import to_fs_path
+
+from lsp_agent._startup import memory
+from lsp_agent.app.runtime import make_provider, mcp_manager, model_facts, open_environment
+from lsp_agent.app.toolset import default_registry
+from lsp_agent.core.agent import Agent, Started
+from lsp_agent.core.session import ModelChoice
+from lsp_agent.domain.events import VerificationStatus
+from lsp_agent.domain.ports import Provider, ProviderError, ProviderErrorKind
+from lsp_agent.domain.verification import derive
+from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError
+from lsp_agent.protocol.methods import CONFIG_SECTION
+from lsp_agent.protocol.models import RunParams
+from lsp_agent.providers.scripted import Script, ScriptedError, ScriptedProvider, ScriptedReply
+from lsp_agent.server import settings as layered
+from lsp_agent.server.approval import EditorApprover
+from lsp_agent.server.convert import make_converter, to_plain
+from lsp_agent.server.diagnostics import DiagnosticsPublisher
+from lsp_agent.server.documents import BufferDocuments
+from lsp_agent.server.edits import EditorCaps, LspApplier
+from lsp_agent.server.notify import LspEventSink
+from lsp_agent.server.watch import OwnWrites, Watcher
+from lsp_agent.settings.config import Settings
+from lsp_agent.settings.paths import workspace_dir
+from lsp_agent.store.db import Store
+
+if TYPE_CHECKING:
+    from lsp_agent.mcp.manager import McpManager  # the SDK is imported only when servers are configured
+
+log = logging.getLogger(__name__)
+
+
+def _version() -> str:
+    try:
+        return version("lsp-agent")
+    except PackageNotFoundError:
+        return "0"
+
+
+# How parts of the server take part in its life without touching pygls' feature table: a
+# participant is started after `initialized` and stopped at `shutdown`; a code-action source adds
+# actions to the one `textDocument/codeAction` handler (server/lifecycle.py calls them).
+CodeActionSource = Callable[["AgentServer", types.CodeActionParams], Awaitable[list[types.CodeAction]]]
+
+
+class Participant(Protocol):
+    def started(self, ls: AgentServer) -> None: ...
+
+    def stopping(self, ls: AgentServer) -> None: ...
+
+
+@dataclass
+class Lifecycle:
+    participants: list[Participant] = field(default_factory=list)
+    code_actions: list[CodeActionSource] = field(default_factory=list)
+
+
+class AgentProtocol(LanguageServerProtocol):
+    #: the id of the `initialize` server/boot.py answered: its response here is not sent again
+    _held: Any = None
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        # One runtime per server: a second initialize would replace it under a running generation.
+        if isinstance(self._server, AgentServer) and self._server.initialized_once:
+            raise JsonRpcInvalidRequest("initialize: the server is already initialized")
+        # Edit plans carry UTF-16 positions (the LSP default); never negotiate another encoding.
+        if params.capabilities.general is not None:
+            params.capabilities.general.position_encodings = [types.PositionEncodingKind.Utf16]
+        return (yield from super().lsp_initialize(params))
+
+    def hold_response(self, msg_id: Any) -> None:
+        self._held = msg_id
+
+    def early_failed(self, problem: str) -> None:
+        """The client was told `initialize` succeeded (server/boot.py) but the server could not
+        follow: say so once, and every request that needs the runtime is refused with it."""
+        log.error("the server could not start: %s", problem)
+        if isinstance(self._server, AgentServer):
+            self._server.startup_problem = problem
+            self._server.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Error, message=f"lsp-agent could not start: {problem}"))
+
+    def _send_response(self, msg_id: Any, result: Any | None = None,
+                       error: types.ResponseError | None = None) -> None:
+        if self._held is not None and msg_id == self._held:
+            self._held = None  # answered already, with the same capabilities
+            if error is not None:
+                self.early_failed(error.message)
+            return
+        # pygls puts a traceback (with file paths) into `data` of internal errors: it goes to the
+        # log, the client gets the error class only.
+        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
+            log.error("internal error answering %r: %s\n%s", msg_id, error.message, "".join(error.data["traceback"]))
+            error = types.ResponseError(code=error.code, message="internal error (details in the server log)")
+        super()._send_response(msg_id, result, error)
+
+
+def unconfigured(problem: str) -> Provider:
+    """Stands in for a provider the settings could not build: agent/run refuses before it is used,
+    and if anything did ask it, it fails with the problem (the scripted double keeps it a Provider)."""
+    failure = ScriptedError(kind=ProviderErrorKind.CONFIG, message=problem, status=None)
+    return ScriptedProvider(Script(label="unconfigured", replies=[ScriptedReply(error=failure)], repeat_last=True))
+
+
+@dataclass
+class Runtime:
+    root: Path
+    agent: Agent
+    documents: BufferDocuments
+    applier: LspApplier
+    sink: LspEventSink
+    diagnostics: DiagnosticsPublisher
+    watcher: Watcher
+    #: the sqlite store behind the agent's storage port (the skills service runs its own SQL on it)
+    store: Store
+    provider_problem: str | None = None
+
+
+class AgentServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("lsp-agent", _version(), text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=AgentProtocol, converter_factory=make_converter)
+        self.rt: Runtime | None = None
+        #: set when the runtime could not be built after boot.py answered `initialize`
+        self.startup_problem: str | None = None
+        self.reporter = layered.OnceReporter()
+        self.init_options: Any = None
+        self.client_section: Any = None
+        self._initialized = False
+        self._untold: list[str] = []
+        self._background: set[asyncio.Future[None]] = set()
+        self.lifecycle = Lifecycle()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def initialized_once(self) -> bool:
+        return self.rt is not None or self.startup_problem is not None
+
+    def runtime(self) -> Runtime:
+        if self.rt is None:
+            if self.startup_problem is not None:
+                raise ProtocolError(UNAVAILABLE, f"the server could not start: {self.startup_problem}",
+                                    kind="not_initialized")
+            raise ProtocolError(UNAVAILABLE, "the server is not initialized yet", kind="not_initialized")
+        return self.rt
+
+    def setup(self, params: types.InitializeParams) -> None:
+        try:
+            self._setup(params)
+        except ProtocolError:
+            raise
+        except Exception as exc:  # the store, the workspace: say what, not only "internal error"
+            log.exception("initialize failed")
+            raise ProtocolError(UNAVAILABLE, f"{type(exc).__name__}: {exc}", kind="not_initialized") from None
+
+    def _setup(self, params: types.InitializeParams) -> None:
+        root = _root_of(params)
+        self.init_options = _with_absolute_script(to_plain(params.initialization_options), root)
+        settings, problems = layered.resolve(root, self.init_options, None)
+        provider, problem = self._provider(settings)
+        caps = EditorCaps.of(params.capabilities)
+        window = params.capabilities.window
+        own = OwnWrites()
+        documents = BufferDocuments(self.workspace, root)
+        applier = LspApplier(self, root, documents, own, caps)
+        diagnostics = DiagnosticsPublisher(self, root, documents)
+        sink = LspEventSink(self, diagnostics.update, server_progress=bool(window and window.work_done_progress))
+        store = Store(workspace_dir(root) / "store.db")
+        env = open_environment(root, settings, provider, sink, store=store)
+        env = dataclasses.replace(env, documents=documents, applier=applier,
+                                  approver=EditorApprover(self))  # agent/requestApproval (server/approval.py)
+        self._watch_mcp(cast("McpManager | None", env.mcp))
+        agent = Agent(env)
+        watcher = Watcher(root, own, self.note_external_change, ignore_paths=[workspace_dir(root)])
+        self.rt = Runtime(root.resolve(), agent, documents, applier, sink, diagnostics, watcher, store, problem)
+        memory.settle_startup()
+        self.tell([*problems, *([problem] if problem else [])])
+        log.info("workspace %s, model %s, applyEdit %s", root, settings.model, caps.apply_edit)
+
+    def initialized(self) -> None:
+        self._initialized = True
+        self.tell([])
+        if self.rt is None:
+            return  # it could not start: said once already (AgentProtocol.early_failed)
+        rt = self.rt
+        rt.watcher.start()
+        workspace = self.client_capabilities.workspace
+        if workspace is not None and workspace.configuration:
+            task = asyncio.ensure_future(self.pull_configuration())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        told = asyncio.ensure_future(self.tell_sandbox())
+        self._background.add(told)
+        told.add_done_callback(self._background.discard)
+
+    async def tell_sandbox(self) -> None:
+        """Say once, as a warning the editor shows, when commands cannot be sandboxed."""
+        from lsp_agent.sandbox import startup_notice
+
+        notice = await asyncio.to_thread(startup_notice, self.runtime().agent.env.settings.sandbox_mode)
+        if notice:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=notice))
+
+    async def shutdown_runtime(self) -> None:
+        if self.rt is None:
+            return
+        await self.rt.agent.shutdown()
+        await self.rt.watcher.stop()
+        close = getattr(self.rt.agent.env.provider, "aclose", None)
+        if close is not None:
+            await close()
+        if self.rt.agent.env.mcp is not None:  # MCP servers stop with the server
+            await self.rt.agent.env.mcp.aclose()
+
+    # --- MCP servers (lsp_agent/mcp; agent/mcp/list in server/mcp_methods.py) --------------------
+
+    def _watch_mcp(self, manager: McpManager | None) -> None:
+        """A server that fails to start or dies is shown once in the editor (and logged)."""
+        if manager is None:
+            return
+
+        def report(text: str) -> None:
+            log.warning("%s", text)
+            if self._initialized:
+                self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                                 message=f"lsp-agent: {text}"))
+
+        manager.report = report
+
+    def _replace_mcp(self, settings: Settings) -> dict[str, Any]:
+        """Changed `mcp` settings: the old servers stop (in the background), new ones start on need."""
+        rt = self.runtime()
+        old = cast("McpManager | None", rt.agent.env.mcp)
+        if old is not None and old.settings == settings.mcp:
+            return {}
+        fresh = mcp_manager(settings, rt.root)
+        self._watch_mcp(fresh)
+        if old is not None:
+            task = asyncio.ensure_future(old.aclose())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        return {"mcp": fresh}
+
+    # --- settings -------------------------------------------------------------------------------
+
+    def _provider(self, settings: Settings) -> tuple[Provider, str | None]:
+        try:
+            return make_provider(settings), None
+        except ProviderError as exc:
+            from lsp_agent.providers.registry import NoModel
+
+            problem = (exc.message if isinstance(exc, NoModel)
+                       else f"model {settings.model!r} cannot be used: {exc.message}")
+            return unconfigured(problem), problem
+
+    def change_settings(self, section: Any) -> None:
+        """A new `lspAgent` section: applies to generations started from now on."""
+        rt = self.runtime()
+        self.client_section = _with_absolute_script(section, rt.root)
+        settings, problems = layered.resolve(rt.root, self.init_options, self.client_section)
+        provider, problem = self._provider(settings)
+        rt.provider_problem = problem
+        rt.agent.reconfigure(settings=settings, provider=provider, registry=default_registry(settings),
+                             model=model_facts(settings), **self._replace_mcp(settings))
+        self.tell([*problems, *([problem] if problem else [])])
+
+    async def pull_configuration(self) -> None:
+        rt = self.runtime()
+        try:
+            items = [types.ConfigurationItem(section=CONFIG_SECTION, scope_uri=rt.root.as_uri())]
+            answer = await self.workspace_configuration_async(types.ConfigurationParams(items=items))
+        except Exception as exc:  # an editor without this section simply has no settings for us
+            log.info("workspace/configuration failed: %s", exc)
+            return
+        section = to_plain(answer[0]) if answer else None
+        if section:
+            self.change_settings(section)
+
+    def tell(self, problems: list[str]) -> None:
+        """Show each new settings problem once (after `initialized`, as LSP asks)."""
+        self._untold += self.reporter.fresh(problems)
+        if not self._initialized or not self._untold:
+            return
+        from lsp_agent.providers.registry import NO_MODEL
+
+        lines, self._untold = self._untold, []
+        texts = [f"lsp-agent: {NO_MODEL}"] if NO_MODEL in lines else []  # not a setting that fell back
+        lines = [line for line in lines if line != NO_MODEL]
+        if lines:
+            texts.insert(0, "lsp-agent: settings problems (defaults used instead): " + "; ".join(lines))
+        for text in texts:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
+
+    # --- the core, for the handlers -------------------------------------------------------------
+
+    def start_run(self, params: RunParams) -> Started:
+        rt = self.runtime()
+        base = rt.agent.env
+        settings, provider = base.settings, base.provider
+        if params.model and params.model != settings.model:
+            settings = settings.model_copy(update={"model": params.model})
+            try:
+                provider = make_provider(settings)
+            except ProviderError as exc:
+                raise ProtocolError(UNAVAILABLE, f"model {params.model!r} cannot be used: {exc.message}",
+                                    kind="config") from None
+        elif rt.provider_problem:
+            raise ProtocolError(UNAVAILABLE, rt.provider_problem, kind="config")
+        choice = None if provider is base.provider else ModelChoice(settings, provider, model_facts(settings))
+        started = rt.agent.start(params.prompt, params.session_id, params.max_steps, model=choice)
+        if params.work_done_token is not None:
+            rt.sink.use_token(started.generation, params.work_done_token)
+        return started
+
+    def note_external_change(self, paths: list[str]) -> None:
+        """From the watcher: tell each session about the changes that concern it — files it read,
+        or any file when it has a check standing (the check no longer describes the sources)."""
+        rt = self.runtime()
+        for session in list(rt.agent.sessions.values()):
+            standing = derive(session.history).status is not VerificationStatus.NOT_RUN
+            relevant = paths if standing else [p for p in paths if p in session.files.read_steps]
+            if relevant:
+                session.note_external_change(relevant)
+
+
+def _root_of(params: types.InitializeParams) -> Path:
+    candidates: list[str | None] = [params.root_uri]
+    candidates += [f.uri for f in params.workspace_folders or []]
+    for uri in candidates:
+        if uri:
+            path = to_fs_path(uri)
+            if path and Path(path).is_dir():
+                return Path(path)
+    if params.root_path and Path(params.root_path).is_dir():
+        return Path(params.root_path)
+    log.warning("no usable workspace root from the client; using the current directory")
+    return Path.cwd()
+
+
+def _with_absolute_script(layer: Any, root: Path) -> Any:
+    """A relative `script` path in editor settings means: relative to the workspace root."""
+    if isinstance(layer, dict) and isinstance(layer.get("script"), str) and not os.path.isabs(layer["script"]):
+        return {**layer, "script": str(root / layer["script"])}
+    return layer
