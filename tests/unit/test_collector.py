@@ -1,4 +1,4 @@
-"""Start-up objects are kept out of the cyclic collector's full passes (core/memory.py settle_startup):
+"""Start-up objects are kept out of the cyclic collector's full passes (_startup/memory.py settle_startup):
 a full collection mid-run walked every module, class and schema object — an 87 ms pause in the
 language server (bench/lsp_latency.py). The headless run and the server both settle at their start."""
 
