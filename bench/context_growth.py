@@ -1,5 +1,5 @@
 """Context-growth benchmark: request bytes and cache-prefix reuse over a long session, with and
-without context management (SPEC 5: folding past 70 %, checked compaction past 95 %).
+without context management (folding past 70 %, checked compaction past 95 %).
 
 A scripted model drives the real loop in-process for N steps (default 200): mostly read_file
 calls of ~80-line windows of 20 source-like files (about 5 KB of output each), a failing

@@ -31,7 +31,8 @@ Compaction `off`: automatic compaction off and a window no run fills (the histor
 Compaction `on`: a 32k-token window and no usage reports (the estimate decides), so long runs
 compact every ~150 steps; the server answers each compaction request with a short summary.
 
-Targets (issues 3 and 18): per-step overhead median <= 3 ms at N <= 30 and <= 4 ms at N = 1,000,
+Targets (see "A flat per-step cost and a bounded peak memory" in docs/decisions.md): per-step
+overhead median <= 3 ms at N <= 30 and <= 4 ms at N = 1,000,
 growth <= 0.3 ms per 100 steps, peak RSS <= 80 MB (<= 50 MB at N >= 1,000), 100 % prefix-stable
 (without compaction), first request <= 16 KB.
 
@@ -45,7 +46,7 @@ order, against the same server, and a second table gives both medians and their 
 machine whose speed drifts, that ratio is what a change did; the absolute targets are judged on
 this checkout's rows as before.
 
-    git worktree add /tmp/before e2e1d14   # the code issue 18 measured
+    git worktree add /tmp/before e2e1d14   # the baseline the targets were set against
     python bench/loop_overhead.py -n 30 -n 1000 --compaction off --compaction on --against /tmp/before
 """
 

@@ -1,4 +1,4 @@
-"""pydantic without its plugin search, for the lsp-agent process (peak RSS and start-up, issue 18).
+"""pydantic without its plugin search, for the lsp-agent process: it costs peak RSS and start-up time.
 
 When pydantic builds its first model it looks for plugins (the `pydantic` entry-point group): that
 imports `importlib.metadata` (with email, zipfile, csv, tempfile, shutil, ...) and reads the metadata

@@ -24,7 +24,8 @@ class ToolNameConflict(ValueError):
 
 
 def check_names(registry: ToolRegistry, discovery: bool) -> None:
-    """A pre-existing tool named tool_search is an error when discovery is on (SPEC 9)."""
+    """A pre-existing tool named tool_search is an error when discovery is on: discovery needs that name,
+    and silently shadowing either tool would hide it from the model."""
     if discovery and TOOL_SEARCH in registry.names():
         raise ToolNameConflict(f"a tool named {TOOL_SEARCH!r} already exists; mcp_tool_discovery needs that name")
 

@@ -1,4 +1,4 @@
-"""Token accounting (SPEC 5): what a request costs and what the model can take.
+"""Token accounting: what a request costs and what the model can take.
 
 Provider-reported usage wins when there is one: the last reply's `input` tokens for the
 last request calibrate the character estimate (their ratio scales every later estimate).

@@ -1,13 +1,17 @@
-"""Level 3 (SPEC 5): replace older history by a summary — checked like any generated artifact.
+"""Compaction, the step of context management after folding: replace older history by a summary —
+checked like any generated artifact.
 
 The model writes the summary (a separate request: the same prefix plus a compaction prompt
-in the tail, so the provider's cache still serves it) with the six items of SPEC 5, each
-with a source pointer. Then the harness checks it: every requirement it extracted from the
+in the tail, so the provider's cache still serves it) with the six items of `SIX_ITEMS`,
+each with a source pointer. Then the harness checks it: every requirement it extracted from the
 replaced history — the task and every user message, every constraint in the instruction
 files, every failed check (with the source version it ran against), every failed attempt,
 every file touched (cited by its path) and a next step — must appear in it with its pointer.
 What is missing is appended mechanically, pointer and
 all, and the result records what was repaired. Only then does the summary replace anything.
+
+Why a summary is checked at all: see "Context management: fold, then a checked compaction, then a
+handoff" in docs/decisions.md.
 
 Pointers are `msg_…/prt_…` (a stored part; context_recover follows them) or `FILE:L<n>`
 for a line of an instruction file.

@@ -1,4 +1,4 @@
-"""Level 2 (SPEC 5): fold old tool results into one-line placeholders, in batches.
+"""Folding, the first step of context management: fold old tool results into one-line placeholders, in batches.
 
 Only tool results are folded — never the assistant's own words, reasoning or tool calls (its
 decisions), never the last `keep_recent_messages` messages, never the latest verification

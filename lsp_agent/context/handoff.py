@@ -1,4 +1,4 @@
-"""Restart with a handoff (SPEC 5): a fresh session seeded with a note of the same six items.
+"""Restart with a handoff: a fresh session seeded with a note of the same six items.
 
 Used on demand (`agent/handoff`) and automatically when the same check has failed the same
 way several times in a row — more of the same context will not help. The note is written

@@ -1,4 +1,4 @@
-"""context_recover (experimental flag `context_recovery`, SPEC 5): read back the session's own history.
+"""context_recover (experimental flag `context_recovery`): read back the session's own history.
 
 It reads only the current session, from the store — so history from before a compaction is
 included — newest parts first. Excluded: reverted material (a part whose metadata says

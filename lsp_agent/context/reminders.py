@@ -1,4 +1,4 @@
-"""tail_reminders (experimental flag, SPEC 5): per-request reminders at the END of the request.
+"""tail_reminders (experimental flag): per-request reminders at the END of the request.
 
 Step budget left, the verification status derived from the record, and the files whose
 earlier reads are stale or that must be read again before an edit. They travel in

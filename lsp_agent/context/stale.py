@@ -1,4 +1,4 @@
-"""Stale observations (SPEC 5): a read of a file that was written afterwards no longer shows it.
+"""Stale observations: a read of a file that was written afterwards no longer shows it.
 
 Derived from the record's facts alone (tool metadata `read` / `written`, external-change notes).
 The mark is an APPENDED note — `[stale: view.py rewritten at step 7; re-read before editing]` —

@@ -1,6 +1,7 @@
 """Mid-session changes the model must know of — the project's skills, the settings that shape its
-work — announced as appended messages (SPEC 5), never edited into the instructions, so every
-request extends the previous one byte for byte and the provider's prompt cache survives.
+work — announced as appended messages, never edited into the instructions, so every
+request extends the previous one byte for byte and the provider's prompt cache survives (see
+"Requests only grow at the end" in docs/decisions.md).
 
 Skills: the latest announcement the model can still see (after compaction, in the model view)
 is compared with the current list by digest; a change, or an announcement compacted away, is

@@ -1,4 +1,4 @@
-"""Capability resolution per model call (SPEC 10): context pack, effort escalation, request hashes.
+"""Capability resolution per model call: context pack, effort escalation, request hashes.
 
 Pure functions: the loop passes in what it knows (model facts, the count of
 consecutive structured tool failures since the latest user message, the
@@ -52,7 +52,7 @@ class CapabilityResolution(WireModel):
 
 
 def estimate_tokens(text: str) -> int:
-    """The spec's character estimate (chars/4), rounded up."""
+    """The character estimate (chars/4), rounded up: one rule for every model, with no tokenizer to load."""
     return math.ceil(len(text) / 4)
 
 

@@ -157,8 +157,9 @@ class _BaselineAfterFlush:
 
 
 async def _execute_watching_writes(tool: Tool[Any], verdict: controller.Accepted, ctx: ToolContext) -> ToolResult:
-    """Run a program and record what it changed in the workspace as writes by `command` (issue
-    15.1): they make a standing check stale and earlier reads stale exactly like the agent's edits.
+    """Run a program and record what it changed in the workspace as writes by `command`
+    (any program can write): they make a standing check stale and earlier reads stale exactly like the
+    agent's edits.
     Runs alone at the gate (EXEC is exclusive), so no other call's writes are mixed in."""
     detector = WriteDetector(ctx.root)
     await detector.begin()

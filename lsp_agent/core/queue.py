@@ -30,7 +30,7 @@ def now_ms() -> int:
 
 
 def steer_refusal(item: QueueItem) -> AgentError | None:
-    """Why `item` cannot be steered into a running generation (SPEC 4), or None when it can. The one
+    """Why `item` cannot be steered into a running generation, or None when it can. The one
     statement of the rule: agent/queue/steer enforces it, and the protocol shows it on every row."""
     if item.steered_into is not None:  # another client steered it first
         return conflict(f"queued item {item.id} was already steered into generation {item.steered_into}")

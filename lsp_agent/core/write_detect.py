@@ -1,4 +1,4 @@
-"""Which workspace files a command changed: a stat snapshot before and after (issue 15.1).
+"""Which workspace files a command changed: a stat snapshot before and after.
 
 Any program the harness runs can write (python, npm scripts, a pytest plugin, git checkout), so
 every write must count, headless as in the server, whether or not a watcher runs. The snapshot is

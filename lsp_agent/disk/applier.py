@@ -45,7 +45,7 @@ from lsp_agent.domain.edits import (
 #: A file's content: its bytes, or a text whose UTF-8 encoding they are (undecodable bytes kept as
 #: surrogates, as DiskDocuments decodes them). An update's file is held as the plan's own text and
 #: is compared, written and restored a piece at a time: a large file is never copied whole (each
-#: multi-megabyte copy costs more in page faults than the work, issue 18).
+#: multi-megabyte copy costs more in page faults than the work).
 Content = bytes | str
 
 # Lone surrogates that stand for no undecodable byte: such text has no UTF-8 encoding.

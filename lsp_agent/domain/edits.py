@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 #: large texts are encoded, hashed and compared in pieces of this many code points: a whole-text
 #: copy of a multi-megabyte file is a fresh allocation whose page faults cost more than the copy
-#: (issue 18: a 2.8 MB file's edit spent half its time faulting pages in)
+#: (a 2.8 MB file's edit spent half its time faulting pages in)
 PIECE = 1 << 14
 
 
@@ -83,7 +83,7 @@ class UpdateFile(BaseModel):
     edits: list[TextEdit]
     # The text the edits were computed against (the same object the planner read, not a copy): an
     # applier compares it with what is there now — exact, and a memcmp where two SHA-256 passes over
-    # a multi-megabyte file cost ≈ 4 ms (issue 18).
+    # a multi-megabyte file cost ≈ 4 ms.
     base_text: str
     # Editor document version the edits were computed against; None when read from disk.
     base_version: int | None = None

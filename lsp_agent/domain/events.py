@@ -147,7 +147,8 @@ class Citation(WireModel):
 
 
 class InvalidatedBy(WireModel):
-    """The write that made the last check stale (issue 15): a downgrade always says why."""
+    """The write that made the last check stale: a downgrade always says why, so a user can tell an
+    edit of the agent from a change of their own."""
 
     paths: list[str]
     by: Literal["agent_tool", "command", "outside_process"] = Field(

@@ -1,7 +1,7 @@
 """Base model for every record that crosses a boundary (events, protocol, store).
 
 Field names are snake_case in Python and camelCase on the wire, with the
-`ID` suffix spelled as the spec spells it (`sessionID`, `messageID`, `partID`).
+`ID` suffix spelled as the wire protocol spells it (`sessionID`, `messageID`, `partID`).
 """
 
 from __future__ import annotations

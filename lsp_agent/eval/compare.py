@@ -1,6 +1,6 @@
 """`eval compare`: paired statistics over a cohort's records, honest about what they cover.
 
-Rules (SPEC section 8): every attempt stays in the success-rate denominator;
+Rules, so a comparison cannot flatter an arm: every attempt stays in the success-rate denominator;
 timings are over verified attempts only and say so; a ratio needs both halves
 of a pair verified; P95 needs 20 verified observations in one homogeneous
 task/model/cohort/arm cell; a missing metric is counted as missing, never as 0.

@@ -1,6 +1,6 @@
-"""`agent/requestApproval`: the server asks the editor to approve one tool call (issue 13, the
-approval policy; see docs/security.md). Any error, a malformed answer or no answer within
-`approvalTimeoutS` is a deny; cancelling the run while the editor asks cancels the call.
+"""`agent/requestApproval`: the server asks the editor to approve one tool call (the approval policy;
+see docs/security.md). Any error, a malformed answer or no answer within `approvalTimeoutS` is a
+deny (an approval must fail closed); cancelling the run while the editor asks cancels the call.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Params and results of `agent/compact` and `agent/handoff` (context management, SPEC 5).
+"""Params and results of `agent/compact` and `agent/handoff` (context management).
 
 camelCase on the wire like every other custom method; params are strict and closed.
 """

@@ -12,7 +12,7 @@ AGENT_CANCEL = "agent/cancel"
 AGENT_SESSIONS = "agent/sessions"
 AGENT_SESSION = "agent/session"
 AGENT_STATUS = "agent/status"
-# steering a running generation (SPEC 3) and the follow-up queue (SPEC 4)
+# steering a running generation and the follow-up queue
 AGENT_STEERING = "agent/steering"
 AGENT_STEER = "agent/steer"
 AGENT_STEER_PREFIX = "agent/steerPrefix"

@@ -144,7 +144,7 @@ class ToolResultPartOut(_PartOut):
     error_kind: str | None = None
     metadata: dict[str, Any] | None = Field(
         None, description="Facts the harness derives state from: read/written paths, exit code, the verify "
-                          "envelope (SPEC 7).")
+                          "envelope.")
     elapsed_ms: int = 0
 
 
@@ -179,7 +179,9 @@ class StatusResult(Result):
     session_id: str | None = None
     state: Literal["idle", "running"]
     generation: str | None = Field(None, description="The running generation, when state is running.")
-    verification: VerificationStatus = Field(description="Derived from the session's record (SPEC 1.6).")
+    verification: VerificationStatus = Field(description="Derived from the session's record, never from the model's "
+                                                       "words: the latest verify_project result, `not_run` "
+                                                       "once a later write made it stale.")
     step: int = Field(description="Steps used by the running generation; 0 when idle.")
     max_steps: int | None = Field(None, description="Step budget of the running generation.")
     mcp_unavailable: list[str] | None = Field(

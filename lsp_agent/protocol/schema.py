@@ -58,7 +58,7 @@ METHODS: tuple[MethodDoc, ...] = (
               "The running generation (null when idle) and the session's recent steering receipts. Receipts live "
               "in server memory: after a restart, fetch the new generation and reconcile with agent/session."),
     MethodDoc(methods.AGENT_STEER, "request", "client → server", steering.SteerParams, steering.ReceiptOut,
-              "Correct the running generation (SPEC 3). Returns a receipt: `accepted` (it lands as a user message "
+              "Correct the running generation. Returns a receipt: `accepted` (it lands as a user message "
               "after the current step's tool results; a generation about to stop gets one more step), `applied` "
               "(with `messageID`) or `rejected` (with `reason`: `generation_not_active`, `stale_generation`, "
               "`too_long`, `too_many_pending`, `admission_rejected`, ...). Later changes of the receipt arrive "
@@ -114,7 +114,7 @@ METHODS: tuple[MethodDoc, ...] = (
               "Sent before verify_project runs: save these open documents the agent edited. If the client "
               "does not implement it, or a save fails, verify_project reports `error: unsaved edits` instead "
               "of testing stale files."),
-    MethodDoc(*approval_models.METHOD_DOC),  # approval policy (issue 13)
+    MethodDoc(*approval_models.METHOD_DOC),  # approval policy
     MethodDoc(methods.COMMAND_FIX_DIAGNOSTIC, "command", "client → server (workspace/executeCommand)",
               models.FixDiagnosticArgs, models.RunResult,
               "Offered by the code action \"Ask the agent to fix this\" on `lsp-agent` diagnostics; starts "

@@ -1,4 +1,4 @@
-"""Skill candidates on the wire (SPEC 7): the agent/skill/* methods, their commands and models.
+"""Skill candidates on the wire: the agent/skill/* methods, their commands and models.
 
 A refused operation is not a JSON-RPC error: it is a result with `ok: false` and the `rule` that
 failed (the CLI exits 1 for the same outcome). JSON-RPC errors are kept for malformed params.

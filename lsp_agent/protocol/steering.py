@@ -1,4 +1,4 @@
-"""Params and results of steering (SPEC 3) and the follow-up queue (SPEC 4), camelCase on the wire.
+"""Params and results of steering and the follow-up queue, camelCase on the wire.
 
 Receipts and queue rows are the core's records seen through the protocol: the `…Out` models ignore
 fields the core may add later (the wire only grows when these models do). Results that promise a
@@ -16,7 +16,8 @@ from lsp_agent.core.queue import MAX_STEER_CHARS, QueueItem, QueueStatus, steer_
 from lsp_agent.core.steering import MAX_PENDING, MAX_RECEIPTS, ReceiptStatus, RejectReason
 from lsp_agent.protocol.models import MAX_PROMPT_CHARS, Int64, Params, Result, RunResult, SessionID
 
-#: The steering clientID (SPEC 12). Length is part of the pattern so a long ID is an ordinary 400.
+#: The steering clientID: a short plain token, since it keys a stored pending correction and comes back in
+#: receipts. Length is part of the pattern so a long ID is an ordinary 400.
 CLIENT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,100}$"
 #: Most attachments one queued message may carry.
 MAX_ATTACHMENTS = 32
@@ -74,8 +75,8 @@ class SteeringResult(Result):
 
 class SteerParams(Params):
     """Correct the running generation. The text is written as a user message at the next step
-    boundary (after the current step's tool results). A refusal by the rules of SPEC 3 is a
-    `rejected` receipt, not an error."""
+    boundary (after the current step's tool results). A refusal (no running generation, a stale
+    generation, text too long, too many pending) is a `rejected` receipt naming the reason, not an error."""
 
     session_id: SessionID
     expected_generation: str = Field(min_length=1, max_length=200,
@@ -123,7 +124,7 @@ class QueueItemOut(_Out):
     cancelled_at: int | None = None
     error: str | None = None
 
-    @computed_field(description="Whether agent/queue/steer would admit this row now (SPEC 4): a waiting text "  # type: ignore[prop-decorator]
+    @computed_field(description="Whether agent/queue/steer would admit this row now: a waiting text "  # type: ignore[prop-decorator]
                                 "follow-up without attachments, not steered yet, at most "
                                 f"{MAX_STEER_CHARS:,} characters.")
     @property

@@ -216,7 +216,7 @@ def join_body(opening: bytes, items: list[bytes], tail: dict[str, Any]) -> bytes
     if len(items) < 2:
         return opening + (items[0] if items else b"") + closing
     # One join, one buffer: joining the items first and then the three pieces built the whole body
-    # twice (two copies of hundreds of KB alive at once late in a long run: peak RSS, issue 18).
+    # twice (two copies of hundreds of KB alive at once late in a long run, which set the peak RSS).
     return b",".join([opening + items[0], *items[1:-1], items[-1] + closing])
 
 
@@ -418,7 +418,7 @@ def _describe(exc: BaseException) -> str:
 async def close_response(response: httpx.Response) -> None:
     """Close `response` and break httpx's response <-> stream cycle (its BoundAsyncStream refers back
     to the response). Left to the cycle collector, every request of a run - each holding its whole
-    body, hundreds of KB late in a long run - stayed alive until a full GC pass (peak RSS, issue 18)."""
+    body, hundreds of KB late in a long run - stayed alive until a full GC pass, raising the run's peak RSS."""
     await response.aclose()
     response.stream = _CLOSED_STREAM
 

@@ -201,7 +201,7 @@ def build_provider(settings: Settings, name: str, *, base_url: str | None = None
         config = config.model_copy(update={"wire": wire})
     label = resolved.name
     limit = resolved.info.max_output_tokens
-    # each wire's module is loaded by the runs that speak it (peak RSS, issue 18)
+    # each wire's module is loaded by the runs that speak it: a run does not hold the other wire's code
     if config.wire == "responses":
         from lsp_agent.providers.responses import ResponsesProvider
 

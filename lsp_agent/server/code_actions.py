@@ -1,6 +1,6 @@
-"""Code actions on `lsp-agent` diagnostics: "Ask the agent to fix this" (SPEC 6); and the skill
-candidate actions "Propose / Validate / Promote skill candidate NAME" (SPEC 7, built here, offered
-by server/skill_methods.py).
+"""Code actions on `lsp-agent` diagnostics: "Ask the agent to fix this"; and the skill candidate
+actions "Propose / Validate / Promote skill candidate NAME" (built here, offered by
+server/skill_methods.py).
 
 The action carries a command (`lsp-agent.fixDiagnostic`); running it starts `agent/run` with the
 failure, file and line in the prompt — in the session whose check reported it when that session
@@ -42,7 +42,7 @@ def fix_prompt(args: FixDiagnosticArgs, rel: str) -> str:
             f"Read {rel} around line {args.line}, find the cause, fix it, then run verify_project again.")
 
 
-# --- skill candidates (SPEC 7) ------------------------------------------------------------------
+# --- skill candidates ---------------------------------------------------------------------------
 # Offered in an open proposal JSON (a file with `evidence`) or a candidate view
 # (`lsp-agent-skill:NAME`); which of them is offered is decided by server/skill_methods.py.
 

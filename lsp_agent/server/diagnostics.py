@@ -1,4 +1,5 @@
-"""verify_project envelopes → `textDocument/publishDiagnostics` (SPEC 6).
+"""verify_project envelopes → `textDocument/publishDiagnostics`, so a failed check shows where the editor
+shows every other error.
 
 Each located failure of a check becomes an Error diagnostic (source `lsp-agent`, code = the check
 kind) on its file. Diagnostics are kept per check kind: the next envelope replaces a kind's

@@ -1,4 +1,5 @@
-"""EditApplier over `workspace/applyEdit` (SPEC 6).
+"""EditApplier over `workspace/applyEdit`: an open file is edited in its buffer, with undo and never over
+text the user changed meanwhile; other files on disk.
 
 Where each change goes:
 - A file open in the editor is changed in its buffer: a TextDocumentEdit versioned with the
@@ -303,7 +304,7 @@ class LspApplier:
         return ApplyResult(ok=True)
 
     def _expect_saves(self, ops: list[_BufferOp]) -> None:
-        """Own from the moment it is applied (issue 15.2): the editor may save the edited buffer at any
+        """Own from the moment it is applied: the editor may save the edited buffer at any
         time — auto-save after a delay, on focus change, even before it answers applyEdit — so the text
         the edit leaves is announced as the agent's before the request goes out. A save whose content
         matches is then the agent's write, whatever the auto-save setting; anything else still counts

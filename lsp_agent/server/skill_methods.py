@@ -1,4 +1,4 @@
-"""Skill candidate handlers (SPEC 7): agent/skill/* requests, their workspace/executeCommand
+"""Skill candidate handlers: agent/skill/* requests, their workspace/executeCommand
 commands, the "Propose / Validate / Promote skill candidate NAME" code actions, and live refresh of
 the skills list (watchfiles) reported as `agent/skill/changed`.
 

@@ -1,5 +1,6 @@
 """Watching the workspace with watchfiles: changes made outside the agent make earlier reads
-stale and a standing check no longer evidence (SPEC 6).
+stale and a standing check no longer evidence: a check vouches only for the sources it saw (see
+"The verification status is derived from the record, and every write counts" in docs/decisions.md).
 
 Telling the agent's own writes from outside writes: every write the server causes (its disk
 writes, and the editor saving a buffer the agent edited) is announced here with the digest the

@@ -1,6 +1,7 @@
 """Settings: defaults < user file < workspace `.lsp-agent/config.toml` < editor options < CLI flags.
 
-Every number the spec names is a field here with the spec's value as default.
+Every limit and threshold the harness uses is a field here, with its documented value as default, so a
+workspace tunes it without a code change.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Limits(_Section):
     result_chars: int = Field(
         50_000, ge=500, description="Bound on any one tool result text (800 typical code lines fit).")
     trace_result_chars: int = Field(2_000, ge=100, description="Tool result chars kept in the trace.")
-    # --- experimental tools (SPEC 9): tool_search and read_recipe ---
+    # --- experimental tools: tool_search and read_recipe ---
     tool_search_results: int = Field(5, ge=1, le=5, description="Most schemas one tool_search returns.")
     tool_search_selected: int = Field(32, ge=1, description="Most MCP tools tool_search selects per session.")
     recipe_steps: int = Field(8, ge=1, description="Most steps in one read_recipe.")
@@ -80,7 +81,8 @@ class Experimental(_Section):
 
 
 class Compaction(_Section):
-    """Context management (SPEC 5): fold old tool results, then compact, within the budget.
+    """Context management: fold old tool results, then compact, within the budget (see "Context
+    management: fold, then a checked compaction, then a handoff" in docs/decisions.md).
 
     The budget is the model's context window (or `context_window`) minus `output_reserve_tokens`.
     """

@@ -1,4 +1,5 @@
-"""The evidence rules shared by propose, validate and promote (SPEC 7 and 12).
+"""The evidence rules shared by propose, validate and promote: one statement of them, so no path to
+promotion checks less (see "Skill candidates need the harness's own evidence" in docs/decisions.md).
 
 A citation is evidence only when it points at the harness's own, completed verify_project result
 in this workspace — not text, not another tool, not a part marked reverted or compacted, nor one a

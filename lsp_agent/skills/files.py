@@ -1,4 +1,5 @@
-"""Safe file access under `.lsp-agent/skills/` (SPEC 12: file writes for skills).
+"""Safe file access under `.lsp-agent/skills/`: a promoted skill is read by every later session, so
+no write may be redirected out of the workspace or over an existing file.
 
 Every directory from the real workspace path down to the skill's own folder is checked with lstat
 and opened relative to its parent with O_NOFOLLOW | O_DIRECTORY, so a symlink anywhere on the way

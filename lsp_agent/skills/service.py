@@ -1,5 +1,6 @@
 """The skill candidate operations every front end calls: propose, validate, promote, retire, show,
-list (SPEC 7). A refusal is an Outcome naming the rule that failed, never an exception.
+list. A refusal is an Outcome naming the rule that failed, never an exception: every front end shows
+the same reason, and the CLI turns it into exit status 1.
 
 Each operation that changes a candidate holds the candidate's lock for its whole duration, checks
 the evidence again right before it acts, and changes the state with one guarded write.

@@ -62,7 +62,7 @@ class Store(QueueTables):
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         # The store appends (the B-tree's right edge) and reads a session back once: a small page cache
-        # serves that as well as sqlite's 2 MB default, which a 1,000-step run filled (peak RSS, issue 18).
+        # serves that as well as sqlite's 2 MB default, which a 1,000-step run filled, all of it peak RSS.
         self.db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         migrate(self.db)
 

@@ -138,7 +138,7 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
                     "(setting limits.file_bytes). Nothing was changed. Edit it with run_command tools, or "
                     "raise the limit.")
         # the planner (matching, near-miss search, rendering) is imported when a patch is planned:
-        # a run that never edits does not hold it (peak RSS, issue 18)
+        # a run that never edits does not hold it in memory
         from lsp_agent.tools.patch import PlanFailure, plan_patch, plan_replacement
 
         if patch is not None:

@@ -1,4 +1,4 @@
-"""read_recipe's data: the canonical result of each child (SPEC 9), `$ref` resolution and `select`.
+"""read_recipe's data: the canonical result of each child, `$ref` resolution and `select`.
 
 Canonical results: list_dir → {paths, truncated}; search_code → {matches: [{path, line, text}],
 truncated}; read_file → {kind, text, truncated}. They are parsed from the children's own

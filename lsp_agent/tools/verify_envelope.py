@@ -1,4 +1,4 @@
-"""The verify_project evidence envelope (SPEC 7) and the rule that gives it its status.
+"""The verify_project evidence envelope and the rule that gives it its status.
 
 The envelope is what skills cite as evidence, so it records facts only the harness can know: the
 Git revision and a digest of the sources taken before anything ran, and per check the exit code,

@@ -1,4 +1,4 @@
-"""Every benchmark still runs (issue 18): each bench script, a few steps, as a real subprocess.
+"""Every benchmark still runs: each bench script, a few steps, as a real subprocess.
 
 No thresholds: a bench exits 1 when a target is missed, and a CI machine says nothing about
 targets. What must hold is that it runs to its table, without a traceback.

@@ -1,4 +1,4 @@
-"""The editor's own save of the agent's edit is the agent's write (issue 15.2), whatever the
+"""The editor's own save of the agent's edit is the agent's write, whatever the
 auto-save setting: the real server, a client that applies the edit and then saves the buffer itself
 (disk write + didSave), at the moments an auto-saving editor would."""
 
@@ -19,7 +19,7 @@ CHECK = "import pathlib, sys\nsys.exit(0 if pathlib.Path('data.txt').read_text()
 #: mode → when (seconds after the applied edit) the editor saves by itself. 0.0: at once, before it even
 #: answers applyEdit (focus moves right after the edit). The verify step starts at 1.5 s, so 2.5 s lands
 #: after the check stands. A second save of unchanged content (afterDelay, onFocusChange) stands for the
-#: watcher reporting the first one only after the check passed, which under load it does (issue 15.2):
+#: watcher reporting the first one only after the check passed, which under load it does:
 #: by then no save request of the agent's announced it, so it must be known as own from the edit on.
 MODES: dict[str, list[float]] = {"off": [], "afterDelay": [1.0, 2.5], "onFocusChange": [0.0, 2.5],
                                  "onWindowChange": [2.5]}

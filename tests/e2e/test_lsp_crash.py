@@ -1,6 +1,6 @@
 """kill -9 of the server mid-generation, with queued, steered-and-applied and steered-but-pending rows:
 a new server on the same workspace and state directory loses nothing, duplicates nothing, and leaves
-no row stuck (SPEC 4, 12: a restart recovers rows whose steering owner died)."""
+no row stuck (a restart recovers rows whose steering owner died)."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ async def test_kill_9_mid_generation_loses_and_duplicates_nothing_and_leaves_no_
                  "direct correction"]
     await assert_exactly_once(second, sid, submitted)
     assert await user_texts(second, sid) == ["first", "C: applied before the crash"]
-    # Receipts themselves are not durable (SPEC 3): the new server knows none.
+    # Receipts themselves are not durable (they live in server memory): the new server knows none.
     assert await second.request("agent/steering", {"sessionID": sid}) == {"generation": None, "receipts": []}
     assert (await second.request("agent/status", {"sessionID": sid}))["state"] == "idle"
 

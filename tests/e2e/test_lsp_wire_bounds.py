@@ -1,4 +1,4 @@
-"""One runtime per server (issue 14.3) and integer bounds on the wire (issue 14.5), through the real
+"""One runtime per server and integer bounds on the wire, through the real
 server over stdio."""
 
 from __future__ import annotations

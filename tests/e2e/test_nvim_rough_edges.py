@@ -1,4 +1,4 @@
-"""Neovim as a new user meets it (issue 19, item 3), each on every Neovim found (0.7 and 0.11+):
+"""Neovim as a new user meets it, each on every Neovim found (0.7 and 0.11+):
 failed runs and a missing model are shown with vim.notify; the workspace comes from root markers and
 nothing starts without one; the events window follows new lines and :AgentEvents reuses it; prompt
 lines come before their generation's steps (also after :AgentSteerNow and from the code action); a run

@@ -1,4 +1,4 @@
-"""The providers' asyncio transport (issue 18, per-step cost): requests go through httpcore's pool on
+"""The providers' asyncio transport (anyio's streams were a per-step cost): requests go through httpcore's pool on
 asyncio streams, not anyio's; TLS is verified (a certificate from an unknown CA is refused, one from a
 trusted CA streams a reply); a pooled connection the server has closed is replaced without a retry; and
 socket failures keep httpx's exception types, so the providers classify them as before."""

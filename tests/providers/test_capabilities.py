@@ -1,4 +1,4 @@
-"""Capability resolution (SPEC 10): the context-pack rule, effort escalation, request hashes."""
+"""Capability resolution: the context-pack rule, effort escalation, request hashes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Capability resolution through the real loop (SPEC 10), seen in the bytes the server receives.
+"""Capability resolution through the real loop, seen in the bytes the server receives.
 
 Effort: two consecutive failed tool calls raise the reasoning effort of the next
 request; a success resets it; an explicit user effort always wins. Context pack:

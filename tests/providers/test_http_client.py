@@ -1,4 +1,4 @@
-"""The providers' httpx clients (issue 18, peak RSS): no CA bundle is loaded for a plain http:// server
+"""The providers' httpx clients (a CA bundle costs peak RSS): no CA bundle is loaded for a plain http:// server
 (a client that could not verify a TLS peer fails closed), the default one is for https:// or behind a
 proxy (where the client is httpx's own, with its proxy transports), and a plain-http client still talks
 to a real loopback server."""

@@ -1,4 +1,4 @@
-"""What a provider keeps after a request (issue 18, peak RSS of a 1,000-step run).
+"""What a provider keeps after a request (it sets the peak RSS of a 1,000-step run).
 
 httpx's response and its stream refer to each other; left to the cycle collector, every request of a
 run — with its whole body, hundreds of KB late in a long run — stayed alive until a full GC pass, and a

@@ -1,4 +1,4 @@
-"""Prefix stability (SPEC 5), proven on the bytes a real server receives.
+"""Prefix stability (the provider's prompt cache depends on it), proven on the bytes a real server receives.
 
 A 30-step run of the real CLI (the loopback model asks for a tool call at every
 step, then answers) and a second generation in the same session: every request's

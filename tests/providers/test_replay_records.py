@@ -1,4 +1,4 @@
-"""Replay records (SPEC 10): one `llm.request` event per model request, decisions and hashes only.
+"""Replay records: one `llm.request` event per model request, decisions and hashes only.
 
 The store keeps the conversation itself (messages and parts) so that a session
 can be resumed — the user's prompt is a message. What must never hold a prompt

@@ -1,9 +1,9 @@
 """What real local servers (llama.cpp, llama-cpp-python, vLLM, Ollama) send, against the loopback server.
 
-Each test stands for one defect seen against a real server (issue 16) or one per-step cost
-(issue 18): a history the server accepts, deterministic errors not retried, output limits sent
-and honoured, Responses items keyed by id, errors naming the URL and the fix, tool calls written
-as text, one TCP connection per run, and a wire form that is encoded once per message.
+Each test stands for one defect seen against a real server or one per-step cost: a history the
+server accepts, deterministic errors not retried, output limits sent and honoured, Responses items
+keyed by id, errors naming the URL and the fix, tool calls written as text, one TCP connection per
+run, and a wire form that is encoded once per message.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bounded memory (issue 14 item 6): a long-lived Agent keeps at most `limits.sessions_in_memory` idle
+"""Bounded memory: a long-lived Agent keeps at most `limits.sessions_in_memory` idle
 sessions loaded (least recently used dropped; they reload from the store on demand), never drops one
 that runs, frees a dropped session at once (no reference cycle waiting for a GC pass), gives freed
 pages back to the OS, and its RSS stays flat over many sessions and a 1,000-step session.

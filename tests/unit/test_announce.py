@@ -1,5 +1,5 @@
-"""Append-only requests (SPEC 5): a skill promoted or retired mid-session and a settings change
-reach the model as appended notes; no earlier byte of the request changes."""
+"""Append-only requests (so the provider's prompt cache survives): a skill promoted or retired
+mid-session and a settings change reach the model as appended notes; no earlier byte of the request changes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CLI as a new user meets it (issue 19): real `lsp-agent` processes, and a loopback HTTP server
+"""The CLI as a new user meets it: real `lsp-agent` processes, and a loopback HTTP server
 for the provider. No model, bad flags, bad settings and an empty prompt get one clear line and no
 traceback; human output starts with a header; `--require-verified` fails CI unless a check observed
 the result; a 401 names the key variable."""

@@ -1,4 +1,4 @@
-"""`lsp-agent --help` stays fast (issue 18): the command line imports only what the chosen command
+"""`lsp-agent --help` stays fast: the command line imports only what the chosen command
 uses, and --help imports neither pydantic, asyncio nor the core."""
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def scripted_run_lines(tmp_path: Path, probe: str) -> list[str]:
 
 
 def test_a_headless_run_imports_no_server_and_no_cli_extras(tmp_path: Path) -> None:
-    """`lsp-agent run` (peak RSS, issue 18): no LSP stack (lsprotocol, pygls, cattrs, the server and its
+    """`lsp-agent run` holds only what it uses (peak RSS): no LSP stack (lsprotocol, pygls, cattrs, the server and its
     protocol models), no other command's modules, and not httpx's own command line (click, rich,
     pygments: ≈ 5 MB), which httpx imports whenever those are installed."""
     lines = scripted_run_lines(tmp_path, RUN_PROBE)

@@ -1,5 +1,5 @@
 """The fold (70 %) and compaction (95 %) thresholds: nothing happens at the limit, the action one
-token past it (issue 15.5). The window is chosen so the limit lands exactly on the request's size."""
+token past it. The window is chosen so the limit lands exactly on the request's size."""
 
 from __future__ import annotations
 

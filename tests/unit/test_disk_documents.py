@@ -1,4 +1,4 @@
-"""DiskDocuments reads a file into a buffer an earlier read left behind (issue 18): the text must be
+"""DiskDocuments reads a file into a buffer an earlier read left behind (no fresh allocation per read): the text must be
 exactly what decoding the whole file gives, whatever was read before, however the file changes size
 while it is read, and whichever thread reads it."""
 

@@ -1,6 +1,7 @@
 """Positions and TextEdits on large texts are computed without per-line scans, and large texts are
-hashed, measured and compared in pieces instead of whole copies (issue 18); all of it must still
-agree with a plain scan of the text, for every LSP line break and UTF-16 width."""
+hashed, measured and compared in pieces instead of whole copies (a multi-megabyte copy costs more
+in page faults than the work); all of it must still agree with a plain scan of the text, for every
+LSP line break and UTF-16 width."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`lsp-agent run` as a real process: it always ends with a run_finish — on Ctrl-C (SIGINT) during a
 slow model or a slow command, when its stdout is closed (`| head -1`) — refuses an unknown session
-cleanly, and continues in the fresh session after an automatic handoff (issues 14.7 and 15.3)."""
+cleanly, and continues in the fresh session after an automatic handoff."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What one stored step costs in memory (issue 18, peak RSS of a 1,000-step run), and that history
+"""What one stored step costs in memory (it adds up to the peak RSS of a 1,000-step run), and that history
 records behave as before while sharing their "fields set".
 
 A step of the loop stores an assistant message with a tool call and a tool message with its result.

@@ -1,4 +1,4 @@
-"""The lsp-agent process does not search for pydantic plugins (issue 18: peak RSS and start-up): no
+"""The lsp-agent process does not search for pydantic plugins (it costs peak RSS and start-up time): no
 `importlib.metadata` (with email, zipfile, csv, ...), no scan of every installed distribution; models
 still validate, and any other name pydantic asks of the stand-in loads the real loader."""
 

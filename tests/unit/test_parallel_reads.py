@@ -1,4 +1,4 @@
-"""Read-only calls of one step overlap in time through the real loop (issue 15.5): a test that fails
+"""Read-only calls of one step overlap in time through the real loop: a test that fails
 when the gate serialises them. Writes still run alone."""
 
 from __future__ import annotations

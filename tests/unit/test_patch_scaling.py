@@ -1,4 +1,4 @@
-"""apply_patch work is bounded by the edit, not the file (issue 18): the exact path never splits
+"""apply_patch work is bounded by the edit, not the file: the exact path never splits
 the file into lines, and a near-miss compares a bounded number of candidate windows."""
 
 from __future__ import annotations

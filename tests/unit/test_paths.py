@@ -1,5 +1,5 @@
 """resolve_in_root's common case skips re-resolving the root and walks only the given components
-(issue 18); it must resolve exactly as a full `Path.resolve()` does, links and all."""
+(it runs for every path a tool touches); it must resolve exactly as a full `Path.resolve()` does, links and all."""
 
 from __future__ import annotations
 

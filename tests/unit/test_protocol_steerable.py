@@ -1,5 +1,5 @@
 """Every queue row on the wire carries the core's steerability verdict (`steerable`, `steerBlocker`),
-so clients show it instead of re-deriving the rule (issue 12.6)."""
+so clients show it instead of re-deriving the rule (and deriving it differently)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Repair on load (issue 14 item 2): tool calls a dead process left unanswered are answered once, as
+"""Repair on load: tool calls a dead process left unanswered are answered once, as
 interrupted by a restart, so a provider that rejects unanswered calls (like OpenAI's) accepts the history."""
 
 from __future__ import annotations

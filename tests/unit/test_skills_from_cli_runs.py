@@ -1,4 +1,4 @@
-"""Skill evidence from headless runs, using only what the CLI prints (issue 22): every event's
+"""Skill evidence from headless runs, using only what the CLI prints (CI has no editor): every event's
 `messageID` is the message that stores its part, `run_finish` carries a pasteable citation, and
 `skill candidate propose|validate --from-session` pick the evidence themselves."""
 

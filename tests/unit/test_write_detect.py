@@ -1,4 +1,4 @@
-"""Every write counts (issue 15.1): what a command changes in the workspace is recorded as its write,
+"""Every write counts: what a command changes in the workspace is recorded as its write,
 drives the verification status like an edit tool's write, and the downgrade names it."""
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ export interface HandoffResult {
   parentID: string;
 }
 
-/** The write that made the last check stale (issue 15): a downgrade always says why. */
+/** The write that made the last check stale: a downgrade always says why, so a user can tell an edit of the agent from a change of their own. */
 export interface InvalidatedBy {
   paths: string[];
   /** `agent_tool` (an edit tool of the agent), `command` (a program the harness ran changed the files: run_command or verify_project), `outside_process` (a change seen from outside the agent: the user in the editor or another program). */
@@ -299,7 +299,7 @@ export interface QueueItemOut {
   steeredAppliedAt?: number | null;
   cancelledAt?: number | null;
   error?: string | null;
-  /** Whether agent/queue/steer would admit this row now (SPEC 4): a waiting text follow-up without attachments, not steered yet, at most 16,000 characters. */
+  /** Whether agent/queue/steer would admit this row now: a waiting text follow-up without attachments, not steered yet, at most 16,000 characters. */
   readonly steerable: boolean;
   /** Why the row cannot be steered, when `steerable` is false. */
   readonly steerBlocker?: string | null;
@@ -578,7 +578,7 @@ export interface StatusResult {
   state: 'idle' | 'running';
   /** The running generation, when state is running. */
   generation?: string | null;
-  /** Derived from the session's record (SPEC 1.6). */
+  /** Derived from the session's record, never from the model's words: the latest verify_project result, `not_run` once a later write made it stale. */
   verification: VerificationStatus;
   /** Steps used by the running generation; 0 when idle. */
   step: number;
@@ -588,7 +588,7 @@ export interface StatusResult {
   mcpUnavailable?: string[] | null;
 }
 
-/** Correct the running generation. The text is written as a user message at the next step boundary (after the current step's tool results). A refusal by the rules of SPEC 3 is a `rejected` receipt, not an error. */
+/** Correct the running generation. The text is written as a user message at the next step boundary (after the current step's tool results). A refusal (no running generation, a stale generation, text too long, too many pending) is a `rejected` receipt naming the reason, not an error. */
 export interface SteerParams {
   /** A session ID (`ses_…`). */
   sessionID: string;
@@ -709,7 +709,7 @@ export interface ToolResultPartOut {
   ok: boolean;
   output: string;
   errorKind?: string | null;
-  /** Facts the harness derives state from: read/written paths, exit code, the verify envelope (SPEC 7). */
+  /** Facts the harness derives state from: read/written paths, exit code, the verify envelope. */
   metadata?: Record<string, unknown> | null;
   elapsedMs: number;
 }

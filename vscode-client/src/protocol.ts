@@ -49,7 +49,7 @@ export const ErrorCodes = {
   internal: -32603,
 } as const;
 
-/** The server refuses corrections longer than this (SPEC 3, 4); the client trims selections to it. */
+/** The server refuses corrections (and steered follow-ups) longer than this; the client trims selections to it. */
 export const MAX_STEER_CHARS = 16_000;
 /** The server refuses prompts longer than this. */
 export const MAX_PROMPT_CHARS = 200_000;
