@@ -82,7 +82,7 @@ async def _proposal_file(args: argparse.Namespace) -> bytes | None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from lsp_agent.protocol.skill_models import candidate_out, skill_out, skill_result
+    from lsp_agent.app.skill_wire import candidate_out, skill_out, skill_result
     from lsp_agent.settings.paths import workspace_dir
     from lsp_agent.skills.discovery import index_for
     from lsp_agent.skills.service import SkillService

@@ -7,11 +7,13 @@ exactly the fields below; the evidence is a citation of a stored part by its thr
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from lsp_agent.domain.history import Role
 from lsp_agent.domain.skill_rules import Rule, RuleFailed, check_name
 from lsp_agent.domain.wire import WireModel
 
@@ -112,6 +114,19 @@ class Candidate(WireModel):
     @property
     def validated(self) -> bool:
         return self.validation is not None
+
+
+@dataclass(frozen=True)
+class StoredPart:
+    """A stored part as the evidence rules read it: its JSON exactly as written (the evidence's
+    digest is taken over these bytes) and where it sits in the record."""
+
+    session_id: str
+    message_id: str
+    data: str
+    role: Role  # the role of the message holding it
+    seq: int  # that message's place in its session
+    workspace: str  # the workspace its session ran in
 
 
 # --- reading proposal files --------------------------------------------------------------------

@@ -19,6 +19,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from lsp_agent.app.skill_wire import candidate_out, skill_out, skill_result
 from lsp_agent.domain.skill_records import MAX_PROPOSAL_BYTES, Citation, State
 from lsp_agent.domain.skill_rules import RuleFailed, check_name
 from lsp_agent.protocol.errors import INVALID_PARAMS, ProtocolError
@@ -44,9 +45,6 @@ from lsp_agent.protocol.skill_models import (
     SkillListResult,
     SkillResult,
     ValidateParams,
-    candidate_out,
-    skill_out,
-    skill_result,
 )
 from lsp_agent.server.agent_server import AgentServer
 from lsp_agent.server.code_actions import (

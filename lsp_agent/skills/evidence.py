@@ -19,10 +19,10 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from lsp_agent.context.view import model_view
-from lsp_agent.domain.history import Part, Role, ToolCallPart, ToolResultPart
+from lsp_agent.domain.history import Part, Role, ToolResultPart
 from lsp_agent.domain.skill_records import Citation, Evidence
 from lsp_agent.domain.skill_rules import Rule, RuleFailed
-from lsp_agent.store.db import Store
+from lsp_agent.skills.port import SkillStore
 from lsp_agent.tools.fingerprint import FingerprintError, source_fingerprint
 from lsp_agent.tools.verify_envelope import VerifyEnvelope, envelope_status
 
@@ -40,24 +40,21 @@ def part_digest(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def cited_result(store: Store, root: Path, citation: Citation) -> tuple[ToolResultPart, str]:
+def cited_result(store: SkillStore, root: Path, citation: Citation) -> tuple[ToolResultPart, str]:
     """The cited verify_project result and the digest of its stored form, or RuleFailed."""
-    row = store.db.execute(
-        "SELECT p.session_id, p.message_id, p.data, m.role, m.seq, s.workspace FROM parts p "
-        "JOIN messages m ON m.id = p.message_id JOIN sessions s ON s.id = p.session_id WHERE p.id=?",
-        (citation.part_id,)).fetchone()
-    if row is None:
+    stored = store.stored_part(citation.part_id)
+    if stored is None:
         raise RuleFailed(Rule.PART_MISSING, f"no stored part {citation.part_id!r}: cite the part ID of a "
                                             "verify_project result (agent/session lists them)")
-    if row["session_id"] != citation.session_id or row["message_id"] != citation.message_id:
+    if stored.session_id != citation.session_id or stored.message_id != citation.message_id:
         raise RuleFailed(Rule.CITATION_MISMATCH, f"part {citation.part_id!r} belongs to session "
-                                                 f"{row['session_id']!r}, message {row['message_id']!r}, not to "
+                                                 f"{stored.session_id!r}, message {stored.message_id!r}, not to "
                                                  "the session and message cited")
-    if row["workspace"] != str(root.resolve()):
+    if stored.workspace != str(root.resolve()):
         raise RuleFailed(Rule.OTHER_WORKSPACE, f"part {citation.part_id!r} was recorded in another workspace; "
                                                "cite a verification of this one")
     try:
-        part = _PART.validate_json(row["data"])
+        part = _PART.validate_json(stored.data)
     except ValidationError:
         raise RuleFailed(Rule.ENVELOPE_INVALID, f"part {citation.part_id!r} cannot be read back") from None
     metadata: dict[str, Any] = getattr(part, "metadata", {})
@@ -74,16 +71,16 @@ def cited_result(store: Store, root: Path, citation: Citation) -> tuple[ToolResu
     if part.name != VERIFY_TOOL:
         raise RuleFailed(Rule.NOT_VERIFY_PROJECT, f"part {citation.part_id!r} is the result of {part.name}, not "
                                                   "verify_project: only the harness's own checks count")
-    if row["role"] != Role.TOOL.value or not _has_call(store, citation.session_id, part.call_id, row["seq"]):
+    if stored.role is not Role.TOOL or not _has_call(store, citation.session_id, part.call_id, stored.seq):
         raise RuleFailed(Rule.NOT_HARNESS_RESULT, f"part {citation.part_id!r} is not the result of a "
                                                   "verify_project call the harness ran in this session")
     if citation.message_id not in {m.id for m in model_view(store.messages(citation.session_id))}:
         raise RuleFailed(Rule.COMPACTED, f"part {citation.part_id!r} was compacted away (a compaction summary "
                                          "replaced it); cite a verification that is still in the conversation")
-    return part, part_digest(row["data"])
+    return part, part_digest(stored.data)
 
 
-def latest_passing(store: Store, root: Path, session_id: str) -> Citation:
+def latest_passing(store: SkillStore, root: Path, session_id: str) -> Citation:
     """The citation of the session's latest verify_project result that says it passed (still in the
     conversation, not reverted): what `--from-session` cites. Every evidence rule is checked after,
     as for a citation typed by hand — a forged or stale result is refused, not skipped."""
@@ -105,16 +102,9 @@ def latest_passing(store: Store, root: Path, session_id: str) -> Citation:
                                            "conversation; run verify_project there (or in another session) first")
 
 
-def _has_call(store: Store, session_id: str, call_id: str, before_seq: int) -> bool:
-    rows = store.db.execute(
-        "SELECT p.data FROM parts p JOIN messages m ON m.id = p.message_id "
-        "WHERE p.session_id=? AND p.type='tool_call' AND m.role=? AND m.seq<?",
-        (session_id, Role.ASSISTANT.value, before_seq))
-    for row in rows:
-        call = _PART.validate_json(row["data"])
-        if isinstance(call, ToolCallPart) and call.call_id == call_id and call.name == VERIFY_TOOL:
-            return True
-    return False
+def _has_call(store: SkillStore, session_id: str, call_id: str, before_seq: int) -> bool:
+    return any(call.call_id == call_id and call.name == VERIFY_TOOL
+               for call in store.tool_calls_before(session_id, before_seq))
 
 
 def passing_envelope(part: ToolResultPart) -> VerifyEnvelope:
@@ -177,7 +167,7 @@ async def check_current(root: Path, envelope: VerifyEnvelope, exclude: Iterable[
                                                "fingerprinted; verify again")
 
 
-async def check_evidence(store: Store, root: Path, citation: Citation, exclude: Iterable[str] = ()) -> Evidence:
+async def check_evidence(store: SkillStore, root: Path, citation: Citation, exclude: Iterable[str] = ()) -> Evidence:
     """Every rule, in order; the Evidence to record, or RuleFailed naming the first rule broken."""
     part, digest = cited_result(store, root, citation)
     envelope = passing_envelope(part)

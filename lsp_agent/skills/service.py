@@ -23,13 +23,13 @@ from lsp_agent.domain.skill_records import (
     strict_json,
 )
 from lsp_agent.domain.skill_rules import Rule, RuleFailed, check_name
+from lsp_agent.skills.candidates import CandidateStore, now_ms
 from lsp_agent.skills.discovery import index_for
 from lsp_agent.skills.evidence import check_evidence, latest_passing
 from lsp_agent.skills.files import sha256, skill_rel
+from lsp_agent.skills.port import SkillStore
 from lsp_agent.skills.promote import existing_skill, render_skill, write_skill
 from lsp_agent.skills.retire import Removal, check_removable, remove_skill
-from lsp_agent.skills.store import CandidateStore
-from lsp_agent.store.db import Store, now_ms
 from lsp_agent.tools.fingerprint import FingerprintError
 
 _IGNORED_FOR_PENDING = (Rule.SKILL_MODIFIED, Rule.SYMLINK, Rule.NOT_A_DIRECTORY)
@@ -55,7 +55,7 @@ def _short(evidence: Evidence) -> str:
 
 
 class SkillService:
-    def __init__(self, store: Store, root: Path) -> None:
+    def __init__(self, store: SkillStore, root: Path) -> None:
         self.root = root.resolve()
         self.store = store
         self.records = CandidateStore(store, self.root)

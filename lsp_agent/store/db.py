@@ -23,6 +23,7 @@ from lsp_agent.core.storage import Store as StorePort
 from lsp_agent.domain.history import Message, Part, Role
 from lsp_agent.store.migrations import migrate
 from lsp_agent.store.queue import QueueTables, claim_for_send, requeue_steered, stamp_applied
+from lsp_agent.store.skills import SkillTables
 
 # Only keys go through pydantic-core's JSON string cache: with values cached too (the default), it
 # kept up to 16,384 part and call IDs from earlier loads alive, scattered over the allocator's arenas,
@@ -50,8 +51,9 @@ def _correction(row: sqlite3.Row) -> PendingCorrection:
                              created_at=row["created_at"])
 
 
-class Store(QueueTables):
-    """The sqlite implementation of the core's storage port (`lsp_agent.core.storage.Store`)."""
+class Store(QueueTables, SkillTables):
+    """The sqlite implementation of the core's storage port (`lsp_agent.core.storage.Store`) and of
+    the skills' (`lsp_agent.skills.port.SkillStore`, met by shape: the store never imports skills)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

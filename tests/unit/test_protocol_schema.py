@@ -33,6 +33,20 @@ def test_schema_command_lists_every_method_notification_and_command() -> None:
     assert "result" not in schema["methods"][methods.AGENT_EVENT]
 
 
+#: What the wire must not load: the parts of the agent and the services built on them.
+PARTS = ("lsp_agent.skills", "lsp_agent.store", "lsp_agent.providers", "lsp_agent.tools", "lsp_agent.mcp",
+         "lsp_agent.sandbox", "lsp_agent.disk")
+
+
+def test_the_protocol_loads_no_part_of_the_agent() -> None:
+    """`lsp-agent schema` describes the wire from the protocol alone: no skills service, no adapter."""
+    probe = ("import sys, lsp_agent.protocol.schema\n"
+             f"print(','.join(sorted(m for m in sys.modules if m.startswith({PARTS!r}))))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert "lsp_agent.skills.service" not in loaded.split(",")
+    assert loaded == ""
+
+
 def test_params_are_closed_and_use_wire_names() -> None:
     schema = build_schema()
     run = schema["methods"][methods.AGENT_RUN]["params"]
