@@ -75,6 +75,45 @@ def _reads_in(messages: Sequence[Message]) -> set[str]:
     return {str(p) for m in messages for r in m.tool_results() if r.ok for p in r.metadata.get("read") or []}
 
 
+#: who wrote a compaction summary
+Source = Literal["model", "harness"]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One compaction's cut: `view[:cut]` is replaced by the summary, `view[cut:]` is kept verbatim."""
+
+    view: list[Message]
+    #: each view message's token estimate
+    sizes: list[int]
+    cut: int
+    #: the stored messages the summary replaces, earlier summaries left out (their originals are here)
+    originals: list[Message]
+    #: what the summary must keep
+    items: list[Item]
+    seq: int
+
+    @property
+    def replaced(self) -> list[Message]:
+        return self.view[:self.cut]
+
+    @property
+    def kept(self) -> list[Message]:
+        return self.view[self.cut:]
+
+    @property
+    def first(self) -> str:
+        return next((m.id for m in self.replaced if compaction_of(m) is None), self.view[0].id)
+
+    @property
+    def last(self) -> str:
+        return self.view[self.cut - 1].id
+
+    @property
+    def keep_from(self) -> str:
+        return self.view[self.cut].id
+
+
 class ContextManager:
     def __init__(self, session: ContextSession, ask: Ask, generation: str = "", step: int = 0) -> None:
         self.session = session
@@ -173,79 +212,125 @@ class ContextManager:
             self.state.compacting = False
 
     async def _compact(self, request: ModelRequest, trigger: str, before: int) -> CompactionOutcome:
-        config = self.env.settings.compaction
         budget = self.budget()
-        counter = self.state.counter
+        plan = self._plan(budget)
+        if plan is None:
+            return self._nothing_to_compact(trigger, before)
+        reply = await self._ask_for_summary(request, plan, budget)
+        source, checked, missing = self._checked_summary(reply, plan)
+        marker = self._marker(plan, trigger, source, checked, missing)
+        after = self._tokens_after(request, plan, marker)
+        outcome = CompactionOutcome("compacted", "", plan.seq, marker.id, plan.cut, before, after, missing, source,
+                                    reply.usage)
+        data = {"seq": plan.seq, "trigger": trigger,
+                "replaced": {"first": plan.first, "last": plan.last, "count": plan.cut},
+                "keepFrom": plan.keep_from, "tokensBefore": before, "tokensAfter": after, "budget": budget.wire(),
+                "source": source, "items": len(plan.items), "repaired": [i.wire() for i in missing]}
+        if self._frees_too_little(before, after, budget):
+            return self._refuse(outcome, data, budget)
+        self._apply(plan, marker)
+        self._announce(outcome, trigger, data)
+        return outcome
+
+    def _plan(self, budget: Budget) -> _Plan | None:
+        """Which older messages the summary replaces (None: none can be), and what it must keep."""
         view = self.view()
-        sizes = [counter.message(m) for m in view]
-        cut = plan_cut(view, config.keep_recent_messages, sizes, int(budget.compact_limit * TAIL_SHARE))
+        sizes = [self.state.counter.message(m) for m in view]
+        tail_limit = int(budget.compact_limit * TAIL_SHARE)
+        cut = plan_cut(view, self.env.settings.compaction.keep_recent_messages, sizes, tail_limit)
         if cut is None:
-            outcome = CompactionOutcome("nothing_to_compact", "nothing older than the recent messages to compact",
-                                        tokens_before=before, tokens_after=before)
-            if trigger == "manual":  # the user asked: say why nothing happened (auto retries stay quiet)
-                self._record("context.compaction", {"trigger": trigger, "applied": False,
-                                                    "status": outcome.status, "tokensBefore": before})
-                self._notice("context_compaction_stopped", outcome.message, {"trigger": trigger})
-            return outcome
+            return None
         history = self.session.history
-        keep_from = view[cut]
-        stored = next(i for i, m in enumerate(history) if m.id == keep_from.id)
+        stored = next(i for i, m in enumerate(history) if m.id == view[cut].id)
         originals = [m for m in history[:stored] if compaction_of(m) is None]
-        items = required_items(originals, self.env.root)
         seq = 1 + sum(1 for m in history if compaction_of(m) is not None)
-        prompt = compaction_prompt(f"{COMPACTION_MARKER} #{seq}]", cut, items,
+        return _Plan(view, sizes, cut, originals, required_items(originals, self.env.root), seq)
+
+    def _nothing_to_compact(self, trigger: str, before: int) -> CompactionOutcome:
+        outcome = CompactionOutcome("nothing_to_compact", "nothing older than the recent messages to compact",
+                                    tokens_before=before, tokens_after=before)
+        if trigger == "manual":  # the user asked: say why nothing happened (auto retries stay quiet)
+            self._record("context.compaction", {"trigger": trigger, "applied": False,
+                                                "status": outcome.status, "tokensBefore": before})
+            self._notice("context_compaction_stopped", outcome.message, {"trigger": trigger})
+        return outcome
+
+    async def _ask_for_summary(self, request: ModelRequest, plan: _Plan, budget: Budget) -> AssistantReply:
+        """The model's summary; an empty reply when even the slimmed request would not fit."""
+        counter = self.state.counter
+        prompt = compaction_prompt(f"{COMPACTION_MARKER} #{plan.seq}]", plan.cut, plan.items,
                                    "Summarize this conversation so far.")
         ask = request.model_copy(update={"tail": [prompt]})
         if counter.tokens(ask) > budget.tokens:
             # The summary request itself must fit: raw output of the replaced part is dropped anyway.
-            ask = ask.model_copy(update={"messages": [*fold_all(view[:cut]), *view[cut:]]})
-        reply = AssistantReply()
+            ask = ask.model_copy(update={"messages": [*fold_all(plan.replaced), *plan.kept]})
         if counter.tokens(ask) <= budget.tokens:
-            reply = await self.ask(ask, "compaction")
+            return await self.ask(ask, "compaction")
+        return AssistantReply()
+
+    def _checked_summary(self, reply: AssistantReply, plan: _Plan) -> tuple[Source, str, list[Item]]:
+        """Who wrote the summary, the summary with every missing required item appended, and those items."""
         text = reply.text.strip()
-        source: Literal["model", "harness"] = "model" if text else "harness"
+        source: Source = "model" if text else "harness"
         if not text:
-            text = harness_summary(items, touched_files(originals))
-        checked, missing = check_summary(text, items)
+            text = harness_summary(plan.items, touched_files(plan.originals))
+        checked, missing = check_summary(text, plan.items)
+        return source, checked, missing
+
+    def _marker(self, plan: _Plan, trigger: str, source: Source, checked: str, missing: list[Item]) -> Message:
+        """The summary message that stands in for the replaced ones in every later view."""
         recover = self.env.settings.experimental.context_recovery
-        header = (f"[compaction summary #{seq} by lsp-agent: it replaces the {cut} earlier messages of this "
-                  "conversation, whose originals stay in the session store"
+        header = (f"[compaction summary #{plan.seq} by lsp-agent: it replaces the {plan.cut} earlier messages of "
+                  "this conversation, whose originals stay in the session store"
                   + ("; context_recover reads them by the [message/part] pointers below" if recover else "")
                   + ".]")
         body = (f"{header}\n{checked}\n\n[after this compaction, read a file again before editing it]")
-        first = next((m.id for m in view[:cut] if compaction_of(m) is None), view[0].id)
-        info = {"seq": seq, "trigger": trigger, "first": first, "last": view[cut - 1].id, "keepFrom": keep_from.id,
-                "replacedMessages": cut, "source": source, "items": [i.wire() for i in items],
-                "repaired": [i.pointer for i in missing]}
-        marker = Message(role=Role.USER, generation=self.generation or None, step=self.step or None, parts=[
+        info = {"seq": plan.seq, "trigger": trigger, "first": plan.first, "last": plan.last,
+                "keepFrom": plan.keep_from, "replacedMessages": plan.cut, "source": source,
+                "items": [i.wire() for i in plan.items], "repaired": [i.pointer for i in missing]}
+        return Message(role=Role.USER, generation=self.generation or None, step=self.step or None, parts=[
             TextPart(text=body, synthetic=True,
-                     metadata={COMPACTION: info, REPLACED_TURNS: assistant_turns(view[:cut])})])
-        after = counter.calibration.scale(counter.static(request.instructions, request.tools)
-                                          + counter.message(marker) + sum(sizes[cut:]) + counter.tail(request))
-        outcome = CompactionOutcome("compacted", "", seq, marker.id, cut, before, after, missing, source, reply.usage)
-        data = {"seq": seq, "trigger": trigger, "replaced": {"first": first, "last": info["last"], "count": cut},
-                "keepFrom": keep_from.id, "tokensBefore": before, "tokensAfter": after, "budget": budget.wire(),
-                "source": source, "items": len(items), "repaired": [i.wire() for i in missing]}
-        if before - after < config.min_freed_ratio * before or after > budget.compact_limit:
-            outcome.status = "freed_too_little"
-            outcome.message = (f"compaction #{seq} would free too little: about {before} → {after} tokens "
-                               f"(at least {config.min_freed_ratio:.0%} must be freed, and the result must stay "
-                               f"under {budget.compact_limit}); it was not applied.")
-            self._record("context.compaction", {**data, "applied": False, "status": outcome.status})
-            self._notice("context_compaction_stopped", outcome.message, data)
-            return outcome
-        self.session.append(marker)
-        tail_reads = _reads_in(view[cut:])
-        self.session.files.reread_required.update(p for p in touched_files(originals) if p not in tail_reads)
-        self.session.files.reread_required.update(p for p in self.session.files.read_steps if p not in tail_reads)
-        outcome.message = (f"compaction #{seq} ({trigger}): {cut} older messages replaced by a checked summary, "
-                           f"about {before} → {after} tokens; originals kept in the store")
-        self._record("context.compaction", {**data, "applied": True, "summaryMessageID": marker.id})
-        self._notice("context_compaction", outcome.message, data)
-        if missing:
-            repaired = ", ".join(f"{i.kind.replace('_', ' ')} [{i.pointer}]" for i in missing)
-            self._record("context.repair", {"seq": seq, "items": [i.wire() for i in missing]})
-            self._notice("compaction_repair", f"the summary of compaction #{seq} missed {len(missing)} required "
-                                              f"item(s); restored with their pointers: {repaired}",
-                         {"seq": seq, "items": [i.wire() for i in missing]})
+                     metadata={COMPACTION: info, REPLACED_TURNS: assistant_turns(plan.replaced)})])
+
+    def _tokens_after(self, request: ModelRequest, plan: _Plan, marker: Message) -> int:
+        counter = self.state.counter
+        return counter.calibration.scale(counter.static(request.instructions, request.tools)
+                                         + counter.message(marker) + sum(plan.sizes[plan.cut:])
+                                         + counter.tail(request))
+
+    def _frees_too_little(self, before: int, after: int, budget: Budget) -> bool:
+        config = self.env.settings.compaction
+        return before - after < config.min_freed_ratio * before or after > budget.compact_limit
+
+    def _refuse(self, outcome: CompactionOutcome, data: dict[str, Any], budget: Budget) -> CompactionOutcome:
+        config = self.env.settings.compaction
+        outcome.status = "freed_too_little"
+        outcome.message = (f"compaction #{outcome.seq} would free too little: about {outcome.tokens_before} → "
+                           f"{outcome.tokens_after} tokens (at least {config.min_freed_ratio:.0%} must be freed, "
+                           f"and the result must stay under {budget.compact_limit}); it was not applied.")
+        self._record("context.compaction", {**data, "applied": False, "status": outcome.status})
+        self._notice("context_compaction_stopped", outcome.message, data)
         return outcome
+
+    def _apply(self, plan: _Plan, marker: Message) -> None:
+        """Store the summary; a file read only in the replaced part must be read again before an edit."""
+        self.session.append(marker)
+        tail_reads = _reads_in(plan.kept)
+        files = self.session.files
+        files.reread_required.update(p for p in touched_files(plan.originals) if p not in tail_reads)
+        files.reread_required.update(p for p in files.read_steps if p not in tail_reads)
+
+    def _announce(self, outcome: CompactionOutcome, trigger: str, data: dict[str, Any]) -> None:
+        seq = outcome.seq
+        outcome.message = (f"compaction #{seq} ({trigger}): {outcome.replaced_messages} older messages replaced "
+                           f"by a checked summary, about {outcome.tokens_before} → {outcome.tokens_after} tokens; "
+                           "originals kept in the store")
+        self._record("context.compaction", {**data, "applied": True, "summaryMessageID": outcome.summary_message_id})
+        self._notice("context_compaction", outcome.message, data)
+        if outcome.repaired:
+            items = [i.wire() for i in outcome.repaired]
+            repaired = ", ".join(f"{i.kind.replace('_', ' ')} [{i.pointer}]" for i in outcome.repaired)
+            self._record("context.repair", {"seq": seq, "items": items})
+            self._notice("compaction_repair", f"the summary of compaction #{seq} missed {len(outcome.repaired)} "
+                                              f"required item(s); restored with their pointers: {repaired}",
+                         {"seq": seq, "items": items})

@@ -1,5 +1,8 @@
 """The core's front door for long-lived front ends (the language server): sessions,
-generations in flight, steering, the follow-up queue, cancel and status. Knows nothing of LSP.
+generations in flight, cancel and status. Steering (`agent_steering`), the follow-up queue
+(`agent_queue`) and compaction or handoff on request (`agent_context`) are objects of their
+own; the Agent keeps their entry points so a front end has one thing to talk to.
+Knows nothing of LSP.
 """
 
 from __future__ import annotations
@@ -7,22 +10,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
 from lsp_agent._startup import memory
-from lsp_agent.context.compaction import touched_files
-from lsp_agent.context.handoff import CONTINUE_PROMPT, prepare_handoff
-from lsp_agent.context.manager import CompactionOutcome, ContextManager
+from lsp_agent.context.manager import CompactionOutcome
+from lsp_agent.core.agent_context import ContextRequests
+from lsp_agent.core.agent_queue import FollowUps
+from lsp_agent.core.agent_results import QueueSteerResult, SessionPage, SessionSummary, Started, Status
+from lsp_agent.core.agent_steering import Corrections
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid, not_found
-from lsp_agent.core.loop import Generation, ask_once, make_request, resolve_for
-from lsp_agent.core.queue import Queue, QueueItem, QueueStatus
+from lsp_agent.core.loop import Generation
+from lsp_agent.core.queue import Queue, QueueItem
 from lsp_agent.core.session import AgentSession, Environment, ModelChoice
-from lsp_agent.core.steering import AdmissionHook, Receipt, ReceiptStatus, Steering, SteeringView
-from lsp_agent.core.storage import RowChanged, SessionRecord
-from lsp_agent.domain.events import QueueChangedEvent, ReceiptEvent, RunFinish, StopReason, VerificationStatus
-from lsp_agent.domain.history import Message
-from lsp_agent.domain.ports import AssistantReply, ModelRequest, ProviderError
+from lsp_agent.core.steering import AdmissionHook, Receipt, SteeringView
+from lsp_agent.core.storage import RowChanged
+from lsp_agent.domain.events import RunFinish, SinkEvent, VerificationStatus
 from lsp_agent.domain.verification import derive
 
 __all__ = ["Agent", "AgentError", "ModelChoice", "QueueSteerResult", "SessionPage", "SessionSummary", "Started",
@@ -31,64 +34,21 @@ __all__ = ["Agent", "AgentError", "ModelChoice", "QueueSteerResult", "SessionPag
 log = logging.getLogger(__name__)
 
 MAX_PROMPT_CHARS = 200_000
-#: clientID prefix of corrections that come from queue rows (`queue_<taskID>`)
-QUEUE_CLIENT = "queue_"
-#: Stop reasons after which the next queued follow-up starts by itself; after the others
-#: (an interrupt, an error, a loop) waiting rows are paused and wait for the user.
-CONTINUE_AFTER = (StopReason.FINAL, StopReason.STEP_LIMIT)
-
-
-@dataclass(frozen=True)
-class Started:
-    session_id: str
-    generation: str
-
-
-@dataclass(frozen=True)
-class Status:
-    state: Literal["idle", "running"]
-    generation: str | None
-    verification: VerificationStatus
-    step: int
-    max_steps: int | None
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    record: SessionRecord
-    state: Literal["idle", "running"]
-    generation: str | None
-
-
-@dataclass(frozen=True)
-class SessionPage:
-    record: SessionRecord
-    messages: list[Message]
-    #: the last message's ID when more follow (pass it as `after`)
-    next: str | None
-
-
-@dataclass(frozen=True)
-class QueueSteerResult:
-    item: QueueItem
-    receipt: Receipt | None
-    reason: str | None = None
-    started: Started | None = None
 
 
 class Agent:
     def __init__(self, env: Environment, admission_hook: AdmissionHook | None = None) -> None:
+        #: the stored rows; `follow_ups` works them for the front ends (announcing, auto-starting)
         self.queue = Queue(env.store)
-        self.steering = Steering(self.queue, env.store, admission_hook, self._receipt_changed)
+        self.corrections = Corrections(self.queue, env.store, admission_hook, self.session, self._emit)
+        self.steering = self.corrections.steering
+        self.follow_ups = FollowUps(self.queue, self.steering, self.session, self._launch, self._emit)
+        self.context_requests = ContextRequests(lambda: self.env, self.session, self._launch, self.follow_ups)
         self.env = replace(env, steering=self.steering)
         #: loaded sessions, least recently used first; idle ones beyond `limits.sessions_in_memory` are dropped
         self.sessions: OrderedDict[str, AgentSession] = OrderedDict()
         self.tasks: dict[str, asyncio.Task[RunFinish]] = {}
-        for correction in self.steering.recover():
-            log.info("correction %s of session %s was accepted but never applied (the process died): queued",
-                     correction.client_id, correction.session_id)
-        for item_id in self.queue.recover():
-            log.info("requeued %s: the process that steered it died before it applied", item_id)
+        self.corrections.recover()
 
     def reconfigure(self, **changes: Any) -> None:
         """New settings/provider apply to generations started from now on."""
@@ -96,6 +56,9 @@ class Agent:
         for session in self.sessions.values():
             if session.active is None:
                 session.env = self.env
+
+    def _emit(self, event: SinkEvent) -> None:
+        self.env.sink.emit(event)  # looked up each time: reconfigure may replace the environment
 
     # --- sessions and generations ---------------------------------------------------------------
 
@@ -200,29 +163,11 @@ class Agent:
             raise
         finally:
             self.tasks.pop(generation.id, None)
-            self._after_generation(session, generation.stop_reason)
+            self.follow_ups.after_generation(session, generation.stop_reason)
+            self._evict()  # it may be idle now
             memory.release_soon()  # the run's request bodies and stream buffers are garbage now
             if generation.handoff_to is not None:
-                self._continue_handoff(generation.handoff_to, session)
-
-    def _after_generation(self, session: AgentSession, reason: StopReason | None) -> None:
-        if reason in CONTINUE_AFTER:
-            self._start_next(session)
-        elif reason is not None and self.queue.pause_waiting(session.id):
-            self._queue_changed(session.id)
-        self._evict()  # it may be idle now
-
-    def _start_next(self, session: AgentSession) -> Started | None:
-        """The next queued follow-up becomes the next generation (its row is marked sent in the
-        same transaction as the prompt message, so it can never be sent twice)."""
-        if session.active is not None or session.context.compacting:
-            return None  # a compaction in flight starts it when done
-        item = self.queue.next_queued(session.id)
-        if item is None:
-            return None
-        started = self._launch(session, item.text, None, item.id)  # a row changed under us raises 409
-        self._queue_changed(session.id)
-        return started
+                self.context_requests.continue_handoff(generation.handoff_to, session)
 
     async def wait(self, generation_id: str) -> RunFinish | None:
         task = self.tasks.get(generation_id)
@@ -258,145 +203,38 @@ class Agent:
 
     # --- context: compaction and handoff ---------------------------------------------------------
 
-    async def _ask(self, request: ModelRequest, purpose: str) -> AssistantReply:
-        return await ask_once(self.env, request)
-
-    def _base_request(self, session: AgentSession) -> ModelRequest:
-        return make_request(self.env, resolve_for(self.env, session.history), session.context_view())
-
     async def compact(self, session_id: str) -> CompactionOutcome:
-        """Compact now (idle session) or at the running generation's next step boundary. One compaction
-        per session at a time: a second request while one runs is a 409."""
-        session = self.session(session_id)
-        if session.context.compacting:
-            raise conflict(f"a compaction of session {session.id} is already running",
-                           AgentErrorKind.COMPACTION_IN_PROGRESS)
-        if session.active is not None:
-            session.context.compact_requested = True
-            return CompactionOutcome("in_progress", "the running generation compacts before its next model request")
-        session.env = self.env
-        try:
-            return await ContextManager(session, self._ask).compact(self._base_request(session), "manual")
-        except ProviderError as exc:
-            raise AgentError(AgentErrorKind.PROVIDER_ERROR, f"the summary request failed: {exc.describe()}") from None
-        finally:
-            if self._start_next(session) is not None:  # a follow-up queued while it compacted
-                self._queue_changed(session.id)
+        return await self.context_requests.compact(session_id)
 
     async def handoff(self, session_id: str, reason: str = "requested by the user") -> Started:
-        """Start a fresh session seeded with a checked handoff note (the six items), linked to this one."""
-        session = self.session(session_id)
-        if session.active is not None or session.context.compacting:
-            what = f"running generation {session.active.id}" if session.active else "being compacted"
-            raise conflict(f"session {session.id} is {what}; cancel it or wait before handing off", AgentErrorKind.BUSY)
-        session.env = self.env
-        try:
-            handoff = await prepare_handoff(session, self._base_request(session), self._ask, reason)
-        except ProviderError as exc:
-            raise AgentError(AgentErrorKind.PROVIDER_ERROR,
-                             f"the handoff note request failed: {exc.describe()}") from None
-        return self._start_handoff(handoff.session_id, handoff.files)
+        return await self.context_requests.handoff(session_id, reason)
 
-    def _start_handoff(self, session_id: str, files: list[str]) -> Started:
-        fresh = self.session(session_id)
-        fresh.files.reread_required.update(files)
-        return self._launch(fresh, CONTINUE_PROMPT, None)
-
-    def _continue_handoff(self, session_id: str, parent: AgentSession) -> None:
-        """After an automatic handoff: the fresh session's generation starts by itself."""
-        try:
-            self._start_handoff(session_id, sorted(touched_files(parent.history)))
-        except AgentError:
-            log.exception("could not start the handoff session %s", session_id)
-
-    # --- steering -------------------------------------------------------------------------------
+    # --- steering and the follow-up queue (the work is `corrections`' and `follow_ups`') ----------
 
     def steering_view(self, session_id: str) -> SteeringView:
-        return self.steering.view(self.session(session_id))
+        return self.corrections.view(session_id)
 
     async def steer(self, session_id: str, expected_generation: str, client_id: str, text: str) -> Receipt:
-        return await self.steering.steer(self.session(session_id), expected_generation, client_id, text)
-
-    def _receipt_changed(self, receipt: Receipt) -> None:
-        self.env.sink.emit(ReceiptEvent(session_id=receipt.session_id, receipt=receipt.wire()))
-        if receipt.client_id.startswith(QUEUE_CLIENT) and receipt.status is not ReceiptStatus.ACCEPTED:
-            self._queue_changed(receipt.session_id)  # its row was stamped applied, or is back in the queue
-
-    # --- the follow-up queue --------------------------------------------------------------------
-
-    def _queue_changed(self, session_id: str) -> None:
-        items = [i.wire() for i in self.queue.items(session_id)]
-        self.env.sink.emit(QueueChangedEvent(session_id=session_id, items=items))
+        return await self.corrections.steer(session_id, expected_generation, client_id, text)
 
     def queue_items(self, session_id: str) -> list[QueueItem]:
-        self.session(session_id)
-        return self.queue.items(session_id)
+        return self.follow_ups.items(session_id)
 
     def queue_add(self, session_id: str, text: str, kind: str = "follow_up",
                   attachments: list[Any] | None = None) -> tuple[QueueItem, Started | None]:
-        """Queue a message; an idle session with nothing queued ahead starts it right away."""
-        session = self.session(session_id)
-        item = self.queue.add(session.id, text, kind, attachments)
-        started = self._start_next(session) if session.active is None else None
-        self._queue_changed(session.id)
-        return self.queue.get(item.id), started
+        return self.follow_ups.add(session_id, text, kind, attachments)
 
     def queue_cancel(self, item_id: str) -> QueueItem:
-        item = self.queue.cancel(item_id)
-        self._queue_changed(item.session_id)
-        return item
+        return self.follow_ups.cancel(item_id)
 
     def queue_edit(self, item_id: str, text: str, expected_updated_at: int) -> QueueItem:
-        item = self.queue.edit(item_id, text, expected_updated_at)
-        self._queue_changed(item.session_id)
-        return item
+        return self.follow_ups.edit(item_id, text, expected_updated_at)
 
     def queue_send_now(self, item_id: str) -> tuple[QueueItem, Started | None]:
-        """Front of the queue; it still waits for the running generation to end."""
-        item = self.queue.send_now(item_id)
-        session = self.session(item.session_id)
-        started = self._start_next(session) if session.active is None else None
-        self._queue_changed(item.session_id)
-        return self.queue.get(item_id), started
+        return self.follow_ups.send_now(item_id)
 
     async def queue_steer(self, item_id: str) -> QueueSteerResult:
-        item = self.queue.get(item_id)
-        self.queue.check_steerable(item)
-        session = self.session(item.session_id)
-        active = session.active
-        if active is None or active.ended:
-            return QueueSteerResult(item, None, "generation_not_active")
-        self.queue.mark_steered(item, active.id)  # a lost race is a 409 here
-        try:
-            receipt = await self.steering.steer(session, active.id, f"{QUEUE_CLIENT}{item.id}", item.text, item.id)
-        except AgentError:
-            self.queue.requeue_steered(item.id, paused=False)
-            self._queue_changed(item.session_id)
-            raise
-        if receipt.status is ReceiptStatus.REJECTED:
-            self.queue.requeue_steered(item.id, paused=False)
-        self._queue_changed(item.session_id)
-        return QueueSteerResult(self.queue.get(item.id), receipt, receipt.reason.value if receipt.reason else None)
+        return await self.follow_ups.steer(item_id)
 
     async def steer_prefix(self, session_id: str) -> list[QueueSteerResult]:
-        """The ctrl+s rule: steer the steerable FIFO prefix one row at a time and stop at the first
-        row that cannot be steered; if the generation is gone, sendNow the first row and stop (sending
-        every row to the front would reverse their order)."""
-        session = self.session(session_id)
-        results: list[QueueSteerResult] = []
-        for item in self.queue.items(session.id, include_settled=False):
-            if not self.queue.is_steerable(item):
-                break
-            active = session.active
-            if active is None or active.ended:
-                moved, started = self.queue_send_now(item.id)
-                results.append(QueueSteerResult(moved, None, "generation_not_active", started))
-                break
-            result = await self.queue_steer(item.id)
-            results.append(result)
-            if result.receipt is None or result.receipt.status is ReceiptStatus.REJECTED:
-                if result.item.status in (QueueStatus.QUEUED, QueueStatus.PAUSED) and session.active is None:
-                    moved, started = self.queue_send_now(item.id)
-                    results[-1] = QueueSteerResult(moved, result.receipt, result.reason, started)
-                break
-        return results
+        return await self.follow_ups.steer_prefix(session_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,11 +105,30 @@ class Pair:
     candidate: AttemptRecord
 
 
+#: (cohort, model, task, repetition, arm) → the first record for it, with its line number
+Seen = dict[tuple[str, str, str, int, str], tuple[int, AttemptRecord]]
+
+
 def pair_up(runs: Runs, baseline: str, candidate: str) -> list[Pair]:
     """Every expected (cohort, model, task, repetition) with exactly one record per arm, or CompareError."""
     if baseline == candidate:
         raise CompareError([f"baseline and candidate are the same arm ({baseline!r}); name two different arms"])
-    problems = list(runs.problems)
+    problems = [*runs.problems, *_cohort_problems(runs)]
+    if not runs.headers and not problems:
+        problems.append("no cohort in the file")
+    problems += _arm_problems(runs, baseline, candidate)
+    seen = _index_attempts(runs, problems)
+    pairs = _pairs(runs, seen, baseline, candidate, problems)
+    if not problems and not pairs:
+        problems.append("no valid task left to compare (every task is invalid)")
+    if problems:
+        raise CompareError(problems)
+    return pairs
+
+
+def _cohort_problems(runs: Runs) -> list[str]:
+    """Cohorts that cannot be paired: records without a header line, runs that stopped early."""
+    problems = []
     cohorts = ({r.cohort for _, r in runs.attempts} | {c for c, _ in runs.invalid} | set(runs.incomplete)
                | runs.resumed)
     for cohort in sorted(cohorts - set(runs.headers)):
@@ -118,54 +137,73 @@ def pair_up(runs: Runs, baseline: str, candidate: str) -> list[Pair]:
         problems.append(f"cohort {cohort[:12]} is incomplete ({marker.reason}: {marker.recorded} of "
                         f"{marker.planned} attempts recorded); add the missing ones with "
                         "`eval run MANIFEST --resume RUNS`")
-    if not runs.headers and not problems:
-        problems.append("no cohort in the file")
+    return problems
+
+
+def _arm_problems(runs: Runs, baseline: str, candidate: str) -> list[str]:
+    problems = []
     for cohort, head in runs.headers.items():
         names = [a.name for a in head.arms]
         for arm in (baseline, candidate):
             if arm not in names:
                 problems.append(f"unknown arm {arm!r}: cohort {cohort[:12]} has arms {', '.join(names)}")
+    return problems
 
-    seen: dict[tuple[str, str, str, int, str], tuple[int, AttemptRecord]] = {}
+
+def _index_attempts(runs: Runs, problems: list[str]) -> Seen:
+    """The records by what they answer; one that does not fit its cohort or repeats a key is a problem."""
+    seen: Seen = {}
     for number, record in runs.attempts:
-        if record.cohort not in runs.headers:
-            continue
-        head = runs.headers[record.cohort]
+        head = runs.headers.get(record.cohort)
+        if head is None:
+            continue  # already reported as a cohort without a header
         where = f"line {number} (cohort {record.cohort[:12]}, task {record.task}, repetition {record.repetition})"
-        if record.model != head.model:
-            problems.append(f"{where}: model {record.model} does not match the cohort's model {head.model}")
-        if record.task not in head.tasks:
-            problems.append(f"{where}: the cohort has no such task")
-        if record.repetition > head.repetitions:
-            problems.append(f"{where}: the cohort has only {head.repetitions} repetitions")
-        if record.arm not in {a.name for a in head.arms}:
-            problems.append(f"{where}: unknown arm {record.arm!r}")
+        problems.extend(f"{where}: {p}" for p in _misfits(record, head))
         key = (record.cohort, record.model, record.task, record.repetition, record.arm)
         if key in seen:
             problems.append(f"{where}: duplicate record for arm {record.arm} (first at line {seen[key][0]})")
         else:
             seen[key] = (number, record)
+    return seen
 
+
+def _misfits(record: AttemptRecord, head: CohortHeader) -> list[str]:
+    """How a record contradicts its cohort's header."""
+    misfits = []
+    if record.model != head.model:
+        misfits.append(f"model {record.model} does not match the cohort's model {head.model}")
+    if record.task not in head.tasks:
+        misfits.append("the cohort has no such task")
+    if record.repetition > head.repetitions:
+        misfits.append(f"the cohort has only {head.repetitions} repetitions")
+    if record.arm not in {a.name for a in head.arms}:
+        misfits.append(f"unknown arm {record.arm!r}")
+    return misfits
+
+
+def _pairs(runs: Runs, seen: Seen, baseline: str, candidate: str, problems: list[str]) -> list[Pair]:
+    """One pair per expected attempt; a missing half is a problem."""
     pairs: list[Pair] = []
+    for cohort, head, task, repetition in _expected(runs):
+        got = {arm: seen.get((cohort, head.model, task, repetition, arm)) for arm in (baseline, candidate)}
+        b, c = got[baseline], got[candidate]
+        if b is None or c is None:
+            absent = [arm for arm, hit in got.items() if hit is None]
+            problems.append(f"missing pair: cohort {cohort[:12]}, model {head.model}, task {task}, "
+                            f"repetition {repetition} has no record for arm {', '.join(absent)}")
+            continue
+        pairs.append(Pair(cohort, head.model, task, repetition, b[1], c[1]))
+    return pairs
+
+
+def _expected(runs: Runs) -> Iterator[tuple[str, CohortHeader, str, int]]:
+    """(cohort, header, task, repetition) of every attempt the headers plan, in their order,
+    leaving out the tasks a cohort found invalid."""
     for cohort, head in runs.headers.items():
         for task in head.tasks:
-            if (cohort, task) in runs.invalid:
-                continue
-            for repetition in range(1, head.repetitions + 1):
-                got = {arm: seen.get((cohort, head.model, task, repetition, arm)) for arm in (baseline, candidate)}
-                absent = [arm for arm, hit in got.items() if hit is None]
-                if absent:
-                    problems.append(f"missing pair: cohort {cohort[:12]}, model {head.model}, task {task}, "
-                                    f"repetition {repetition} has no record for arm {', '.join(absent)}")
-                    continue
-                b, c = got[baseline], got[candidate]
-                assert b is not None and c is not None
-                pairs.append(Pair(cohort, head.model, task, repetition, b[1], c[1]))
-    if not problems and not pairs:
-        problems.append("no valid task left to compare (every task is invalid)")
-    if problems:
-        raise CompareError(problems)
-    return pairs
+            if (cohort, task) not in runs.invalid:
+                for repetition in range(1, head.repetitions + 1):
+                    yield cohort, head, task, repetition
 
 
 # --- statistics ------------------------------------------------------------------------------
