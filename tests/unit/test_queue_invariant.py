@@ -1,13 +1,16 @@
 """Random interleavings of add / steer / sendNow / cancel / generation end / crash+restart.
 
 Invariant: every submitted text ends exactly once in the history or remains visible in the
-queue (waiting, or cancelled by the user) — never lost, never duplicated.
+queue (waiting, or cancelled by the user) — never lost, never duplicated. The machine keeps its own
+list of every text it queued and every row it cancelled, so a row that vanishes, or turns up cancelled
+without anyone cancelling it, is caught as well as a text sent twice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,9 @@ class QueueMachine(RuleBasedStateMachine):
         self.abandoned: list[Any] = []  # crashed loops and agents, kept alive so nothing cleans up
         self.counter = 0
         self.prompts: list[str] = []
+        #: every text queue_add acknowledged, and those the user (this machine) cancelled
+        self.queued: list[str] = []
+        self.cancelled: set[str] = set()
         self.session_id: str | None = None
         self._boot()
 
@@ -66,7 +72,9 @@ class QueueMachine(RuleBasedStateMachine):
     @rule()
     def start_or_queue(self) -> None:
         sid = self._sid()
-        self.agent.queue_add(sid, self._text())
+        text = self._text()
+        self.agent.queue_add(sid, text)
+        self.queued.append(text)
 
     @rule(index=st.integers(0, 5))
     def steer_row(self, index: int) -> None:
@@ -76,6 +84,38 @@ class QueueMachine(RuleBasedStateMachine):
                 self._run(self.agent.queue_steer(rows[index % len(rows)].id))
             except AgentError as exc:
                 assert status_of(exc) in (400, 409)
+
+    @rule(index=st.integers(0, 5), then=st.sampled_from(["finish", "interrupt", "crash"]))
+    def steer_then(self, index: int, then: str) -> None:
+        # A steered row, then the generation either reaches its step boundary (the correction applies)
+        # or never does (interrupted, or the process dies: the row goes back to the queue). Rare as
+        # separate rules, since generations end quickly here, so also one.
+        self.steer_row(index)
+        if then == "crash" and self.session_id is not None:
+            self.crash_and_restart()
+        elif then == "interrupt":
+            self.interrupt_and_wait()
+        else:
+            live = [t for t in self.agent.tasks.values() if not t.done()]
+            if live:
+                self._run(asyncio.wait_for(asyncio.gather(*map(asyncio.shield, live)), 30))
+
+    @rule()
+    def queue_behind_then_interrupt(self) -> None:
+        # Rows typed while a generation runs, then the user stops it: the rows must wait (paused), not
+        # vanish. (Generations end quickly here, so this is rare when left to chance.)
+        self.start_or_queue()
+        self.start_or_queue()
+        self.interrupt_and_wait()
+
+    @rule()
+    def interrupt_and_wait(self) -> None:
+        # `interrupt` gives the loop a moment only; this one lets the generation wind down fully, so
+        # what happens at its end (waiting rows paused, pending corrections rejected) runs every time.
+        generation = self.agent.cancel(self._sid())
+        task = self.agent.tasks.get(generation) if generation is not None else None
+        if task is not None:
+            self._run(asyncio.wait_for(asyncio.shield(task), 30))
 
     @rule(index=st.integers(0, 5))
     def send_now(self, index: int) -> None:
@@ -91,9 +131,11 @@ class QueueMachine(RuleBasedStateMachine):
         rows = self._waiting()
         if rows:
             try:
-                self.agent.queue_cancel(rows[index % len(rows)].id)
+                cancelled = self.agent.queue_cancel(rows[index % len(rows)].id)
             except AgentError as exc:
                 assert status_of(exc) == 409
+            else:
+                self.cancelled.add(cancelled.text)
 
     @rule()
     def steer_prefix(self) -> None:
@@ -143,7 +185,61 @@ class QueueMachine(RuleBasedStateMachine):
             else:  # cancelled by the user
                 assert seen == 0, item
 
+    @invariant()
+    def every_queued_text_has_one_row_and_one_end(self) -> None:
+        if self.session_id is None:
+            return
+        for text in self.queued:
+            self._one_end(text, settled=False)
+
+    def _one_end(self, text: str, settled: bool) -> None:
+        """`text`, queued once, has exactly one row and is in exactly one of the queue's end states:
+        sent (its prompt message holds it, once), steered and applied (its correction message, once),
+        waiting, cancelled by the user, or - while a generation runs - steered and not applied yet."""
+        assert self.session_id is not None
+        rows = [i for i in self.agent.queue.items(self.session_id) if i.text == text]
+        assert len(rows) == 1, (text, rows)  # none: the row was dropped; two: it was copied
+        item = rows[0]
+        history = self.agent.env.store.messages(self.session_id)
+        holding = [m for m in history if m.role.value == "user" and any(getattr(p, "text", None) == text
+                                                                         for p in m.parts)]
+        status = item.status.value
+        if status == "sent":
+            assert [m.id for m in holding] == [item.message_id], (item, holding)
+        elif item.steered_applied_at is not None:
+            assert status == "cancelled" and [m.id for m in holding] == [item.message_id], (item, holding)
+        else:
+            assert holding == [], (item, holding)  # not started: nothing of it in the history
+            if status == "cancelled" and item.steered_into is None:
+                assert text in self.cancelled, ("cancelled, but not by the user", item)
+            elif status == "cancelled":
+                assert not settled, ("steered into a generation that is over, and never applied", item)
+            else:
+                assert status in ("queued", "paused"), item
+
+    def _settle(self) -> None:
+        """Let every generation run to its end. Each scripted reply is quick and each waiting row can
+        start one generation at most, so more generations than rows means rows start over and over."""
+        deadline = self.loop.time() + 30
+        seen: set[str] = set()
+        while live := [g for g, t in self.agent.tasks.items() if not t.done()]:
+            seen.update(live)
+            assert len(seen) <= len(self.queued) + 1, "generations keep starting: a row is sent again and again"
+            assert self.loop.time() < deadline, "the generations did not end"
+            self._run(asyncio.sleep(0.01))
+
     def teardown(self) -> None:
+        try:
+            # After a failed step there is nothing to settle: the failure is the report.
+            if self.session_id is not None and sys.exc_info()[1] is None:
+                # Once nothing runs, no text may be left halfway: every one has ended exactly once.
+                self._settle()
+                for text in self.queued:
+                    self._one_end(text, settled=True)
+        finally:
+            self._clean_up()
+
+    def _clean_up(self) -> None:
         self.abandoned.append((self.loop, self.agent, []))
         for loop, agent, _ in self.abandoned:  # wind every loop down in its own context
             asyncio.set_event_loop(loop)
