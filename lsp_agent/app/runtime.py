@@ -26,6 +26,7 @@ from lsp_agent.settings.paths import workspace_dir
 from lsp_agent.skills.discovery import WorkspaceSkills
 from lsp_agent.store.db import Store
 from lsp_agent.store.trace import TraceDir
+from lsp_agent.tools.argv_rules import command_refusal
 
 if TYPE_CHECKING:
     from lsp_agent.mcp.manager import McpManager
@@ -103,7 +104,7 @@ def open_environment(root: Path, settings: Settings, provider: Provider, sink: E
         registry=default_registry(settings), provider=provider, documents=DiskDocuments(root),
         applier=DiskApplier(root.resolve()), sink=sink, traces=TraceDir(base / "traces"),
         model=model_facts(settings, wire, server), skills=WorkspaceSkills(root.resolve()),
-        mcp=mcp_manager(settings, root), tool_view=session_tools,
+        mcp=mcp_manager(settings, root), tool_view=session_tools, command_policy=command_refusal,
     )
 
 

@@ -7,6 +7,7 @@ call's own result, classified, with a message that says what to do next.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,8 @@ class Rejection:
 
     @property
     def output(self) -> str:
+        if self.kind is ErrorKind.DENIED:  # reads as every denial of the harness: "ERROR: refused: <what>. <why>"
+            return f"ERROR: {self.message}"
         return f"ERROR: {self.kind.value}: {self.message}"
 
 
@@ -93,4 +96,26 @@ def check(call: ToolCallPart, registry: ToolRegistry, ctx: ToolContext) -> Accep
                              f"the content is {size} bytes; the limit is {limit}. Write smaller pieces.")
         if "\x00" in text:
             return Rejection(ErrorKind.PARAMETER_MISMATCH, "the content contains a NUL byte; only text is written.")
+    refusal = _command_refusal(tool, args, ctx)
+    if refusal is not None:
+        return refusal
     return Accepted(tool, args, parsed)
+
+
+def _command_refusal(tool: Tool[Any], args: StrictArgs, ctx: ToolContext) -> Rejection | None:
+    try:
+        commands = list(tool.commands(args))
+    except ValueError:
+        return None  # a command line that does not parse is the tool's own error to report, and runs nothing
+    for argv in commands:
+        if not argv:
+            continue
+        if any("\x00" in arg for arg in argv):
+            return Rejection(ErrorKind.PARAMETER_MISMATCH, "the command contains a NUL byte.")
+        shown = shlex.join(argv)
+        if ctx.command_policy is None:
+            return Rejection(ErrorKind.DENIED, f"refused: {shown}. No command may run in this session.")
+        refusal = ctx.command_policy(argv, ctx.settings, ctx.root)
+        if refusal:
+            return Rejection(ErrorKind.DENIED, f"refused: {shown}. {refusal}")
+    return None

@@ -469,7 +469,8 @@ class Generation:
         ctx = ToolContext(root=self.env.root, settings=self.env.settings, documents=self.env.documents,
                           applier=self.env.applier, files=self.session.files, step=self.steps,
                           session_id=self.session.id, message_id=self._assistant_message_id,
-                          history=self.env.store, cancel=self.cancel_event)
+                          history=self.env.store, cancel=self.cancel_event,
+                          command_policy=self.env.command_policy)
         verdicts = [controller.check(call, self.tools, ctx) for call in calls]
         tasks = [asyncio.ensure_future(self.calls.run(call, verdict, ctx, self.steps))
                  for call, verdict in zip(calls, verdicts, strict=True)]

@@ -20,7 +20,7 @@ from lsp_agent.core.prefix import RequestBytes
 from lsp_agent.core.repair import interrupted_results
 from lsp_agent.core.storage import PendingCorrection, Store
 from lsp_agent.core.tool_registry import ToolRegistry
-from lsp_agent.core.tools import FileTracker
+from lsp_agent.core.tools import CommandPolicy, FileTracker
 from lsp_agent.domain import ids
 from lsp_agent.domain.edits import EditApplier
 from lsp_agent.domain.history import Message, Role, TextPart
@@ -99,6 +99,8 @@ class Environment:
     tool_view: Callable[[Environment, list[Message]], ToolRegistry] | None = None
     #: asks the user before calls the approval policy names (default: nobody, so every ask is denied)
     approver: Approver = field(default_factory=DenyAll)
+    #: which command lines the controller lets through (None: none; the front end supplies the rules)
+    command_policy: CommandPolicy | None = None
 
 
 class RunningGeneration(Protocol):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -38,6 +38,12 @@ class ContentArg:
 
 RelPath = Annotated[str, PathArg()]
 WriteText = Annotated[str, ContentArg()]
+
+
+#: Why a command line may not run (a refusal the model can act on), or None when it may. The front end
+#: supplies it (the allow-list and the per-program rules are tool policy, not the core's); the
+#: controller applies it to every command line a call declares, before anything starts.
+CommandPolicy = Callable[[Sequence[str], Settings, Path], str | None]
 
 
 class StrictArgs(BaseModel):
@@ -106,6 +112,8 @@ class ToolContext:
     cancel: asyncio.Event | None = None
     #: the user approved running this call's command without the OS sandbox (approval policy)
     approved_unsandboxed: bool = False
+    #: which command lines may run; None: none may (a call that declares one is refused)
+    command_policy: CommandPolicy | None = None
 
 
 ArgsT = TypeVar("ArgsT", bound=StrictArgs)
@@ -137,6 +145,11 @@ class Tool(ABC, Generic[ArgsT]):
                 value = getattr(args, name)
                 if isinstance(value, str):
                     yield value
+
+    def commands(self, args: ArgsT) -> Iterable[list[str]]:
+        """The command lines (program and arguments) this call would start; the controller checks
+        each against the session's command policy. Default: none."""
+        return ()
 
     def approval(self, args: ArgsT, ctx: ToolContext) -> ApprovalSubject | None:
         """What the approval policy looks at for this call (None: nothing to approve). Called in a

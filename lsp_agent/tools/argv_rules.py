@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
-from lsp_agent.settings.config import ToolSettings
+from lsp_agent.settings.config import Settings, ToolSettings
 
 # Refused whatever the configuration says: committing and publishing are left to the user.
 GIT_NEVER = frozenset({"commit", "push"})
@@ -98,3 +99,8 @@ def check_argv(argv: list[str], tools: ToolSettings, root: Path | None = None) -
                 return (f"'{arg}' is outside the workspace; {program} only reads workspace paths (relative, "
                         "without '..' leaving it). Use read_file or list_dir on workspace files.")
     return None
+
+
+def command_refusal(argv: Sequence[str], settings: Settings, root: Path) -> str | None:
+    """The command policy a session's controller applies: these rules under the settings in force."""
+    return check_argv(list(argv), settings.tools, root.resolve())

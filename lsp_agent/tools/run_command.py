@@ -76,6 +76,10 @@ class RunCommand(Tool[RunCommandArgs]):
     def paths(self, args: RunCommandArgs) -> Iterable[str]:
         return ()  # commands always run in the workspace root
 
+    def commands(self, args: RunCommandArgs) -> Iterable[list[str]]:
+        # (a command line that does not split raises ValueError: run reports it, nothing starts)
+        return [shlex.split(args.command)]
+
     def approval(self, args: RunCommandArgs, ctx: ToolContext) -> ApprovalSubject | None:
         # Only a command that would actually start is put to the user; the rest fail on their own.
         try:

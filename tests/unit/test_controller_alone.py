@@ -5,14 +5,17 @@ look right through them. These tests register tools that check nothing and write
 reaches them: whatever one of them records got past the controller. Each refusal must also carry the
 controller's classification, since that is what tells the model its next step.
 
-The allow-list of programs is not one of the controller's checks: `run_command` applies it itself
-(tools/argv_rules.py). The last tests here pin that the refusal happens before any process is started.
+Command lines too: a tool declares the ones a call would start (`Tool.commands`) and the controller
+applies the session's command policy (the allow-list and per-program rules of tools/argv_rules.py,
+supplied by the front end) to each. `run_command` applies the same rules again before it starts a
+process; the last tests here pin that second line on its own.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -58,6 +61,21 @@ class Recorder(Tool[Any]):
         return ToolResult.success("recorded")
 
 
+class CommandArgs(StrictArgs):
+    command: str
+
+
+class FakeCommand(Recorder):
+    """Declares the command line it would start, and starts nothing: it checks no rule itself."""
+
+    name = "fake_command"
+    access = Access.EXEC
+    args_model = CommandArgs
+
+    def commands(self, args: CommandArgs) -> list[list[str]]:
+        return [shlex.split(args.command)]
+
+
 class FakeRead(Recorder):
     name = "fake_read"
     access = Access.READ
@@ -86,12 +104,14 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-async def run_fakes(root: Path, *calls: Any) -> tuple[list[tuple[str, dict[str, Any]]], list[ToolResultPart]]:
+async def run_fakes(root: Path, *calls: Any, **overrides: Any) -> tuple[list[tuple[str, dict[str, Any]]],
+                                                                         list[ToolResultPart]]:
     """One step offering only the recording tools; what they recorded and the step's results."""
     ran: list[tuple[str, dict[str, Any]]] = []
     env = make_env(root, [reply(*calls), reply(text="done")], limits={"write_bytes": LIMIT})
     # Only the fakes are offered: no real tool can refuse in the controller's place.
-    env = replace(env, registry=ToolRegistry([FakeRead(ran), FakeWrite(ran)]), tool_view=None)
+    env = replace(env, registry=ToolRegistry([FakeRead(ran), FakeWrite(ran), FakeCommand(ran)]), tool_view=None,
+                  **overrides)
     session = AgentSession(env)
     await Generation(session, 3).run("go")
     results = [r for m in session.history for r in m.tool_results()]
@@ -165,7 +185,7 @@ async def test_one_refused_call_does_not_stop_its_neighbours(workspace: Path) ->
     assert ran == [("fake_read", {"path": "a.txt", "count": 0})]
 
 
-# --- the allow-list of programs, which run_command applies itself ------------------------------
+# --- command lines: the session's command policy, applied by the controller -------------------
 
 
 REFUSED_COMMANDS = [
@@ -181,6 +201,38 @@ REFUSED_COMMANDS = [
     "ls ~/",
     "python -c 'print(1)'\x01",
 ]
+
+
+@pytest.mark.parametrize("command", REFUSED_COMMANDS)
+async def test_the_controller_alone_refuses_a_command_line_the_policy_refuses(workspace: Path, command: str) -> None:
+    ran, results = await run_fakes(workspace, call("fake_command", command=command))
+    assert ran == []
+    result = results[0]
+    assert result.error_kind is not None and result.error_kind.value == "denied", result.output
+    assert result.output.startswith(f"ERROR: refused: {shlex.join(shlex.split(command))}. ")
+
+
+async def test_a_command_line_the_policy_allows_reaches_the_tool(workspace: Path) -> None:
+    ran, results = await run_fakes(workspace, call("fake_command", command="git status"))
+    assert results[0].ok, results[0].output
+    assert ran == [("fake_command", {"command": "git status"})]
+
+
+async def test_without_a_command_policy_no_command_line_gets_through(workspace: Path) -> None:
+    ran, results = await run_fakes(workspace, call("fake_command", command="git status"), command_policy=None)
+    assert ran == []
+    assert results[0].error_kind is not None and results[0].error_kind.value == "denied"
+    assert "No command may run in this session" in results[0].output
+
+
+async def test_a_nul_in_a_command_line_is_refused_by_the_controller(workspace: Path) -> None:
+    ran, results = await run_fakes(workspace, call("fake_command", command="git log a\x00b"))
+    assert ran == []
+    assert results[0].error_kind is not None and results[0].error_kind.value == "parameter_mismatch"
+    assert "NUL" in results[0].output
+
+
+# --- the same rules again inside run_command, before it starts a process --------------------------
 
 
 @pytest.mark.parametrize("command", REFUSED_COMMANDS)
