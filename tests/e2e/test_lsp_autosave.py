@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from tests.e2e.conftest import PY, Editor, StartEditor, _path
-from tests.helpers import call, reply, verify_config
+from tests.e2e.conftest import PY, TIMEOUT, Editor, StartEditor, _path, eventually
+from tests.helpers import call, reply, verify_config, wait_for
 
 CHECK = "import pathlib, sys\nsys.exit(0 if pathlib.Path('data.txt').read_text() == '2\\n' else 1)\n"
 
@@ -32,9 +32,15 @@ def save_buffer(editor: Editor, uri: str) -> None:
         text_document=types.TextDocumentIdentifier(uri=uri)))
 
 
-def auto_save(editor: Editor, delays: list[float]) -> None:
+def auto_save(editor: Editor, delays: list[float]) -> list[str]:
+    """Returns the uris saved so far, one entry per save, for a test to wait until the last has run."""
     apply = editor.on_apply_edit
     pending: list[asyncio.TimerHandle] = []
+    saved: list[str] = []
+
+    def save(uri: str) -> None:
+        save_buffer(editor, uri)
+        saved.append(uri)
 
     def on_apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
         answer = apply(params)
@@ -43,16 +49,17 @@ def auto_save(editor: Editor, delays: list[float]) -> None:
         for uri in uris:
             for delay in delays:
                 if delay == 0.0:
-                    save_buffer(editor, uri)
+                    save(uri)
                 else:
-                    pending.append(asyncio.get_running_loop().call_later(delay, save_buffer, editor, uri))
+                    pending.append(asyncio.get_running_loop().call_later(delay, save, uri))
         return answer
 
     editor.on_apply_edit = on_apply_edit  # type: ignore[method-assign]
+    return saved
 
 
 async def run_edit_and_verify(workspace: Path, start_editor: StartEditor, mode: str,
-                              typed: str | None = None) -> tuple[Editor, dict[str, Any], str]:
+                              typed: str | None = None) -> tuple[Editor, dict[str, Any], str, list[str]]:
     (workspace / "data.txt").write_text("1\n", encoding="utf-8")
     (workspace / "check.py").write_text(CHECK, encoding="utf-8")
     verify_config(workspace, [PY, "check.py"])
@@ -60,35 +67,38 @@ async def run_edit_and_verify(workspace: Path, start_editor: StartEditor, mode: 
         reply(call("apply_patch", path="data.txt", old_text="1", new_text="2")),
         reply(call("verify_project"), delay_ms=1500), reply(text="done", delay_ms=1500)])
     editor.open("data.txt")
-    auto_save(editor, MODES[mode])
+    saved = auto_save(editor, MODES[mode])
     if typed is not None:
         editor.keystroke_on_apply = ("data.txt", typed)
     started = await editor.run("set data to 2")
     finish = await editor.finished(started["generation"])
-    return editor, finish, started["sessionID"]
+    return editor, finish, started["sessionID"], saved
 
 
 @pytest.mark.parametrize("mode", list(MODES))
 async def test_a_correct_run_ends_verified_whatever_the_auto_save_mode(
         workspace: Path, start_editor: StartEditor, mode: str) -> None:
-    editor, finish, session_id = await run_edit_and_verify(workspace, start_editor, mode)
+    editor, finish, session_id, saved = await run_edit_and_verify(workspace, start_editor, mode)
     assert (workspace / "data.txt").read_text() == "2\n"
     assert (finish["stopReason"], finish["verification"]) == ("final", "verified"), finish.get("verificationReason")
-    await asyncio.sleep(1.5)  # a save after the run (onWindowChange) and the watcher's debounce
+    # Every save the editor makes, some after the run (onWindowChange), has been judged by the watcher
+    # (a marker written after them has been): none of them counts as a change outside the agent.
+    await wait_for(lambda: len(saved) == len(MODES[mode]), timeout=TIMEOUT)
     status = await editor.request("agent/status", {"sessionID": session_id})
     assert status["verification"] == "verified"
+    assert await editor.outside_changes_after_a_marker(session_id) == []
 
 
 async def test_the_users_own_typing_saved_by_auto_save_still_counts_as_outside(
         workspace: Path, start_editor: StartEditor) -> None:
     """The control: content the agent did not produce is not its write, even when auto-saved."""
-    editor, finish, session_id = await run_edit_and_verify(workspace, start_editor, "off")
+    editor, finish, session_id, _ = await run_edit_and_verify(workspace, start_editor, "off")
     assert finish["verification"] == "verified"
     editor.type("data.txt", 0, 0, "9")
     save_buffer(editor, editor.uri("data.txt"))
-    for _ in range(100):
+
+    async def not_run() -> bool:
         status = await editor.request("agent/status", {"sessionID": session_id})
-        if status["verification"] == "not_run":
-            break
-        await asyncio.sleep(0.05)
-    assert status["verification"] == "not_run"
+        return bool(status["verification"] == "not_run")
+
+    await eventually(not_run, what="verification not_run after the user's save")
