@@ -16,13 +16,16 @@ from tests.helpers import call, reply, verify_config, wait_for
 
 CHECK = "import pathlib, sys\nsys.exit(0 if pathlib.Path('data.txt').read_text() == '2\\n' else 1)\n"
 
-#: mode → when (seconds after the applied edit) the editor saves by itself. 0.0: at once, before it even
-#: answers applyEdit (focus moves right after the edit). The verify step starts at 1.5 s, so 2.5 s lands
-#: after the check stands. A second save of unchanged content (afterDelay, onFocusChange) stands for the
-#: watcher reporting the first one only after the check passed, which under load it does (issue 15.2):
-#: by then no save request of the agent's announced it, so it must be known as own from the edit on.
-MODES: dict[str, list[float]] = {"off": [], "afterDelay": [1.0, 2.5], "onFocusChange": [0.0, 2.5],
-                                 "onWindowChange": [2.5]}
+#: mode → when the editor saves by itself: 0.0 at once, before it even answers applyEdit (focus moves
+#: right after the edit); 1.0 one second after the edit, before the verify step (which starts 1.5 s
+#: after it); CHECKED once the check has stood. A save timed in seconds for that last moment lands
+#: inside the check when the machine is loaded, so it waits for the check's result instead. A second
+#: save of unchanged content (afterDelay, onFocusChange) stands for the watcher reporting the first one
+#: only after the check passed, which under load it does: by then no save request of the agent's
+#: announced it, so it must be known as own from the edit on.
+CHECKED = "checked"
+MODES: dict[str, list[float | str]] = {"off": [], "afterDelay": [1.0, CHECKED], "onFocusChange": [0.0, CHECKED],
+                                       "onWindowChange": [CHECKED]}
 
 
 def save_buffer(editor: Editor, uri: str) -> None:
@@ -32,10 +35,11 @@ def save_buffer(editor: Editor, uri: str) -> None:
         text_document=types.TextDocumentIdentifier(uri=uri)))
 
 
-def auto_save(editor: Editor, delays: list[float]) -> list[str]:
+def auto_save(editor: Editor, moments: list[float | str]) -> list[str]:
     """Returns the uris saved so far, one entry per save, for a test to wait until the last has run."""
-    apply = editor.on_apply_edit
+    apply, on_event = editor.on_apply_edit, editor.on_event
     pending: list[asyncio.TimerHandle] = []
+    after_check: list[str] = []
     saved: list[str] = []
 
     def save(uri: str) -> None:
@@ -47,14 +51,25 @@ def auto_save(editor: Editor, delays: list[float]) -> list[str]:
         uris = [c.text_document.uri for c in params.edit.document_changes or []
                 if isinstance(c, types.TextDocumentEdit)]
         for uri in uris:
-            for delay in delays:
-                if delay == 0.0:
+            for moment in moments:
+                if moment == CHECKED:
+                    after_check.append(uri)
+                elif moment == 0.0:
                     save(uri)
                 else:
-                    pending.append(asyncio.get_running_loop().call_later(delay, save, uri))
+                    pending.append(asyncio.get_running_loop().call_later(float(moment), save, uri))
         return answer
 
+    def on_event_then_save(params: Any) -> None:
+        on_event(params)
+        event = params["event"]
+        if (event["type"] == "tool_use" and event["part"]["tool"] == "verify_project"
+                and event["part"]["state"]["status"] != "running"):
+            while after_check:
+                save(after_check.pop(0))
+
     editor.on_apply_edit = on_apply_edit  # type: ignore[method-assign]
+    editor.on_event = on_event_then_save  # type: ignore[method-assign]
     return saved
 
 
