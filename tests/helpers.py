@@ -108,7 +108,8 @@ def make_agent(root: Path, replies: list[ScriptedReply], sink: RecordingSink | N
     return Agent(make_env(root, replies, sink, **overrides))
 
 
-async def wait_for(predicate: Any, timeout: float = 5.0) -> None:
+async def wait_for(predicate: Any, timeout: float = 30.0) -> None:
+    # Generous: a loaded 2-core machine is many times slower, and a passing test never waits this long.
     import asyncio
 
     loop = asyncio.get_running_loop()

@@ -28,6 +28,20 @@ from lsp_agent.server.convert import make_converter
 PY = sys.executable
 SERVER = [PY, "-m", "lsp_agent", "serve"]
 TIMEOUT = 30.0
+#: how the server's note on files changed outside the agent starts, before the list of paths
+OUTSIDE_NOTE = "Changed outside the agent: "
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = TIMEOUT,
+                     what: str = "the condition") -> None:
+    """Poll `check` until it holds. A loaded machine can be ten times slower than a quiet one, so the
+    bound is generous; a test that passes never waits for it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await check():
+        if loop.time() > deadline:
+            raise TimeoutError(f"{what} did not hold within {timeout:.0f} s")
+        await asyncio.sleep(0.05)
 
 
 def raw_converter() -> cattrs.Converter:
@@ -163,6 +177,43 @@ class Editor:
             if loop.time() > deadline:
                 raise TimeoutError("the expected agent/event did not arrive")
             await asyncio.sleep(0.02)
+
+    async def outside_changes_after_a_marker(self, session_id: str, timeout: float = TIMEOUT) -> list[list[str]]:
+        """Every change the watcher has counted as outside the agent in this session, once it has
+        caught up with everything written before this call.
+
+        Whether the watcher took a write for the agent's own shows only as nothing happening, and no
+        fixed wait is long enough on a loaded machine. So write a file of our own, which the watcher
+        must report as outside, and wait for its note: the watcher handles changes in order, so by
+        then it has judged every earlier write too. The marker itself makes a standing check
+        `not_run`; callers look at which paths were reported, not at the status.
+        """
+        marker = f"watcher-marker-{len(self.events)}.txt"
+        (self.root / marker).write_text("written outside the agent\n", encoding="utf-8")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            reported = await self.outside_change_notes(session_id)
+            if any(marker in paths for paths in reported):
+                return [[path for path in paths if path != marker] for paths in reported if paths != [marker]]
+            if loop.time() > deadline:
+                raise TimeoutError("the watcher never reported the marker file")
+            await asyncio.sleep(0.05)
+
+    async def outside_change_notes(self, session_id: str) -> list[list[str]]:
+        """The paths of each "changed outside the agent" note in the session, in order."""
+        notes: list[list[str]] = []
+        after = None
+        while True:
+            page = await self.request("agent/session", {"sessionID": session_id, **({"after": after} if after else {})})
+            for message in page["messages"]:
+                for part in message["parts"]:
+                    text = part.get("text") or ""
+                    if part["type"] == "text" and part.get("synthetic") and OUTSIDE_NOTE in text:
+                        notes.append(text.split(OUTSIDE_NOTE, 1)[1].split(". [stale", 1)[0].split(", "))
+            after = page.get("next")
+            if after is None:
+                return notes
 
     # --- what the server asks -------------------------------------------------------------------
 

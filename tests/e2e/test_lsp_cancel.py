@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
-from tests.e2e.conftest import StartEditor
-from tests.helpers import call, reply
+from tests.e2e.conftest import TIMEOUT, StartEditor
+from tests.helpers import call, reply, wait_for
 
 
 async def test_cancel_mid_run_stops_cancelled_and_the_session_goes_idle(workspace: Path,
@@ -21,7 +20,7 @@ async def test_cancel_mid_run_stops_cancelled_and_the_session_goes_idle(workspac
     began = time.monotonic()
     answer = await editor.request("agent/cancel", {"sessionID": started["sessionID"]})
     assert answer == {"cancelled": True, "generation": started["generation"]}
-    finish = await editor.finished(started["generation"], timeout=10)
+    finish = await editor.finished(started["generation"])
     assert time.monotonic() - began < 5
     assert (finish["stopReason"], finish["steps"]) == ("cancelled", 2)
 
@@ -37,13 +36,10 @@ async def test_cancelling_the_progress_bar_cancels_the_run(workspace: Path, star
     editor = await start_editor(workspace, [reply(text="slow", delay_ms=20_000)])
     started = await editor.run("wait")
     await editor.wait_for_event(lambda e: e["type"] == "step_start")
-    for _ in range(100):
-        if editor.client.progress_reports:
-            break
-        await asyncio.sleep(0.02)
+    await wait_for(lambda: bool(editor.client.progress_reports), TIMEOUT)
     (token,) = editor.client.progress_reports
     from lsprotocol import types
 
     editor.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
-    finish = await editor.finished(started["generation"], timeout=10)
+    finish = await editor.finished(started["generation"])
     assert finish["stopReason"] == "cancelled"

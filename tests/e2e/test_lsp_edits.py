@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -107,9 +106,10 @@ async def test_files_not_open_in_the_editor_are_written_to_disk(workspace: Path,
     assert (workspace / "calc.py").read_text(encoding="utf-8") == CALC.replace("a - b", "a + b")
     assert (workspace / "notes.txt").read_text(encoding="utf-8") == "added by the agent\n"
     assert finish["verification"] == "verified"
-    await asyncio.sleep(1.0)  # the watcher saw the server's own writes: they must not count as outside changes
     status = await editor.request("agent/status", {"sessionID": started["sessionID"]})
     assert status["verification"] == "verified"
+    # The watcher saw the server's own writes: they must not count as outside changes.
+    assert await editor.outside_changes_after_a_marker(started["sessionID"]) == []
 
 
 async def test_open_and_closed_files_in_one_patch_go_to_editor_and_disk(workspace: Path,

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from lsp_agent.protocol.mcp_models import McpListResult
-from tests.e2e.conftest import StartEditor
-from tests.helpers import call, reply
+from tests.e2e.conftest import TIMEOUT, StartEditor
+from tests.helpers import call, reply, wait_for
 from tests.mcptools.conftest import fault_server, time_server
 
 
@@ -48,10 +48,7 @@ async def test_mcp_tool_called_through_the_loop_over_lsp_and_listed(workspace: P
     assert len(status["mcpUnavailable"]) == 1 and status["mcpUnavailable"][0].startswith("fault: ")
     assert listed.discovery is False
     # The dead server was shown in the editor, once.
-    for _ in range(100):
-        if any("'fault' is unavailable" in m.message for m in editor.client.messages):
-            break
-        await asyncio.sleep(0.05)
+    await wait_for(lambda: any("'fault' is unavailable" in m.message for m in editor.client.messages), TIMEOUT)
     assert sum("'fault' is unavailable" in m.message for m in editor.client.messages) == 1
 
 

@@ -108,7 +108,7 @@ async def test_promote_action_is_offered_only_when_valid_and_running_it_promotes
     listing = await editor.request("agent/skill/list")
     assert [(c["name"], c["state"]) for c in listing["candidates"]] == [("calc-tests", "active")]
     assert [s["name"] for s in listing["skills"]] == ["calc-tests"]
-    for _ in range(200):  # the watcher tells the client (watchfiles, debounced)
+    for _ in range(600):  # the watcher tells the client (watchfiles, debounced): seconds under load
         if any([s["name"] for s in p["skills"]] == ["calc-tests"] for p in changed):
             break
         await asyncio.sleep(0.05)

@@ -17,7 +17,7 @@ from lsp_agent.core.approval import Answer, ApprovalRequest, Decision
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.session import AgentSession
 from lsp_agent.sandbox import probe
-from tests.helpers import RecordingSink, call, make_env, reply
+from tests.helpers import RecordingSink, call, make_env, reply, wait_for
 
 BWRAP = probe().available
 
@@ -131,12 +131,9 @@ async def test_cancelling_while_waiting_cancels_the_call(tmp_path: Path) -> None
     env.approver = desk
     generation = Generation(AgentSession(env))
     task = asyncio.ensure_future(generation.run("go"))
-    for _ in range(200):
-        if desk.asked:
-            break
-        await asyncio.sleep(0.01)
+    await wait_for(lambda: bool(desk.asked), 30)
     generation.cancel()
-    result = await asyncio.wait_for(task, 5)
+    result = await asyncio.wait_for(task, 30)
     assert result.stop_reason.value == "cancelled"
     (part,) = _results(generation.session)
     assert part.error_kind.value == "cancelled" and not (tmp_path / "never").exists()  # type: ignore[attr-defined]
