@@ -8,24 +8,28 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pygls.exceptions import JsonRpcInternalError
 
 from lsp_agent.protocol.approval_models import AGENT_REQUEST_APPROVAL
-from tests.e2e.conftest import Editor, StartEditor
-from tests.helpers import call, reply
+from tests.e2e.conftest import TIMEOUT, Editor, StartEditor
+from tests.helpers import call, reply, wait_for
 
 TOUCH = "python3 -c \"open('made.txt', 'w').write('x')\""
 
 
 #: set at the end of a test whose editor "never answers", so no handler task outlives the client
 RELEASE: list[asyncio.Event] = []
+#: one entry per handler that has returned its (late) answer
+ANSWERED: list[str] = []
 
 
 def answering(editor: Editor, answer: str | Exception | None) -> list[dict[str, Any]]:
     """The editor's approval handler: a decision, an error, or (None) no answer until released."""
     asked: list[dict[str, Any]] = []
     release = asyncio.Event()
-    RELEASE.append(release)
+    if answer is None:
+        RELEASE.append(release)
 
     @editor.client.feature(AGENT_REQUEST_APPROVAL)  # type: ignore[untyped-decorator]
     async def on_request(ls: Any, params: Any) -> dict[str, Any]:
@@ -34,6 +38,7 @@ def answering(editor: Editor, answer: str | Exception | None) -> list[dict[str, 
             raise answer
         if answer is None:
             await release.wait()
+            ANSWERED.append(params["callID"])
             return {"decision": "allow_once"}  # too late: the server no longer waits
         return {"decision": answer}
 
@@ -100,10 +105,28 @@ async def test_no_answer_before_the_timeout_is_a_deny(workspace: Path, start_edi
 
 
 async def _release() -> None:
+    """Let the held handlers answer, late, and wait until each has returned its answer."""
+    held = len(RELEASE)
     for event in RELEASE:
         event.set()
     RELEASE.clear()
-    await asyncio.sleep(0.2)  # the late answer reaches the server, which ignores it
+    await wait_for(lambda: len(ANSWERED) == held, timeout=TIMEOUT)
+    ANSWERED.clear()
+
+
+@pytest.mark.xfail(strict=True, raises=RuntimeError,
+                   reason="a late agent/requestApproval answer crashes the server: pygls sets the result of "
+                          "the request future the approval timeout cancelled (InvalidStateError out of "
+                          "transport.dispatch), and the server exits 1")
+async def test_a_late_answer_after_the_timeout_is_ignored(workspace: Path, start_editor: StartEditor) -> None:
+    editor = await _start(start_editor, workspace, timeout_s=1)
+    answering(editor, None)
+    started = await editor.run("make the file")
+    assert (await editor.finished(started["generation"]))["stopReason"] == "final"
+    await _release()
+    # The late answer was written before this request: its reply shows the server read past it.
+    status = await editor.request("agent/status", {"sessionID": started["sessionID"]})
+    assert status["state"] == "idle"
 
 
 async def test_a_client_error_is_a_deny(workspace: Path, start_editor: StartEditor) -> None:
@@ -130,11 +153,7 @@ async def test_cancelling_while_the_editor_asks_cancels_the_call(workspace: Path
     editor = await _start(start_editor, workspace)
     asked = answering(editor, None)
     started = await editor.run("make the file")
-    for _ in range(1000):
-        if asked:
-            break
-        await asyncio.sleep(0.01)
-    assert asked, "the editor was never asked"
+    await wait_for(lambda: bool(asked), timeout=TIMEOUT)  # the editor is asked
     await editor.request("agent/cancel", {"sessionID": started["sessionID"]})
     finish = await editor.finished(started["generation"])
     assert finish["stopReason"] == "cancelled"

@@ -119,7 +119,6 @@ async def test_status_sessions_and_paged_session_after_a_run(workspace: Path, st
     editor.open("calc.py")
     started = await editor.run("make add() add")
     await editor.finished(started["generation"])
-    await asyncio.sleep(1.0)  # the editor's save reached the watcher: it must count as the agent's own write
 
     status = StatusResult.model_validate(await editor.request("agent/status", {"sessionID": started["sessionID"]}))
     assert (status.state, status.verification.value, status.generation) == ("idle", "verified", None)
@@ -127,6 +126,11 @@ async def test_status_sessions_and_paged_session_after_a_run(workspace: Path, st
     listed = SessionsResult.model_validate(await editor.request("agent/sessions"))
     assert [s.session_id for s in listed.sessions] == [started["sessionID"]]
     assert listed.sessions[0].title == "make add() add" and listed.sessions[0].state == "idle"
+
+    # The editor's save has reached the watcher and counted as the agent's own write: a marker written
+    # after it has been judged, and it is the only change reported outside the agent. (Its note is one
+    # more message, the last; the marker makes the standing check not_run, so status was read before.)
+    assert await editor.outside_changes_after_a_marker(started["sessionID"]) == []
 
     pages: list[SessionResult] = []
     after = None
@@ -138,6 +142,9 @@ async def test_status_sessions_and_paged_session_after_a_run(workspace: Path, st
         if after is None:
             break
     messages = [m for p in pages for m in p.messages]
+    marker_note = messages.pop()
+    assert marker_note.role == "user" and all(p.type == "text" and p.synthetic and "watcher-marker-" in p.text
+                                              for p in marker_note.parts)
     # user + 5 assistant + 4 tool messages + the stale note after the agent edited a file it had read
     assert len(pages) == 4 and len(messages) == 11
     assert messages[0].role == "user" and messages[0].parts[0].type == "text"
