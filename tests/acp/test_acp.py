@@ -19,9 +19,13 @@ from lsp_agent.settings.paths import workspace_dir
 from lsp_agent.store.db import Store
 from tests.acp.client import RecordingClient, acp_agent, write_script
 from tests.e2e.conftest import StartEditor
+from tests.helpers import wait_for
 
 TOUCH = "python3 -c \"open('made.txt', 'w').write('x')\""
 SLEEP = "python3 -c \"import time; time.sleep(30)\""
+#: a command that runs until the test writes `gate` in the workspace: a generation in flight for as long
+#: as the test needs, however slow the machine
+GATED = "python3 -c \"import os, time; [time.sleep(0.02) for _ in iter(lambda: os.path.exists('gate'), True)]\""
 TIMEOUT = 60
 IDS = re.compile(r"\b(prt|msg|ses)_[0-9a-z]+")
 
@@ -178,11 +182,7 @@ async def test_cancel_mid_tool_ends_the_turn_cancelled_and_the_agent_lives_on(tm
     async with acp_agent(client, script, "approvalPolicy=never") as (conn, proc):
         session = await conn.new_session(cwd=str(tmp_path))
         turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("sleep")]))
-        for _ in range(600):
-            if client.of("tool_call"):
-                break
-            await asyncio.sleep(0.05)
-        assert client.of("tool_call"), "the command never started"
+        await wait_for(lambda: bool(client.of("tool_call")), timeout=TIMEOUT)  # the command started
         started = asyncio.get_running_loop().time()
         await conn.cancel(session_id=session.session_id)
         result = await asyncio.wait_for(turn, 20)
@@ -217,13 +217,16 @@ async def test_load_replays_the_stored_session_in_a_new_process(tmp_path: Path, 
 
 
 async def test_a_prompt_during_a_generation_is_queued_and_runs_next(tmp_path: Path) -> None:
-    script = _script(tmp_path, ScriptedReply(text="first answer", delay_ms=1500), ScriptedReply(text="second answer"))
+    script = _script(tmp_path, ScriptedReply(tool_calls=[_call("run_command", command=GATED)]),
+                     ScriptedReply(text="first answer"), ScriptedReply(text="second answer"))
     client = RecordingClient()
-    async with acp_agent(client, script) as (conn, _):
+    async with acp_agent(client, script, "approvalPolicy=never") as (conn, _):
         session = await conn.new_session(cwd=str(tmp_path))
         one = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("one")]))
-        await asyncio.sleep(0.5)
+        await wait_for(lambda: bool(client.of("tool_call")), timeout=TIMEOUT)  # the first generation runs
         two = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("two")]))
+        await wait_for(lambda: any(m == "lsp_agent/queue_changed" for m, _ in client.ext), timeout=TIMEOUT)
+        (tmp_path / "gate").write_text("go")
         first, second = await asyncio.wait_for(asyncio.gather(one, two), TIMEOUT)
     assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
     assert first.field_meta["lspAgent"]["generation"] != second.field_meta["lspAgent"]["generation"]
@@ -234,17 +237,19 @@ async def test_a_prompt_during_a_generation_is_queued_and_runs_next(tmp_path: Pa
 
 
 async def test_steer_extension_returns_a_receipt(tmp_path: Path) -> None:
-    script = _script(tmp_path, ScriptedReply(text="thinking", delay_ms=1500), ScriptedReply(text="steered"))
+    script = _script(tmp_path, ScriptedReply(tool_calls=[_call("run_command", command=GATED)]),
+                     ScriptedReply(text="steered"))
     client = RecordingClient()
-    async with acp_agent(client, script) as (conn, _):
+    async with acp_agent(client, script, "approvalPolicy=never") as (conn, _):
         session = await conn.new_session(cwd=str(tmp_path))
         with pytest.raises(RequestError) as idle:
             await conn.ext_method("lsp_agent/steer", {"sessionId": session.session_id, "text": "x"})
         assert idle.value.code == -32009
         turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("one")]))
-        await asyncio.sleep(0.5)
+        await wait_for(lambda: bool(client.of("tool_call")), timeout=TIMEOUT)  # the generation runs
         answer = await conn.ext_method("lsp_agent/steer", {"sessionId": session.session_id, "text": "use tabs",
                                                            "clientId": "c1"})
+        (tmp_path / "gate").write_text("go")
         result = await asyncio.wait_for(turn, TIMEOUT)
     assert answer["receipt"]["clientID"] == "c1"
     assert answer["receipt"]["status"] in ("accepted", "applied")
@@ -328,17 +333,15 @@ async def test_mcp_servers_passed_by_the_client_run_through_our_mcp_client(tmp_p
 
 
 async def test_cancel_withdraws_a_queued_prompt_too(tmp_path: Path) -> None:
-    script = _script(tmp_path, ScriptedReply(text="slow", delay_ms=5000), ScriptedReply(text="never sent"))
+    script = _script(tmp_path, ScriptedReply(tool_calls=[_call("run_command", command=GATED)]),
+                     ScriptedReply(text="never sent"))
     client = RecordingClient()
-    async with acp_agent(client, script) as (conn, proc):
+    async with acp_agent(client, script, "approvalPolicy=never") as (conn, proc):
         session = await conn.new_session(cwd=str(tmp_path))
         one = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("one")]))
-        await asyncio.sleep(0.5)
+        await wait_for(lambda: bool(client.of("tool_call")), timeout=TIMEOUT)  # the first generation runs
         two = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("two")]))
-        for _ in range(200):
-            if any(m == "lsp_agent/queue_changed" for m, _ in client.ext):
-                break
-            await asyncio.sleep(0.05)
+        await wait_for(lambda: any(m == "lsp_agent/queue_changed" for m, _ in client.ext), timeout=TIMEOUT)
         await conn.cancel(session_id=session.session_id)
         first, second = await asyncio.wait_for(asyncio.gather(one, two), TIMEOUT)
         assert (first.stop_reason, second.stop_reason) == ("cancelled", "cancelled")
