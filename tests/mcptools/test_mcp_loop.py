@@ -15,7 +15,7 @@ from lsp_agent.core.tools import Access
 from lsp_agent.domain.events import StopReason
 from lsp_agent.domain.history import ErrorKind
 from lsp_agent.mcp.connection import ServerState
-from tests.helpers import RecordingSink, call, git_repo, reply
+from tests.helpers import RecordingSink, call, git_repo, reply, wait_for
 from tests.mcptools.conftest import (
     everything_server,
     fault_server,
@@ -119,22 +119,20 @@ async def test_invalid_schemas_and_unusable_names_are_skipped_not_offered(ws: Pa
 
 async def test_cancel_during_a_slow_mcp_call_stops_it_promptly(ws: Path) -> None:
     sink = RecordingSink()
+    marker = ws.parent / "fault-calls.txt"
     env, _ = mcp_env(ws, [reply(call("mcp__fault__slow", seconds=60)), reply(text="never")],
-                     {"fault": fault_server()}, sink)
+                     {"fault": fault_server(marker)}, sink)
     assert env.mcp is not None
     session = AgentSession(env)
     generation = Generation(session)
     task = asyncio.ensure_future(generation.run("go"))
-    for _ in range(1200):
-        if "tool_start" in sink.types():
-            break
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)
+    # The call has reached the server (it records each call before serving it): the cancel lands mid-call.
+    await wait_for(lambda: marker.exists() and "slow" in marker.read_text(encoding="utf-8").split(), timeout=60)
     started = time.monotonic()
     generation.cancel()
-    result = await asyncio.wait_for(task, 15)
+    result = await asyncio.wait_for(task, 50)
     await env.mcp.aclose()
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30  # well before the 60 s call would have ended
     assert result.stop_reason is StopReason.CANCELLED
     (slow,) = results(session)
     assert slow.error_kind is ErrorKind.CANCELLED
