@@ -11,6 +11,7 @@ from watchfiles import Change
 from lsp_agent.disk import applier as disk_applier
 from lsp_agent.domain.edits import EditPlan, Position, TextEdit, UpdateFile
 from lsp_agent.server.watch import OwnWrites, Watcher
+from tests.helpers import wait_for
 from tests.unit.test_protocol_buffers import applier, open_buffer
 
 OLD = "x = 1\ny = 2\n"
@@ -19,13 +20,26 @@ EDIT = TextEdit(start=Position(line=1, character=4), end=Position(line=1, charac
 
 
 async def reported_until(seen: list[list[str]], path: str) -> list[str]:
-    """Every path reported, once `path` has been (and a little after, for a batch still in hand)."""
-    for _ in range(200):
-        if any(path in batch for batch in seen):
-            break
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)
-    return sorted(p for batch in seen for p in batch)
+    """Every path reported (but the probes of `watching`), once `path` has been. The watcher reports
+    changes in the order they happened, so by then every earlier write has been judged too."""
+    await wait_for(lambda: any(path in batch for batch in seen), timeout=30)
+    return sorted(p for batch in seen for p in batch if not p.startswith("probe-"))
+
+
+async def watching(root: Path, seen: list[list[str]], timeout: float = 30.0) -> None:
+    """Wait until the watch is set up: write probe files (outside changes) until one is reported."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    n = 0
+    while not any(p.startswith("probe-") for batch in seen for p in batch):
+        if loop.time() > deadline:
+            raise AssertionError("the watcher never reported a probe file")
+        (root / f"probe-{n}.txt").write_text("probe\n", encoding="utf-8")
+        n += 1
+        for _ in range(20):  # a second for this probe, then another one
+            if any(p.startswith("probe-") for batch in seen for p in batch):
+                return
+            await asyncio.sleep(0.05)
 
 
 @pytest.mark.skipif(not disk_applier._UNNAMED, reason="needs files without a name (O_TMPFILE)")
@@ -37,7 +51,7 @@ async def test_the_appliers_unnamed_temp_file_is_not_an_outside_change(tmp_path:
     watcher = Watcher(tmp_path, own, seen.append)
     watcher.start()
     try:
-        await asyncio.sleep(0.5)  # the watch is set up
+        await watching(tmp_path, seen)
         plan = EditPlan(ops=[UpdateFile(path="c.py", edits=[EDIT], base_text=OLD, new_text=NEW)])
         result = await applier(tmp_path, open_buffer(tmp_path, "open\n", 1), own).apply(plan)
         assert result.ok
