@@ -74,6 +74,8 @@ class LoopbackServer:
         #: they never take a queued reply and are recorded apart, in `probes` (404 when absent)
         self.routes: dict[str, Reply] = {}
         self.probes: list[Received] = []
+        #: requests whose reply has sent all its chunks and now stalls (ending="stall")
+        self.stalled: list[Received] = []
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = 0
@@ -148,6 +150,7 @@ class LoopbackServer:
             received.done_at = time.monotonic()
             return True
         if reply.ending == "stall":
+            self.stalled.append(received)
             await asyncio.sleep(3600)
         return False
 
