@@ -32,7 +32,7 @@ def _slow(n: int = 6, delay: int = 150) -> list:  # type: ignore[type-arg]
 
 
 async def _idle(agent: Agent, sid: str) -> None:
-    await wait_for(lambda: agent.session(sid).active is None and not agent.tasks, 10)
+    await wait_for(lambda: agent.session(sid).active is None and not agent.tasks, 30)
 
 
 async def test_follow_ups_run_in_fifo_order_after_the_generation_ends(tmp_path: Path) -> None:
@@ -63,8 +63,8 @@ async def test_after_a_cancel_follow_ups_are_paused_and_never_auto_start(tmp_pat
     started = agent.start("first")
     item, _ = agent.queue_add(started.session_id, "later")
     agent.cancel(started.session_id)
+    # Idle with no task left: nothing remains that could still start the row on its own.
     await _idle(agent, started.session_id)
-    await asyncio.sleep(0.1)
     assert agent.queue.get(item.id).status.value == "paused"
     assert _texts(agent, started.session_id) == ["first"]
     moved, start_now = agent.queue_send_now(item.id)

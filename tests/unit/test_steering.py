@@ -49,9 +49,12 @@ async def test_correction_is_applied_after_the_steps_tool_results(tmp_path: Path
 
 
 async def test_steer_at_the_instant_of_the_final_reply_buys_exactly_one_more_step(tmp_path: Path) -> None:
-    agent = make_agent(tmp_path, [reply(text="all done", delay_ms=100), reply(text="done, with the correction")])
+    sink = RecordingSink()
+    # The final reply takes a second: long beside the wait below, on a loaded machine too.
+    agent = make_agent(tmp_path, [reply(text="all done", delay_ms=1000), reply(text="done, with the correction")],
+                       sink)
     sid, gen = await _running(agent)
-    await asyncio.sleep(0.05)  # the final reply is on its way
+    await wait_for(lambda: "step_start" in sink.types())  # the final reply is on its way
     receipt = await agent.steer(sid, gen, "late", "use tabs")
     assert receipt.status.value == "accepted"
     result = await agent.wait(gen)
