@@ -118,3 +118,31 @@ async def wait_for(predicate: Any, timeout: float = 30.0) -> None:
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.005)
+
+
+#: Python source for a process that holds an exclusive lock on `child.lock` (in its working directory)
+#: for a minute, writing `locked` once it holds it. The kernel drops the lock when the process dies,
+#: so `lock_released` tells from outside (across a sandbox's PID namespace too) that it is gone.
+LOCK_HOLDER = ("import fcntl, pathlib, time; f = open('child.lock', 'w'); fcntl.flock(f, fcntl.LOCK_EX); "
+               "pathlib.Path('locked').write_text('1'); time.sleep(60)")
+
+
+def lock_released(path: Path) -> bool:
+    """No process holds a lock on `path` (it exists: whoever held it is dead or let it go)."""
+    import fcntl
+    import os
+
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing drops our own lock too
+    return True
+
+
+async def wait_lock_released(path: Path, timeout: float = 30.0) -> None:
+    """Wait until the holder of the lock on `path` is gone; a holder that survived keeps it for 60 s."""
+    assert path.exists(), f"{path} was never locked"
+    await wait_for(lambda: lock_released(path), timeout)

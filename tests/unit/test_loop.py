@@ -13,7 +13,17 @@ from lsp_agent.core.loop import Generation, collect_reply
 from lsp_agent.core.session import AgentSession
 from lsp_agent.domain.ports import AssistantReply, ProviderEvent, ReplyDone, TextDelta
 from lsp_agent.providers.scripted import ScriptedError, ScriptedReply
-from tests.helpers import RecordingSink, call, make_env, reply, run_script, verify_config
+from tests.helpers import (
+    LOCK_HOLDER,
+    RecordingSink,
+    call,
+    make_env,
+    reply,
+    run_script,
+    verify_config,
+    wait_for,
+    wait_lock_released,
+)
 
 PY = sys.executable
 
@@ -129,31 +139,26 @@ async def test_parallel_results_are_appended_in_call_order(tmp_path: Path) -> No
 
 
 async def test_cancel_mid_tool_kills_the_process_group_and_keeps_partial_output(tmp_path: Path) -> None:
-    marker = tmp_path / "marker"
-    child = f"import time, pathlib; time.sleep(2); pathlib.Path({str(marker)!r}).write_text('x')"
+    # The grandchild holds a lock for a minute unless killed; the parent says "started" once it does.
     (tmp_path / "spawn.py").write_text(
-        f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {child!r}])\n"
-        "print('started', flush=True)\ntime.sleep(30)\n")
+        f"import pathlib, subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {LOCK_HOLDER!r}])\n"
+        "[time.sleep(0.01) for _ in iter(lambda: pathlib.Path('locked').exists(), True)]\n"
+        "print('started', flush=True)\npathlib.Path('spawned').write_text('1')\ntime.sleep(30)\n")
     command = "python spawn.py"
     sink = RecordingSink()
     env = make_env(tmp_path, [reply(call("run_command", command=command)), reply(text="never")], sink)
     generation = Generation(AgentSession(env))
     task = asyncio.ensure_future(generation.run("run it"))
-    for _ in range(200):
-        await asyncio.sleep(0.02)
-        if "tool_start" in sink.types():
-            break
-    await asyncio.sleep(0.4)
+    await wait_for(lambda: (tmp_path / "spawned").exists())  # "started" is written, the grandchild runs
     started = time.monotonic()
     generation.cancel()
-    result = await task
-    assert time.monotonic() - started < 2
+    result = await asyncio.wait_for(task, 30)
+    assert time.monotonic() - started < 20  # not the 30 s the parent would sleep
     assert result.stop_reason.value == "cancelled"
     output = generation.session.history[2].tool_results()[0]
     assert output.error_kind is not None and output.error_kind.value == "cancelled"
     assert "started" in output.output
-    await asyncio.sleep(2.3)
-    assert not marker.exists()  # the grandchild was killed with its group
+    await wait_lock_released(tmp_path / "child.lock")  # the grandchild was killed with its group
 
 
 async def test_cancel_mid_stream_stops_without_running_calls(tmp_path: Path) -> None:
