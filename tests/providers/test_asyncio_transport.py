@@ -17,6 +17,7 @@ import trustme
 from lsp_agent.domain.ports import ProviderErrorKind, ReplyDone
 from lsp_agent.providers.asyncio_transport import AsyncioTransport
 from lsp_agent.providers.http_client import httpx, new_client
+from tests.helpers import wait_for
 from tests.providers.loopback import LoopbackServer, ProviderFactory, Reply, Wire, collect, simple_request, turn
 
 WIRES: list[Wire] = ["chat", "responses"]
@@ -139,9 +140,7 @@ async def test_a_request_cancelled_mid_stream_leaves_a_working_client(
     server.queue(Reply(chunks=[b": thinking\n\n"], ending="stall"), reply("chat"))
     provider = make_provider("chat", server.url)
     stalled = asyncio.create_task(collect(provider, simple_request()))
-    while not server.requests:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)  # the first chunk has arrived; the server is silent
+    await wait_for(lambda: server.stalled)  # the first chunk is sent; the server is silent
     stalled.cancel()
     with pytest.raises(asyncio.CancelledError):
         await stalled

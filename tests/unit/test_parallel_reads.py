@@ -64,9 +64,9 @@ async def run_step(root: Path, *calls: tuple[str, str]) -> list[tuple[str, str, 
 
 async def test_two_reads_of_one_step_overlap_in_time(tmp_path: Path) -> None:
     first, second = await run_step(tmp_path, ("slow_read", "a"), ("slow_read", "b"))
-    # Serialised they would take twice HOLD_S end to end; together they share most of it.
-    assert overlap(first, second) > HOLD_S * 0.5
-    assert max(first[3], second[3]) - min(first[2], second[2]) < HOLD_S * 1.6
+    # Serialised, one would start only after the other ended; together each starts while the other
+    # holds (HOLD_S each). No bound on how long they took: a loaded machine may be slow to wake them.
+    assert overlap(first, second) > 0
 
 
 async def test_a_write_between_reads_runs_alone(tmp_path: Path) -> None:

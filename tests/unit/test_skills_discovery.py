@@ -120,8 +120,8 @@ async def test_the_watcher_reports_skills_as_the_folder_appears_and_changes(tmp_
     try:
         await asyncio.sleep(0.1)
         _skill(tmp_path, "first", "One")  # creates .lsp-agent/skills/first/ from nothing
-        await wait_for(lambda: bool(seen) and seen[-1] == ["first"], timeout=10)
+        await wait_for(lambda: bool(seen) and seen[-1] == ["first"], timeout=30)
         _skill(tmp_path, "second", "Two")
-        await wait_for(lambda: seen[-1] == ["first", "second"], timeout=10)
+        await wait_for(lambda: seen[-1] == ["first", "second"], timeout=30)
     finally:
         await watcher.stop()
