@@ -17,8 +17,11 @@ leave the test in-process in every other way.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,7 +92,8 @@ SPAWNING_TESTS: dict[str, frozenset[str]] = {
         "test_step_limit_can_still_be_verified",
         "test_write_after_passing_verify_makes_status_not_run"}),
     "unit/test_protocol_docs.py": frozenset({"test_schema_markdown_command_prints_the_document"}),
-    "unit/test_protocol_schema.py": frozenset({"test_schema_command_lists_every_method_notification_and_command"}),
+    "unit/test_protocol_schema.py": frozenset({"test_schema_command_lists_every_method_notification_and_command",
+                                               "test_the_protocol_loads_no_part_of_the_agent"}),
     "unit/test_sandbox_plan.py": frozenset({"test_a_toolchain_under_tmp_stays_visible_inside_the_private_tmp"}),
     "unit/test_skills_files.py": frozenset({
         "test_a_file_where_a_folder_belongs_is_refused",
@@ -205,3 +209,27 @@ def isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("LSP_AGENT_STATE_DIR", str(state))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
     yield state
+
+
+#: What a unit test may start: the short git and rg calls tools make in passing.
+UNIT_MAY_START = frozenset({"git", "rg"})
+
+
+@pytest.fixture(autouse=True)
+def unit_tests_start_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keeps the `unit` marker true: a unit test that starts another program fails and says where
+    to mark it. Every way the project starts a process (subprocess, asyncio's subprocesses) goes
+    through `subprocess.Popen`, so that is where it is caught."""
+    if request.node.get_closest_marker("unit") is None:
+        return
+    start = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def guarded(self: subprocess.Popen[Any], args: Any, *rest: Any, **options: Any) -> Any:
+        argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
+        program = os.path.basename(os.fsdecode(argv[0])) if argv else ""
+        if program not in UNIT_MAY_START:
+            raise AssertionError(f"a test marked unit started {program!r}; list it in tests/conftest.py as one "
+                                 "that starts processes (it becomes e2e)")
+        return start(self, args, *rest, **options)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", guarded)

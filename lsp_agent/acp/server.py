@@ -250,7 +250,7 @@ class LspAgentAcp:
             if session.active is None and not session.context.compacting:
                 generation: str | None = ws.agent.start(text, session_id).generation
             else:  # our follow-up queue: it starts when the running generation ends
-                item, _ = ws.agent.queue_add(session_id, text)
+                item, _ = ws.agent.follow_ups.add(session_id, text)
                 generation = None
         if generation is not None:
             result = await ws.agent.wait(generation)
@@ -270,13 +270,13 @@ class LspAgentAcp:
                 # Sent in the same step that launched its generation, which is the active one now.
                 return await agent.wait(active.id) if active is not None else None
             if item.status is QueueStatus.PAUSED:
-                agent.queue_cancel(item_id)
+                agent.follow_ups.cancel(item_id)
                 return None
             if item.status is not QueueStatus.QUEUED:
                 return None
             if active is None:
                 with core_errors():
-                    agent.queue_send_now(item_id)
+                    agent.follow_ups.send_now(item_id)
                 continue
             await agent.wait(active.id)
             await asyncio.sleep(0)
@@ -326,7 +326,7 @@ class LspAgentAcp:
         client_id = params.get("clientId")
         client_id = client_id if isinstance(client_id, str) else f"acp_{uuid.uuid4().hex[:12]}"
         with core_errors():
-            receipt = await ws.agent.steer(session_id, expected, client_id, text)
+            receipt = await ws.agent.corrections.steer(session_id, expected, client_id, text)
         return {"receipt": receipt.wire()}
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:

@@ -14,16 +14,15 @@ from dataclasses import replace
 from typing import Any
 
 from lsp_agent._startup import memory
-from lsp_agent.context.manager import CompactionOutcome
 from lsp_agent.core.agent_context import ContextRequests
 from lsp_agent.core.agent_queue import FollowUps
 from lsp_agent.core.agent_results import QueueSteerResult, SessionPage, SessionSummary, Started, Status
 from lsp_agent.core.agent_steering import Corrections
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid, not_found
 from lsp_agent.core.loop import Generation
-from lsp_agent.core.queue import Queue, QueueItem
+from lsp_agent.core.queue import Queue
 from lsp_agent.core.session import AgentSession, Environment, ModelChoice
-from lsp_agent.core.steering import AdmissionHook, Receipt, SteeringView
+from lsp_agent.core.steering import AdmissionHook
 from lsp_agent.core.storage import RowChanged
 from lsp_agent.domain.events import RunFinish, SinkEvent, VerificationStatus
 from lsp_agent.domain.verification import derive
@@ -200,41 +199,3 @@ class Agent:
                 session.active.cancel()
         if self.tasks:
             await asyncio.wait(list(self.tasks.values()), timeout=10)
-
-    # --- context: compaction and handoff ---------------------------------------------------------
-
-    async def compact(self, session_id: str) -> CompactionOutcome:
-        return await self.context_requests.compact(session_id)
-
-    async def handoff(self, session_id: str, reason: str = "requested by the user") -> Started:
-        return await self.context_requests.handoff(session_id, reason)
-
-    # --- steering and the follow-up queue (the work is `corrections`' and `follow_ups`') ----------
-
-    def steering_view(self, session_id: str) -> SteeringView:
-        return self.corrections.view(session_id)
-
-    async def steer(self, session_id: str, expected_generation: str, client_id: str, text: str) -> Receipt:
-        return await self.corrections.steer(session_id, expected_generation, client_id, text)
-
-    def queue_items(self, session_id: str) -> list[QueueItem]:
-        return self.follow_ups.items(session_id)
-
-    def queue_add(self, session_id: str, text: str, kind: str = "follow_up",
-                  attachments: list[Any] | None = None) -> tuple[QueueItem, Started | None]:
-        return self.follow_ups.add(session_id, text, kind, attachments)
-
-    def queue_cancel(self, item_id: str) -> QueueItem:
-        return self.follow_ups.cancel(item_id)
-
-    def queue_edit(self, item_id: str, text: str, expected_updated_at: int) -> QueueItem:
-        return self.follow_ups.edit(item_id, text, expected_updated_at)
-
-    def queue_send_now(self, item_id: str) -> tuple[QueueItem, Started | None]:
-        return self.follow_ups.send_now(item_id)
-
-    async def queue_steer(self, item_id: str) -> QueueSteerResult:
-        return await self.follow_ups.steer(item_id)
-
-    async def steer_prefix(self, session_id: str) -> list[QueueSteerResult]:
-        return await self.follow_ups.steer_prefix(session_id)

@@ -53,7 +53,7 @@ class ContextRequests:
             if self.follow_ups.start_next(session) is not None:  # a follow-up queued while it compacted
                 self.follow_ups.changed(session.id)
 
-    async def handoff(self, session_id: str, reason: str) -> Started:
+    async def handoff(self, session_id: str, reason: str = "requested by the user") -> Started:
         """Start a fresh session seeded with a checked handoff note (the six items), linked to this one."""
         session = self.session(session_id)
         if session.active is not None or session.context.compacting:

@@ -30,12 +30,12 @@ def _known(ls: AgentServer, session_id: str) -> None:
 @routes.rpc(AGENT_COMPACT, CompactParams)
 async def agent_compact(ls: AgentServer, params: CompactParams) -> CompactResult:
     _known(ls, params.session_id)
-    outcome = await ls.runtime().agent.compact(params.session_id)
+    outcome = await ls.runtime().agent.context_requests.compact(params.session_id)
     return CompactResult.model_validate(outcome.wire())
 
 
 @routes.rpc(AGENT_HANDOFF, HandoffParams)
 async def agent_handoff(ls: AgentServer, params: HandoffParams) -> HandoffResult:
     _known(ls, params.session_id)
-    started = await ls.runtime().agent.handoff(params.session_id)
+    started = await ls.runtime().agent.context_requests.handoff(params.session_id)
     return HandoffResult(session_id=started.session_id, generation=started.generation, parent_id=params.session_id)

@@ -56,52 +56,52 @@ def _steer_result(result: CoreSteerResult) -> QueueSteerResult:
 
 @routes.rpc(m.AGENT_STEERING, SteeringParams)
 def agent_steering(ls: AgentServer, params: SteeringParams) -> SteeringResult:
-    view = ls.runtime().agent.steering_view(params.session_id)
+    view = ls.runtime().agent.corrections.view(params.session_id)
     return SteeringResult(generation=view.generation, receipts=[receipt_out(r) for r in view.receipts])
 
 
 @routes.rpc(m.AGENT_STEER, SteerParams)
 async def agent_steer(ls: AgentServer, params: SteerParams) -> ReceiptOut:
-    receipt = await ls.runtime().agent.steer(params.session_id, params.expected_generation, params.client_id,
-                                             params.text)
+    receipt = await ls.runtime().agent.corrections.steer(params.session_id, params.expected_generation,
+                                                         params.client_id, params.text)
     return receipt_out(receipt)
 
 
 @routes.rpc(m.AGENT_STEER_PREFIX, SteerPrefixParams)
 async def agent_steer_prefix(ls: AgentServer, params: SteerPrefixParams) -> SteerPrefixResult:
-    results = await ls.runtime().agent.steer_prefix(params.session_id)
+    results = await ls.runtime().agent.follow_ups.steer_prefix(params.session_id)
     return SteerPrefixResult(results=[_steer_result(r) for r in results])
 
 
 @routes.rpc(m.AGENT_QUEUE_LIST, QueueListParams)
 def queue_list(ls: AgentServer, params: QueueListParams) -> QueueListResult:
-    items = ls.runtime().agent.queue_items(params.session_id)
+    items = ls.runtime().agent.follow_ups.items(params.session_id)
     return QueueListResult(items=[item_out(i) for i in items])
 
 
 @routes.rpc(m.AGENT_QUEUE_ADD, QueueAddParams)
 def queue_add(ls: AgentServer, params: QueueAddParams) -> QueueAddResult:
-    item, started = ls.runtime().agent.queue_add(params.session_id, params.text, params.kind, params.attachments)
+    item, started = ls.runtime().agent.follow_ups.add(params.session_id, params.text, params.kind, params.attachments)
     return QueueAddResult(item=item_out(item), started=_started(started))
 
 
 @routes.rpc(m.AGENT_QUEUE_STEER, QueueTaskParams)
 async def queue_steer(ls: AgentServer, params: QueueTaskParams) -> QueueSteerResult:
-    return _steer_result(await ls.runtime().agent.queue_steer(params.task_id))
+    return _steer_result(await ls.runtime().agent.follow_ups.steer(params.task_id))
 
 
 @routes.rpc(m.AGENT_QUEUE_SEND_NOW, QueueTaskParams)
 def queue_send_now(ls: AgentServer, params: QueueTaskParams) -> QueueSendNowResult:
-    item, started = ls.runtime().agent.queue_send_now(params.task_id)
+    item, started = ls.runtime().agent.follow_ups.send_now(params.task_id)
     return QueueSendNowResult(item=item_out(item), started=_started(started))
 
 
 @routes.rpc(m.AGENT_QUEUE_CANCEL, QueueTaskParams)
 def queue_cancel(ls: AgentServer, params: QueueTaskParams) -> QueueItemResult:
-    return QueueItemResult(item=item_out(ls.runtime().agent.queue_cancel(params.task_id)))
+    return QueueItemResult(item=item_out(ls.runtime().agent.follow_ups.cancel(params.task_id)))
 
 
 @routes.rpc(m.AGENT_QUEUE_EDIT, QueueEditParams)
 def queue_edit(ls: AgentServer, params: QueueEditParams) -> QueueItemResult:
-    item = ls.runtime().agent.queue_edit(params.task_id, params.text, params.expected_updated_at)
+    item = ls.runtime().agent.follow_ups.edit(params.task_id, params.text, params.expected_updated_at)
     return QueueItemResult(item=item_out(item))

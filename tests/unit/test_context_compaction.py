@@ -69,7 +69,7 @@ async def test_summary_missing_the_constraint_and_failed_attempt_is_repaired_wit
     provider = agent.env.provider
     provider.script.replies.append(ScriptedReply(when=MARKER, text=summary))  # type: ignore[attr-defined]
 
-    outcome = await agent.compact(sid)
+    outcome = await agent.context_requests.compact(sid)
 
     assert outcome.status == "compacted" and outcome.source == "model"
     repaired = {i.pointer: i for i in outcome.repaired}
@@ -108,7 +108,7 @@ async def test_the_next_generation_after_a_compaction_continues_from_the_summary
     replies.append(ScriptedReply(when=MARKER, text="Summary."))
     replies.append(reply(text="Continuing after the summary."))
     turns_before = sum(1 for m in agent.session(sid).history if m.role.value == "assistant")
-    assert (await agent.compact(sid)).status == "compacted"
+    assert (await agent.context_requests.compact(sid)).status == "compacted"
     started = agent.start("go on", sid)
     result = await agent.wait(started.generation)
     assert result is not None and result.stop_reason.value == "final"
@@ -159,10 +159,10 @@ async def test_only_one_compaction_runs_per_session_at_a_time(tmp_path: Path) ->
     agent, sid = await two_generations(tmp_path)
     replies = agent.env.provider.script.replies  # type: ignore[attr-defined]
     replies.append(ScriptedReply(when=MARKER, text="Slow summary.", delay_ms=200))
-    first = asyncio.ensure_future(agent.compact(sid))
+    first = asyncio.ensure_future(agent.context_requests.compact(sid))
     await wait_for(lambda: agent.session(sid).context.compacting)
     with pytest.raises(AgentError) as refused:
-        await agent.compact(sid)
+        await agent.context_requests.compact(sid)
     assert (status_of(refused.value), refused.value.kind) == (409, "compaction_in_progress")
     assert (await first).status == "compacted"
     assert len([m for m in agent.session(sid).history if compaction_of(m) is not None]) == 1
@@ -176,7 +176,7 @@ async def test_compact_on_a_running_session_happens_before_its_next_request(tmp_
     agent = Agent(env)
     started = agent.start(TASK)
     await wait_for(lambda: len(provider.requests) >= 6)
-    outcome = await agent.compact(started.session_id)
+    outcome = await agent.context_requests.compact(started.session_id)
     assert outcome.status == "in_progress"
     result = await agent.wait(started.generation)
     assert result is not None and result.stop_reason.value == "final"
@@ -196,7 +196,7 @@ async def test_editing_a_file_after_a_compaction_needs_a_fresh_read(tmp_path: Pa
     agent = Agent(env)
     first = agent.start(TASK)
     await agent.wait(first.generation)
-    assert (await agent.compact(first.session_id)).status == "compacted"
+    assert (await agent.context_requests.compact(first.session_id)).status == "compacted"
     second = agent.start("now fix it", first.session_id)
     await agent.wait(second.generation)
     patches = [p for m in agent.session(first.session_id).history for p in m.tool_results() if p.name == "apply_patch"]
@@ -207,7 +207,7 @@ async def test_editing_a_file_after_a_compaction_needs_a_fresh_read(tmp_path: Pa
 async def test_a_resumed_session_keeps_its_compacted_and_folded_view(tmp_path: Path) -> None:
     agent, sid = await two_generations(tmp_path)
     agent.env.provider.script.replies.append(ScriptedReply(when=MARKER, text="Summary."))  # type: ignore[attr-defined]
-    assert (await agent.compact(sid)).status == "compacted"
+    assert (await agent.context_requests.compact(sid)).status == "compacted"
     live = agent.session(sid)
     live.context.folded["x"] = "ignored: no such part"
     resumed = AgentSession(agent.env, sid)
@@ -220,12 +220,12 @@ async def test_a_follow_up_queued_during_a_compaction_starts_after_it(tmp_path: 
     agent, sid = await two_generations(tmp_path)
     replies = agent.env.provider.script.replies  # type: ignore[attr-defined]
     replies += [ScriptedReply(when=MARKER, text="Summary.", delay_ms=150), reply(text="follow-up answered")]
-    compaction = asyncio.ensure_future(agent.compact(sid))
+    compaction = asyncio.ensure_future(agent.context_requests.compact(sid))
     await wait_for(lambda: agent.session(sid).context.compacting)
     with pytest.raises(AgentError) as refused:
         agent.start("not now", sid)
     assert status_of(refused.value) == 409
-    item, started = agent.queue_add(sid, "and then?")
+    item, started = agent.follow_ups.add(sid, "and then?")
     assert started is None and item.status.value == "queued"
     assert (await compaction).status == "compacted"
     session = agent.session(sid)
@@ -240,7 +240,7 @@ async def test_summary_without_files_touched_and_next_step_gets_both_put_back(tm
     summary = f"1. Task: fix the type check [{task}]."  # no files, no next step
     agent.env.provider.script.replies.append(ScriptedReply(when=MARKER, text=summary))  # type: ignore[attr-defined]
 
-    outcome = await agent.compact(sid)
+    outcome = await agent.context_requests.compact(sid)
 
     assert outcome.status == "compacted"
     repaired = {i.pointer: i for i in outcome.repaired}
@@ -261,7 +261,7 @@ async def test_summary_naming_the_files_and_the_next_step_keeps_them_unrepaired(
     summary = f"5. Files: {named}; data/f1.txt.bak. 6. Next step: fix X in model.py."
     agent.env.provider.script.replies.append(ScriptedReply(when=MARKER, text=summary))  # type: ignore[attr-defined]
 
-    outcome = await agent.compact(sid)
+    outcome = await agent.context_requests.compact(sid)
 
     kinds = {(i.kind, i.pointer) for i in outcome.repaired}
     assert ("file", "data/f1.txt") in kinds

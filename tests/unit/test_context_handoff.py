@@ -34,7 +34,7 @@ async def test_handoff_starts_a_linked_session_seeded_with_the_checked_note(tmp_
     first = agent.start(TASK)
     await agent.wait(first.generation)
 
-    started = await agent.handoff(first.session_id)
+    started = await agent.context_requests.handoff(first.session_id)
     result = await agent.wait(started.generation)
     assert result is not None and result.stop_reason.value == "final"
 
@@ -69,7 +69,7 @@ async def test_handoff_of_a_busy_session_is_refused(tmp_path: Path) -> None:
     agent = Agent(env)
     started = agent.start("task")
     with pytest.raises(AgentError) as refused:
-        await agent.handoff(started.session_id)
+        await agent.context_requests.handoff(started.session_id)
     assert (status_of(refused.value), refused.value.kind) == (409, "busy")
     await agent.wait(started.generation)
 

@@ -55,7 +55,7 @@ async def run(root: Path, window: int) -> Run:
     agent = Agent(env)
     started = agent.start(TASK)
     await wait_for(lambda: provider.requests != [])
-    receipt = await agent.steer(started.session_id, started.generation, "c1", CONSTRAINT)
+    receipt = await agent.corrections.steer(started.session_id, started.generation, "c1", CONSTRAINT)
     assert receipt.status.value == "accepted"
     result = await agent.wait(started.generation)
     assert result is not None and result.stop_reason.value == "final", result

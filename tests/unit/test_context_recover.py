@@ -102,7 +102,7 @@ async def test_the_model_recovers_pre_compaction_text_by_keyword_and_by_pointer(
     agent = Agent(env)
     first = agent.start(task)
     await agent.wait(first.generation)
-    outcome = await agent.compact(first.session_id)
+    outcome = await agent.context_requests.compact(first.session_id)
     assert outcome.status == "compacted"
     view_text = "\n".join(m.text() for m in agent.session(first.session_id).context_view()[1:])
     assert "staging" not in view_text  # gone from the verbatim history the model sees

@@ -38,13 +38,13 @@ async def _idle(agent: Agent, sid: str) -> None:
 async def test_follow_ups_run_in_fifo_order_after_the_generation_ends(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, _slow(delay=60))
     sid = agent.start("first").session_id
-    a, started_a = agent.queue_add(sid, "second")
-    b, _ = agent.queue_add(sid, "third")
+    a, started_a = agent.follow_ups.add(sid, "second")
+    b, _ = agent.follow_ups.add(sid, "third")
     assert started_a is None and (a.status.value, b.status.value) == ("queued", "queued")
     assert a.position < b.position
     await _idle(agent, sid)
     assert _texts(agent, sid) == ["first", "second", "third"]
-    rows = {i.id: i for i in agent.queue_items(sid)}
+    rows = {i.id: i for i in agent.follow_ups.items(sid)}
     assert rows[a.id].status.value == "sent" and rows[a.id].message_id is not None
 
 
@@ -52,7 +52,7 @@ async def test_adding_to_an_idle_session_starts_it(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, _slow(delay=10))
     sid = agent.start("first").session_id
     await _idle(agent, sid)
-    item, started = agent.queue_add(sid, "now")
+    item, started = agent.follow_ups.add(sid, "now")
     assert started is not None and item.status.value == "sent"
     await _idle(agent, sid)
     assert _texts(agent, sid) == ["first", "now"]
@@ -61,21 +61,21 @@ async def test_adding_to_an_idle_session_starts_it(tmp_path: Path) -> None:
 async def test_after_a_cancel_follow_ups_are_paused_and_never_auto_start(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, _slow(delay=300))
     started = agent.start("first")
-    item, _ = agent.queue_add(started.session_id, "later")
+    item, _ = agent.follow_ups.add(started.session_id, "later")
     agent.cancel(started.session_id)
     # Idle with no task left: nothing remains that could still start the row on its own.
     await _idle(agent, started.session_id)
     assert agent.queue.get(item.id).status.value == "paused"
     assert _texts(agent, started.session_id) == ["first"]
-    moved, start_now = agent.queue_send_now(item.id)
+    moved, start_now = agent.follow_ups.send_now(item.id)
     assert start_now is not None and moved.status.value == "sent"
 
 
 async def test_queue_steer_admits_the_row_into_the_running_generation(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, [reply(text="a", delay_ms=150), reply(text="b")])
     started = agent.start("first")
-    item, _ = agent.queue_add(started.session_id, "use snake_case")
-    result = await agent.queue_steer(item.id)
+    item, _ = agent.follow_ups.add(started.session_id, "use snake_case")
+    result = await agent.follow_ups.steer(item.id)
     assert result.receipt is not None and result.receipt.status.value == "accepted"
     assert result.item.status.value == "cancelled" and result.item.steered_into == started.generation
     assert result.item.steered_at is not None and result.item.steered_applied_at is None
@@ -90,10 +90,10 @@ async def test_queue_steer_admits_the_row_into_the_running_generation(tmp_path: 
 async def test_queue_steer_when_idle_leaves_the_row_intact(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, _slow(delay=300))
     started = agent.start("first")
-    item, _ = agent.queue_add(started.session_id, "later")
+    item, _ = agent.follow_ups.add(started.session_id, "later")
     agent.cancel(started.session_id)
     await _idle(agent, started.session_id)
-    result = await agent.queue_steer(item.id)
+    result = await agent.follow_ups.steer(item.id)
     assert (result.receipt, result.reason) == (None, "generation_not_active")
     assert result.item.status.value == "paused" and result.item.steered_into is None
 
@@ -107,11 +107,11 @@ async def test_unsteerable_rows_are_400(tmp_path: Path, case: str) -> None:
     elif case == "command":
         item = agent.queue.add(sid, "/compact", kind="command")
     elif case == "settled":
-        item = agent.queue_cancel(agent.queue.add(sid, "x").id)
+        item = agent.follow_ups.cancel(agent.queue.add(sid, "x").id)
     else:
         item = agent.queue.add(sid, "x" * 16_001)
     with pytest.raises(AgentError) as caught:
-        await agent.queue_steer(item.id)
+        await agent.follow_ups.steer(item.id)
     assert status_of(caught.value) == 400
     agent.cancel(sid)
     await _idle(agent, sid)
@@ -121,7 +121,7 @@ async def test_sixteen_thousand_chars_can_be_steered(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, _slow(delay=300))
     sid = agent.start("first").session_id
     item = agent.queue.add(sid, "y" * 16_000)
-    result = await agent.queue_steer(item.id)
+    result = await agent.follow_ups.steer(item.id)
     assert result.receipt is not None and result.receipt.status.value == "accepted"
     agent.cancel(sid)
     await _idle(agent, sid)
@@ -131,7 +131,8 @@ async def test_two_clients_steering_the_same_row_one_wins_the_other_409(tmp_path
     agent = make_agent(tmp_path, _slow(delay=300))
     sid = agent.start("first").session_id
     item = agent.queue.add(sid, "only once")
-    outcomes = await asyncio.gather(agent.queue_steer(item.id), agent.queue_steer(item.id), return_exceptions=True)
+    outcomes = await asyncio.gather(agent.follow_ups.steer(item.id), agent.follow_ups.steer(item.id),
+                                    return_exceptions=True)
     errors = [o for o in outcomes if isinstance(o, AgentError)]
     assert len(errors) == 1 and status_of(errors[0]) == 409
     await _idle(agent, sid)
@@ -142,7 +143,7 @@ async def test_a_steered_row_whose_correction_is_rejected_goes_back(tmp_path: Pa
     agent = make_agent(tmp_path, _slow(delay=300))
     sid = agent.start("first").session_id
     item = agent.queue.add(sid, "fix it")
-    await agent.queue_steer(item.id)
+    await agent.follow_ups.steer(item.id)
     agent.cancel(sid)
     await _idle(agent, sid)
     row = agent.queue.get(item.id)
@@ -155,7 +156,7 @@ async def test_send_now_moves_to_front_and_waits_for_the_generation(tmp_path: Pa
     sid = agent.start("first").session_id
     a = agent.queue.add(sid, "a")
     b = agent.queue.add(sid, "b")
-    moved, started = agent.queue_send_now(b.id)
+    moved, started = agent.follow_ups.send_now(b.id)
     assert started is None and moved.position < a.position and moved.status.value == "queued"
     await _idle(agent, sid)
     assert _texts(agent, sid) == ["first", "b", "a"]
@@ -165,10 +166,10 @@ async def test_edit_uses_optimistic_concurrency(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, _slow(delay=300))
     sid = agent.start("first").session_id
     item = agent.queue.add(sid, "draft")
-    edited = agent.queue_edit(item.id, "final text", item.updated_at)
+    edited = agent.follow_ups.edit(item.id, "final text", item.updated_at)
     assert edited.text == "final text"
     with pytest.raises(AgentError) as caught:
-        agent.queue_edit(item.id, "stale edit", item.updated_at - 1)
+        agent.follow_ups.edit(item.id, "stale edit", item.updated_at - 1)
     assert status_of(caught.value) == 409
     agent.cancel(sid)
     await _idle(agent, sid)
@@ -180,7 +181,7 @@ async def test_steer_prefix_stops_at_the_first_barrier(tmp_path: Path) -> None:
     a = agent.queue.add(sid, "a")
     barrier = agent.queue.add(sid, "see", attachments=[{"path": "x.png"}])
     c = agent.queue.add(sid, "c")
-    results = await agent.steer_prefix(sid)
+    results = await agent.follow_ups.steer_prefix(sid)
     assert [r.item.id for r in results] == [a.id]
     assert agent.queue.get(barrier.id).status.value == "queued" and agent.queue.get(c.id).status.value == "queued"
     agent.cancel(sid)
@@ -194,7 +195,7 @@ async def test_steer_prefix_without_a_generation_sends_the_first_row_only(tmp_pa
     b = agent.queue.add(sid, "b")
     agent.cancel(sid)
     await _idle(agent, sid)
-    results = await agent.steer_prefix(sid)
+    results = await agent.follow_ups.steer_prefix(sid)
     assert [r.item.id for r in results] == [a.id] and results[0].started is not None
     assert agent.queue.get(b.id).status.value == "paused"
     agent.cancel(sid)
@@ -207,7 +208,7 @@ async def test_send_now_racing_the_executor_sends_the_row_once(tmp_path: Path) -
     item = agent.queue.add(sid, "race me")
     await wait_for(lambda: agent.session(sid).active is None or agent.queue.get(item.id).status.value == "sent")
     try:
-        agent.queue_send_now(item.id)
+        agent.follow_ups.send_now(item.id)
     except AgentError as exc:
         assert status_of(exc) == 409
     await _idle(agent, sid)
@@ -271,7 +272,7 @@ async def test_steering_with_tools_running(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, [reply(call("read_file", path="a.txt"), delay_ms=100), reply(text="done")])
     sid = agent.start("first").session_id
     item = agent.queue.add(sid, "and b")
-    result = await agent.queue_steer(item.id)
+    result = await agent.follow_ups.steer(item.id)
     assert result.receipt is not None
     await _idle(agent, sid)
     assert _texts(agent, sid) == ["first", "and b"]

@@ -73,7 +73,7 @@ class QueueMachine(RuleBasedStateMachine):
     def start_or_queue(self) -> None:
         sid = self._sid()
         text = self._text()
-        self.agent.queue_add(sid, text)
+        self.agent.follow_ups.add(sid, text)
         self.queued.append(text)
 
     @rule(index=st.integers(0, 5))
@@ -81,7 +81,7 @@ class QueueMachine(RuleBasedStateMachine):
         rows = self._waiting()
         if rows:
             try:
-                self._run(self.agent.queue_steer(rows[index % len(rows)].id))
+                self._run(self.agent.follow_ups.steer(rows[index % len(rows)].id))
             except AgentError as exc:
                 assert status_of(exc) in (400, 409)
 
@@ -122,7 +122,7 @@ class QueueMachine(RuleBasedStateMachine):
         rows = self._waiting()
         if rows:
             try:
-                self.agent.queue_send_now(rows[index % len(rows)].id)
+                self.agent.follow_ups.send_now(rows[index % len(rows)].id)
             except AgentError as exc:
                 assert status_of(exc) == 409
 
@@ -131,7 +131,7 @@ class QueueMachine(RuleBasedStateMachine):
         rows = self._waiting()
         if rows:
             try:
-                cancelled = self.agent.queue_cancel(rows[index % len(rows)].id)
+                cancelled = self.agent.follow_ups.cancel(rows[index % len(rows)].id)
             except AgentError as exc:
                 assert status_of(exc) == 409
             else:
@@ -140,7 +140,7 @@ class QueueMachine(RuleBasedStateMachine):
     @rule()
     def steer_prefix(self) -> None:
         try:
-            self._run(self.agent.steer_prefix(self._sid()))
+            self._run(self.agent.follow_ups.steer_prefix(self._sid()))
         except AgentError as exc:
             assert status_of(exc) in (400, 409)
 
