@@ -97,6 +97,18 @@ class AgentProtocol(LanguageServerProtocol):
     def hold_response(self, msg_id: Any) -> None:
         self._held = msg_id
 
+    def _handle_response(self, msg_id: Any, result: Any | None = None,
+                         error: types.ResponseError | None = None) -> None:
+        # The editor may answer a request the server stopped waiting for (an approval that timed out,
+        # a run cancelled while the dialog was open). pygls would set the result of that cancelled
+        # future, and the InvalidStateError would end the server; the late answer means nothing now.
+        future = self._request_futures.get(msg_id)
+        if future is not None and future.done():
+            del self._request_futures[msg_id]
+            log.info("a late answer to request %s was ignored: the server had stopped waiting", msg_id)
+            return
+        super()._handle_response(msg_id, result, error)
+
     def early_failed(self, problem: str) -> None:
         """The client was told `initialize` succeeded (server/boot.py) but the server could not
         follow: say so once, and every request that needs the runtime is refused with it."""
