@@ -105,7 +105,12 @@ SPAWNING_TESTS: dict[str, frozenset[str]] = {
         "test_the_run_header_shows_the_servers_window_and_the_budget_uses_it"}),
     "mcptools/test_tool_search.py": frozenset({
         "test_mcp_tool_is_reachable_only_after_tool_search_found_it",
-        "test_selection_holds_for_later_generations_of_the_session"}),
+        "test_selection_holds_for_later_generations_of_the_session",
+        # (skipped where the npm server is not installed; CI installs it)
+        "test_everything_server_from_npm_is_found_by_words_not_by_substring"}),
+    # (skipped without tsc outside CI; CI has it)
+    "eval/test_starter_suite.py": frozenset({
+        "test_every_oracle_fails_fresh_passes_the_reference_fix_and_fails_untouched"}),
     "eval/test_shipping_and_resume.py": frozenset({
         "test_manifest_dir_placeholder_names_shipped_scripts",
         "test_resume_refuses_another_cohort_or_a_missing_file",
