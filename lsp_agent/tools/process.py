@@ -75,6 +75,10 @@ def _prctl() -> Callable[..., int] | None:
         return None
 
 
+#: How long a killed process's pipes may stay open before the run goes on without them.
+KILLED_EXIT_WAIT_S = 5.0
+
+
 def _die_with_parent(parent: int, prctl: Callable[..., int] | None) -> None:
     """preexec_fn (bound to the server's pid): the kernel SIGKILLs the tool process when the server
     dies (even by kill -9), so no tool outlives it. If the server died before the mark was set, the
@@ -84,6 +88,14 @@ def _die_with_parent(parent: int, prctl: Callable[..., int] | None) -> None:
     prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(137)
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Wait for a killed process. asyncio's `wait()` also waits for its pipes to close, and a child
+    that escaped the group kill (see `run_process`) would hold them open until it ends: past a bound,
+    the exit the kernel reported is enough."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(proc.wait()), KILLED_EXIT_WAIT_S)
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -116,6 +128,14 @@ async def run_process(argv: list[str], cwd: Path, timeout_s: float,
     run. With a sandbox, `env` holds only extra variables. Cancellation kills the group."""
     started = time.monotonic()
     command, environment = await asyncio.to_thread(_prepare, argv, cwd, env, sandbox, approved_unsandboxed)
+    cancel = cancel_signal.get()
+    if cancel is not None and cancel.is_set():
+        # Cancelled while the command was being prepared: start nothing. A sandbox killed in the
+        # instant after its start may not yet have tied its own child to its life, and that child,
+        # in a session of its own, would outlive the group kill and keep the output pipe open.
+        return ProcessOutcome(argv=argv, exit_code=None, signal=None, timed_out=False, output="",
+                              output_truncated=False, duration_ms=int((time.monotonic() - started) * 1000),
+                              cancelled=True)
     proc = await asyncio.create_subprocess_exec(
         *command, cwd=str(cwd), env=environment,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
@@ -127,7 +147,6 @@ async def run_process(argv: list[str], cwd: Path, timeout_s: float,
     assert proc.stdout is not None
     pump = asyncio.ensure_future(_pump(proc.stdout, sink, truncated))
     timed_out = cancelled = False
-    cancel = cancel_signal.get()
     try:
         waiter: asyncio.Future[object] = asyncio.ensure_future(proc.wait())
         watchers = {waiter}
@@ -142,11 +161,11 @@ async def run_process(argv: list[str], cwd: Path, timeout_s: float,
             timed_out = not (cancel is not None and cancel.is_set())
             cancelled = not timed_out
             _kill_group(proc)
-            await proc.wait()
+            await _exited(proc)
     except asyncio.CancelledError:
         _kill_group(proc)
         with contextlib.suppress(Exception):
-            await asyncio.shield(proc.wait())
+            await _exited(proc)
         pump.cancel()
         raise
     finally:
