@@ -7,7 +7,11 @@ Policies (Codex's meanings; setting `approvalPolicy`):
 - `on-failure`: as on-request, and a command that failed inside the sandbox may be re-run without
   it once the user approves.
 - `never`: never ask. What would need an approval runs without the escalation: an unsandboxed
-  command is refused by the sandbox; MCP tools the user configured run.
+  command is refused by the sandbox; MCP tools the user configured run; an edit of a sensitive path
+  is refused by the edit tool.
+Under every policy but `never`, an edit (apply_patch, write_file) that creates or changes a
+sensitive path (`tools.sensitive_paths`: files other programs run when the workspace is opened)
+is approved first.
 
 A decision is asked through the `Approver` port (the editor, a TTY, or nobody); no answer within
 `approvalTimeoutS` is a deny, cancelling the generation while it waits cancels the call.
@@ -45,6 +49,7 @@ class Reason(StrEnum):
     UNSANDBOXED = "unsandboxed"  # bubblewrap unavailable: it would run without a sandbox
     MCP = "mcp"  # an MCP tool that may change things
     RETRY_UNSANDBOXED = "retry_unsandboxed"  # on-failure: re-run without the sandbox
+    SENSITIVE_PATH = "sensitive_path"  # an edit of a file other programs run on open (tools.sensitive_paths)
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,8 @@ class ApprovalSubject:
     unsandboxed: str | None = None
     #: a command that ran in the sandbox and failed may be re-run without it (on-failure)
     retryable: bool = False
+    #: the sensitive paths (tools.sensitive_paths) an edit would create or change
+    sensitive: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,8 @@ def reasons(policy: ApprovalPolicy, subject: ApprovalSubject) -> list[Reason]:
         found.append(Reason.UNSANDBOXED)
     if subject.kind == "mcp":
         found.append(Reason.MCP)
+    if subject.sensitive:
+        found.append(Reason.SENSITIVE_PATH)
     return found
 
 
@@ -115,6 +124,9 @@ def why(reason: Reason, subject: ApprovalSubject) -> str:
                 "sandbox, with your permissions")
     if reason is Reason.RETRY_UNSANDBOXED:
         return "it failed inside the sandbox; run it again WITHOUT the sandbox, with your permissions"
+    if reason is Reason.SENSITIVE_PATH:
+        return (f"it changes {', '.join(subject.sensitive)}, which other programs (your editor, shell, git or CI) "
+                "run or load when the workspace is opened (tools.sensitive_paths)")
     if reason is Reason.MCP:
         return "the MCP tool is not marked read-only by a trusted server and may change things"
     return "approvalPolicy is untrusted: every command is approved before it runs"

@@ -116,9 +116,11 @@ class CallRunner:
             approvals.append(record)
             if record["decision"] == Decision.DENY.value:
                 return ctx, ToolResult.failure(ErrorKind.DENIED, denied_text(call.name, record))
-        if any(r["reason"] == Reason.UNSANDBOXED.value for r in approvals):
-            return dataclasses.replace(ctx, approved_unsandboxed=True), None
-        return ctx, None
+        granted = {r["reason"] for r in approvals}
+        return dataclasses.replace(ctx, approved_unsandboxed=ctx.approved_unsandboxed or
+                                   Reason.UNSANDBOXED.value in granted,
+                                   approved_sensitive=ctx.approved_sensitive or
+                                   Reason.SENSITIVE_PATH.value in granted), None
 
     async def _retry_unsandboxed(self, call: ToolCallPart, subject: ApprovalSubject | None,
                                  verdict: controller.Accepted, ctx: ToolContext, result: ToolResult,

@@ -112,6 +112,8 @@ class ToolContext:
     cancel: asyncio.Event | None = None
     #: the user approved running this call's command without the OS sandbox (approval policy)
     approved_unsandboxed: bool = False
+    #: the user approved this call's edit of sensitive paths (tools.sensitive_paths)
+    approved_sensitive: bool = False
     #: which command lines may run; None: none may (a call that declares one is refused)
     command_policy: CommandPolicy | None = None
 

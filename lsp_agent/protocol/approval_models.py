@@ -29,10 +29,11 @@ class RequestApprovalParams(Result):
                     "`mcp`: the tool and its JSON arguments; `edit`: the edit as a unified diff.")
     what: str = Field(description="What will run or change, as the user should see it.")
     why: str = Field(description="Why it needs an approval (e.g. it would run without a sandbox).")
-    reason: Literal["untrusted", "unsandboxed", "mcp", "retry_unsandboxed"] = Field(
+    reason: Literal["untrusted", "unsandboxed", "mcp", "retry_unsandboxed", "sensitive_path"] = Field(
         description="The policy rule that asks: `untrusted` (every command), `unsandboxed` (bubblewrap unavailable), "
                     "`mcp` (an MCP tool that may change things), `retry_unsandboxed` (on-failure: re-run a command "
-                    "that failed in the sandbox without it).")
+                    "that failed in the sandbox without it), `sensitive_path` (an edit of a file other programs run "
+                    "when the workspace is opened: `tools.sensitive_paths`).")
     options: list[DecisionName] = Field(description="The answers offered, in display order.")
 
 

@@ -108,7 +108,7 @@ def bwrap_argv(program: str, plan: MountPlan, cwd: Path, argv: list[str]) -> lis
             out += ["--tmpfs", str(path)]
     if plan.mode == "workspace-write":
         out += ["--bind", str(plan.root), str(plan.root)]
-        for path in plan.protected:
+        for path in sorted(plan.protected, key=lambda p: len(p.parts)):  # a parent never covers a child
             out += ["--ro-bind", str(path), str(path)]
     else:
         out += ["--ro-bind", str(plan.root), str(plan.root)]

@@ -9,9 +9,12 @@ unsandboxed once the user agrees (`prepare(..., approved_unsandboxed=True)`).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from lsp_agent.osfiles.regular import NotRegularFile, read_regular_text
+from lsp_agent.sandbox import mount_points, sensitive_watch
 from lsp_agent.sandbox.bwrap import PROTECTED_IN_WORKSPACE, Mode, MountPlan, bwrap_argv, toolchain_paths
 from lsp_agent.sandbox.env import command_env
 from lsp_agent.sandbox.probe import Probe, probe
@@ -30,11 +33,40 @@ class SandboxRefused(OSError):
         return self.message
 
 
+def _nothing_to_finish() -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class Prepared:
     argv: list[str]  # what to execute (bwrap ... -- argv, or argv itself)
     env: dict[str, str]
     sandboxed: bool
+    #: call once the process has ended (blocking): releases the mount points made for it and removes
+    #: the sensitive paths it created; returns those, for the model to be told
+    finish: Callable[[], list[str]] = field(default=_nothing_to_finish)
+
+
+@dataclass(frozen=True)
+class _Protected:
+    """The workspace's `.git`/`.lsp-agent` for one command: what to bind read-only, and what must
+    first be made (empty) to be bound, because it does not exist yet."""
+
+    existing: list[Path]
+    missing: list[Path]
+
+
+def _gitdir_target(entry: Path) -> Path | None:
+    """Where a `.git` file (`gitdir: PATH`, as in worktrees and submodules) points."""
+    try:
+        text = read_regular_text(entry, 4096, follow_symlinks=False)
+    except (OSError, NotRegularFile, UnicodeDecodeError, ValueError):
+        return None
+    first = text.splitlines()[0] if text else ""
+    if not first.startswith("gitdir:"):
+        return None
+    named = Path(first.removeprefix("gitdir:").strip())
+    return named if named.is_absolute() else entry.parent / named
 
 
 def unavailable_notice(found: Probe) -> str:
@@ -68,11 +100,13 @@ class Sandbox:
     mode: Mode
     network: bool = False
     readable_roots: tuple[str, ...] = ()
+    #: tools.sensitive_paths: bound read-only when they exist, removed after a command that made one
+    sensitive: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings, root: Path) -> Sandbox:
         return cls(root.resolve(), settings.sandbox_mode, settings.sandbox_network,
-                   tuple(settings.sandbox_readable_roots))
+                   tuple(settings.sandbox_readable_roots), tuple(settings.tools.sensitive_paths))
 
     def status(self) -> Probe:
         return probe()
@@ -102,10 +136,64 @@ class Sandbox:
                 "needs the user's approval. Do not retry: inspect files with read_file, search_code and "
                 "list_dir, change them with apply_patch or write_file, and tell the user that commands "
                 "need bubblewrap (or sandboxMode = \"danger-full-access\").")
-        return Prepared(bwrap_argv(found.program, self.plan(argv[:1], env), cwd, list(argv)), env,
-                        sandboxed=True)
+        if self.mode != "workspace-write":
+            return Prepared(bwrap_argv(found.program, self.plan(argv[:1], env), cwd, list(argv)), env,
+                            sandboxed=True)
+        protected = self._protected()
+        try:
+            lease = mount_points.hold(protected.missing)
+        except OSError as exc:
+            raise SandboxRefused(
+                f"the command was not run: the harness could not prepare the read-only "
+                f"{' and '.join(p.name + '/' for p in protected.missing)} it keeps in the workspace during "
+                f"commands ({exc.strerror or exc}). Tell the user.") from exc
+        try:
+            seen = sensitive_watch.look(self.root, self.sensitive)
+            extra = [*protected.existing, *protected.missing,
+                     *sensitive_watch.read_only_binds(self.root, self.sensitive, seen)]
+            command = bwrap_argv(found.program, self.plan(argv[:1], env, extra), cwd, list(argv))
+        except BaseException:
+            lease.release()
+            raise
 
-    def plan(self, programs: list[str], env: dict[str, str]) -> MountPlan:
+        def finish() -> list[str]:
+            try:
+                return sensitive_watch.undo_new(self.root, self.sensitive, seen)
+            finally:
+                lease.release()
+
+        return Prepared(command, env, sandboxed=True, finish=finish)
+
+    def _protected(self) -> _Protected:
+        """`.git` and `.lsp-agent` at the workspace root, and the directory a `.git` file names when it
+        lies inside the workspace. Refuses when either is a symbolic link: a link cannot be bound over
+        (the mount lands on its target), so a command could replace it with a directory of its own."""
+        existing: list[Path] = []
+        missing: list[Path] = []
+        for name in PROTECTED_IN_WORKSPACE:
+            entry = self.root / name
+            if os.path.islink(entry):
+                raise SandboxRefused(
+                    f"the command was not run: {name} in the workspace is a symbolic link, and a command could "
+                    f"replace a link with a {name}/ of its own (git's config and hooks, and lsp-agent's settings, "
+                    f"run programs). Tell the user: replace the link with a directory (or, for .git, a "
+                    f"`gitdir: PATH` file) to run commands here.")
+            if not os.path.lexists(entry):
+                missing.append(entry)
+                continue
+            existing.append(entry)
+            target = _gitdir_target(entry) if name == ".git" and entry.is_file() else None
+            if target is None:
+                continue
+            try:
+                real = target.resolve()
+            except (OSError, RuntimeError):
+                continue
+            if real != self.root and self.root in real.parents:
+                (existing if real.is_dir() else missing).append(real)
+        return _Protected(existing, missing)
+
+    def plan(self, programs: list[str], env: dict[str, str], protect: list[Path] | None = None) -> MountPlan:
         home_raw = os.environ.get("HOME") or os.path.expanduser("~")
         home = Path(home_raw).resolve() if home_raw and home_raw != "/" else None
         readable = toolchain_paths(programs, env.get("PATH", os.defpath), home)
@@ -114,12 +202,9 @@ class Sandbox:
             if extra is not None and extra not in readable:
                 readable.append(extra)
         protected: list[Path] = []
-        for name in PROTECTED_IN_WORKSPACE:
-            entry = self.root / name
-            if not os.path.lexists(entry):
-                continue
+        for entry in protect or []:
             real = entry.resolve()
-            if real == self.root or self.root in real.parents:
+            if real != self.root and self.root in real.parents and real not in protected and real.exists():
                 protected.append(real)
         masked = (state_dir().resolve(),)
         return MountPlan(self.root, self.mode, self.network, home, tuple(readable), masked, tuple(protected))

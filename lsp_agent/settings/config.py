@@ -62,6 +62,16 @@ class VerifyCommand(_Section):
     parser: Literal["pytest", "mypy", "pyright", "ruff", "tsc", "generic"] = "generic"
 
 
+#: The default `tools.sensitive_paths`: files that run code when an editor, shell, CI or git opens the
+#: workspace. `.git/` and `.lsp-agent/` are not here: they are never written by the model at all.
+SENSITIVE_PATHS = (
+    ".vscode/tasks.json", ".vscode/settings.json", ".vscode/launch.json", "*.code-workspace",
+    ".envrc", ".github/workflows/**", ".gitlab-ci.yml", ".githooks/**", ".husky/**",
+    ".pre-commit-config.yaml", ".devcontainer/**", ".devcontainer.json",
+    ".nvim.lua", ".nvimrc", ".exrc",
+)
+
+
 class ToolSettings(_Section):
     allowed_programs: list[str] = Field(
         default_factory=lambda: ["python", "python3", "pytest", "node", "npm", "ls", "cat", "rg", "git"]
@@ -71,6 +81,15 @@ class ToolSettings(_Section):
     verify: list[VerifyCommand] | None = Field(
         None, description="Fixed verification commands; detected from the project when unset."
     )
+    sensitive_paths: list[str] = Field(
+        default_factory=lambda: list(SENSITIVE_PATHS),
+        description="Workspace files other programs execute when the workspace is opened (editor tasks and "
+                    "settings, direnv, CI workflows, git hook directories, dev containers, Neovim's exrc), as "
+                    "globs anchored at the workspace root (`*` within one path component, `**` across them, "
+                    "`dir/**` also names `dir`; letter case ignored). apply_patch and write_file change one "
+                    "only with the user's approval (refused under approvalPolicy `never`); a sandboxed command "
+                    "sees the existing ones read-only, and one it creates is removed when it ends. Only the "
+                    "user's settings set this list: a workspace's own config cannot shrink it.")
 
 
 class Experimental(_Section):

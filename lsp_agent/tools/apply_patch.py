@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, ClassVar, Self
 
 from pydantic import Field, model_validator
 
+from lsp_agent.core.approval import ApprovalSubject
 from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
 from lsp_agent.domain.edits import ApplyFailure, CreateFile, UpdateFile, utf8_len
 from lsp_agent.domain.history import ErrorKind
 from lsp_agent.domain.ports import Document
 from lsp_agent.tools.patch_grammar import AddOp, ParsedPatch, PatchParseError, parse_patch
+from lsp_agent.tools.sensitive_edits import replacement_diff, sensitive_targets, unapproved
 
 if TYPE_CHECKING:
     from lsp_agent.tools.patch import FileChange, PlanFailure, Planned
@@ -95,6 +97,17 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
         except PatchParseError:
             return []  # run() reports the parse error with its line number
 
+    def approval(self, args: ApplyPatchArgs, ctx: ToolContext) -> ApprovalSubject | None:
+        sensitive = sensitive_targets(ctx.root, self.paths(args), ctx.settings.tools.sensitive_paths)
+        if not sensitive:
+            return None
+        if args.patch is not None:
+            what = args.patch
+        else:
+            assert args.path is not None and args.old_text is not None and args.new_text is not None
+            what = replacement_diff(normalize(args.path), args.old_text, args.new_text)
+        return ApprovalSubject(kind="edit", what=what, program=", ".join(sensitive), sensitive=sensitive)
+
     async def run(self, args: ApplyPatchArgs, ctx: ToolContext) -> ToolResult:
         patch: ParsedPatch | None = None
         if args.patch is not None:
@@ -113,6 +126,9 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
                 resolve_in_root(ctx.root, path)
             except PathDenied as exc:
                 return ToolResult.failure(ErrorKind.PATH_DENIED, f"{exc}. Nothing was changed.")
+        refused = unapproved(ctx, sensitive_targets(ctx.root, paths, ctx.settings.tools.sensitive_paths))
+        if refused is not None:
+            return refused
         for path in sources:
             if path in ctx.files.reread_required:
                 return ToolResult.failure(

@@ -17,13 +17,14 @@ import shutil
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsp_agent.core.cancel import cancel_signal
 from lsp_agent.sandbox.env import command_env
 from lsp_agent.sandbox.git import git_env, harden_argv
-from lsp_agent.sandbox.policy import Sandbox
+from lsp_agent.sandbox.policy import Prepared, Sandbox
+from lsp_agent.sandbox.sensitive_watch import removal_note
 
 _CAPTURE_LIMIT = 4 * 1024 * 1024  # bytes kept in memory per stream before we start dropping
 
@@ -46,6 +47,8 @@ class ProcessOutcome:
     output_truncated: bool  # more than the capture limit was produced
     duration_ms: int
     cancelled: bool = False
+    #: sensitive paths (tools.sensitive_paths) the command created and the harness removed after it
+    removed: list[str] = field(default_factory=list)
 
 
 async def _pump(stream: asyncio.StreamReader, sink: bytearray, flag: list[bool]) -> None:
@@ -104,8 +107,9 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 
 
 def _prepare(argv: list[str], cwd: Path, env: dict[str, str] | None,
-             sandbox: Sandbox | None, approved_unsandboxed: bool = False) -> tuple[list[str], dict[str, str]]:
-    """(what to execute, its environment); blocking. Raises SandboxRefused / GitConfigRefused."""
+             sandbox: Sandbox | None, approved_unsandboxed: bool = False) -> Prepared:
+    """What to execute, its environment and what to do once it ended; blocking. Raises
+    SandboxRefused / GitConfigRefused."""
     _prctl()  # (the first call loads ctypes: here, in a worker thread, not on the event loop)
     extra = git_env(cwd) if sandbox is not None or os.path.basename(argv[0]) == "git" else {}
     if sandbox is not None:
@@ -114,11 +118,10 @@ def _prepare(argv: list[str], cwd: Path, env: dict[str, str] | None,
         program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=search)
         if program is None or not os.access(cwd / program, os.X_OK):
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
-        prepared = sandbox.prepare(harden_argv(argv), cwd, {**(env or {}), **extra},
-                                   approved_unsandboxed=approved_unsandboxed)
-        return prepared.argv, prepared.env
+        return sandbox.prepare(harden_argv(argv), cwd, {**(env or {}), **extra},
+                               approved_unsandboxed=approved_unsandboxed)
     base = env if env is not None else scrubbed_env()
-    return harden_argv(argv), {**base, **extra}
+    return Prepared(harden_argv(argv), {**base, **extra}, sandboxed=False)
 
 
 async def run_process(argv: list[str], cwd: Path, timeout_s: float,
@@ -126,8 +129,21 @@ async def run_process(argv: list[str], cwd: Path, timeout_s: float,
                       approved_unsandboxed: bool = False) -> ProcessOutcome:
     """Run argv; raises FileNotFoundError if the program is missing, SandboxRefused when it may not
     run. With a sandbox, `env` holds only extra variables. Cancellation kills the group."""
+    prepared = await asyncio.to_thread(_prepare, argv, cwd, env, sandbox, approved_unsandboxed)
+    try:
+        outcome = await _run_prepared(argv, cwd, timeout_s, prepared)
+    finally:
+        # Also when cancelled: the sandbox's mount points are released and what it planted removed.
+        removed = await asyncio.shield(asyncio.to_thread(prepared.finish))
+    if removed:
+        outcome.removed = removed
+        outcome.output = f"{outcome.output.rstrip(chr(10))}\n{removal_note(removed)}\n"
+    return outcome
+
+
+async def _run_prepared(argv: list[str], cwd: Path, timeout_s: float, prepared: Prepared) -> ProcessOutcome:
     started = time.monotonic()
-    command, environment = await asyncio.to_thread(_prepare, argv, cwd, env, sandbox, approved_unsandboxed)
+    command, environment = prepared.argv, prepared.env
     cancel = cancel_signal.get()
     if cancel is not None and cancel.is_set():
         # Cancelled while the command was being prepared: start nothing. A sandbox killed in the

@@ -8,10 +8,12 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from lsp_agent.core.approval import ApprovalSubject
 from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
 from lsp_agent.domain.edits import CreateFile, EditPlan, utf8_len
 from lsp_agent.domain.history import ErrorKind
+from lsp_agent.tools.sensitive_edits import creation_diff, sensitive_targets, unapproved
 
 
 class WriteFileArgs(StrictArgs):
@@ -42,12 +44,23 @@ class WriteFile(Tool[WriteFileArgs]):
     avoid_when = ("the file already exists: use apply_patch to change it (this tool refuses to overwrite), "
                   "or apply_patch with '*** Add File:' when creating it together with other edits.")
 
+    def approval(self, args: WriteFileArgs, ctx: ToolContext) -> ApprovalSubject | None:
+        path = normalize(args.path)
+        sensitive = sensitive_targets(ctx.root, [path], ctx.settings.tools.sensitive_paths)
+        if not sensitive:
+            return None
+        return ApprovalSubject(kind="edit", what=creation_diff(path, args.content), program=", ".join(sensitive),
+                               sensitive=sensitive)
+
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         path = normalize(args.path)
         try:
             target = resolve_in_root(ctx.root, path)
         except PathDenied as exc:
             return ToolResult.failure(ErrorKind.PATH_DENIED, f"{exc}. Nothing was written.")
+        refused = unapproved(ctx, sensitive_targets(ctx.root, [path], ctx.settings.tools.sensitive_paths))
+        if refused is not None:
+            return refused
         size = utf8_len(args.content)
         limit = ctx.settings.limits.write_bytes
         if size > limit:

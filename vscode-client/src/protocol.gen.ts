@@ -412,8 +412,8 @@ export interface RequestApprovalParams {
   what: string;
   /** Why it needs an approval (e.g. it would run without a sandbox). */
   why: string;
-  /** The policy rule that asks: `untrusted` (every command), `unsandboxed` (bubblewrap unavailable), `mcp` (an MCP tool that may change things), `retry_unsandboxed` (on-failure: re-run a command that failed in the sandbox without it). */
-  reason: 'untrusted' | 'unsandboxed' | 'mcp' | 'retry_unsandboxed';
+  /** The policy rule that asks: `untrusted` (every command), `unsandboxed` (bubblewrap unavailable), `mcp` (an MCP tool that may change things), `retry_unsandboxed` (on-failure: re-run a command that failed in the sandbox without it), `sensitive_path` (an edit of a file other programs run when the workspace is opened: `tools.sensitive_paths`). */
+  reason: 'untrusted' | 'unsandboxed' | 'mcp' | 'retry_unsandboxed' | 'sensitive_path';
   /** The answers offered, in display order. */
   options: ('allow_once' | 'allow_session' | 'deny')[];
 }

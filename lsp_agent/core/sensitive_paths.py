@@ -1,0 +1,93 @@
+"""Sensitive paths: workspace files that other programs execute when the workspace is opened.
+
+An editor's tasks (`.vscode/tasks.json` with `runOn: folderOpen`), direnv's `.envrc`, a CI
+workflow, a git hook directory, Neovim's exrc: a change to one of them runs code later, outside
+the sandbox, in someone else's process. The setting `tools.sensitive_paths` lists them as globs,
+anchored at the workspace root: `*` and `?` stay inside one path component, `**` spans any
+number of them, and `dir/**` also names `dir` itself (replacing the directory is a change to
+what it holds). Matching ignores letter case: on a case-insensitive file system `.VSCode/Tasks.json`
+is the same file.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _component(part: str) -> str:
+    """One path component's glob as a regex that never crosses a `/`."""
+    out: list[str] = []
+    i = 0
+    while i < len(part):
+        char = part[i]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = part.find("]", i + 2 if i + 1 < len(part) and part[i + 1] in "!^" else i + 1)
+            if end == -1:
+                out.append(re.escape(char))
+            else:
+                body = part[i + 1:end]
+                negate = body[:1] in ("!", "^")
+                body = body[1:] if negate else body
+                out.append(f"[{'^/' if negate else ''}{body.replace(chr(92), chr(92) * 2)}]")
+                i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(pattern: str) -> re.Pattern[str]:
+    parts = [p for p in pattern.strip().replace("\\", "/").strip("/").split("/") if p not in ("", ".")]
+    regex = ""
+    glue = ""  # what joins the next component to the text so far
+    for n, part in enumerate(parts):
+        if part == "**":
+            if n == len(parts) - 1:
+                regex += "(?:/.*)?" if regex else ".*"
+            else:
+                regex += glue + "(?:[^/]+/)*"
+                glue = ""
+                continue
+        else:
+            regex += glue + _component(part)
+        glue = "/"
+    return re.compile(f"^{regex}$", re.IGNORECASE | re.DOTALL)
+
+
+def matching(rel: str, patterns: Iterable[str]) -> str | None:
+    """The first pattern that names the workspace-relative path `rel` (or None)."""
+    path = rel.replace("\\", "/").strip("/").removeprefix("./")
+    for pattern in patterns:
+        if pattern.strip() and _compile(pattern).match(path):
+            return pattern
+    return None
+
+
+def static_prefix(pattern: str) -> tuple[list[str], bool]:
+    """(the leading components without glob characters, whether that is the whole pattern).
+
+    `.vscode/tasks.json` → (['.vscode', 'tasks.json'], True); `.github/workflows/**` →
+    (['.github', 'workflows'], False): what exists of a pattern starts there."""
+    parts = [p for p in pattern.strip().replace("\\", "/").strip("/").split("/") if p not in ("", ".")]
+    prefix: list[str] = []
+    for part in parts:
+        if _GLOB_CHARS & set(part):
+            return prefix, False
+        prefix.append(part)
+    return prefix, True
+
+
+def whole_tree(pattern: str) -> bool:
+    """`dir/**` (with a plain `dir`): the pattern names a directory and everything under it."""
+    prefix, literal = static_prefix(pattern)
+    parts = [p for p in pattern.strip().replace("\\", "/").strip("/").split("/") if p not in ("", ".")]
+    return not literal and bool(prefix) and parts == [*prefix, "**"]
