@@ -190,7 +190,7 @@ async def test_edits_of_sensitive_paths_need_an_approval(attack: Attack, server:
         await run_attack(attack, server, calls, "--approval", policy)
         outs = attack.outputs()
         for out in outs[:5]:
-            assert "refused" in out and "tools.sensitive_paths" in out or "sensitive_paths" in out, out
+            assert "refused" in out and "tools.sensitive_paths" in out, out
             if policy == "never":
                 assert "approvalPolicy is `never`" in out, out
         for out in outs[5:7]:
@@ -199,4 +199,18 @@ async def test_edits_of_sensitive_paths_need_an_approval(attack: Attack, server:
         assert entries(attack.workspace) == sorted([*before, "fine.txt"])
         (attack.workspace / "fine.txt").unlink()
     assert (attack.workspace / ".vscode" / "settings.json").read_text() == "{}\n"
+    attack.assert_contained()
+
+
+@needs_bwrap
+async def test_a_run_of_commands_leaves_no_trace_in_a_repository(attack: Attack, server: LoopbackServer) -> None:
+    root = attack.workspace
+    (root / "a.py").write_text("x = 1\n", encoding="utf-8")
+    for args in (("init", "-q", "."), ("add", "-A"), ("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i")):
+        assert user_git(root, *args).returncode == 0
+    before = entries(root)
+    await run_attack(attack, server, [cmd("ls -a"), py("print(1)"), ("verify_project", {}), cmd("git status")])
+    assert attack.output(0).startswith("OK: exit=0")
+    assert user_git(root, "status", "--porcelain", "--ignored").stdout == ""
+    assert entries(root) == before, "the run left an entry behind (an empty mount point?)"
     attack.assert_contained()

@@ -1,0 +1,157 @@
+"""Sensitive paths: the globs, the edit tools' approval through the real loop, the harness's
+mount points for missing protected directories, and the removal of what a command planted.
+
+No process is started here (the attacks through real sandboxed commands are in
+tests/security/test_protected_paths.py); the file-system steps run on a real temp directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from lsp_agent.core.approval import Answer, ApprovalRequest, Decision
+from lsp_agent.core.loop import Generation
+from lsp_agent.core.sensitive_paths import matching, static_prefix, whole_tree
+from lsp_agent.core.session import AgentSession
+from lsp_agent.sandbox import mount_points
+from lsp_agent.sandbox.sensitive_watch import look, read_only_binds, undo_new
+from lsp_agent.settings.config import SENSITIVE_PATHS
+from tests.helpers import call, make_env, reply
+
+
+class Desk:
+    def __init__(self, *answers: Decision) -> None:
+        self.answers = list(answers)
+        self.asked: list[ApprovalRequest] = []
+
+    async def ask(self, request: ApprovalRequest) -> Answer:
+        self.asked.append(request)
+        return Answer(self.answers.pop(0), "user")
+
+
+def test_the_globs_anchor_at_the_root_ignore_case_and_name_whole_trees() -> None:
+    defaults = list(SENSITIVE_PATHS)
+    for rel in (".vscode/tasks.json", ".VSCode/Tasks.JSON", ".envrc", "./.envrc", ".github/workflows",
+                ".github/workflows/ci.yml", ".github/workflows/sub/x.yml", "my.code-workspace", ".husky/pre-commit",
+                ".devcontainer/devcontainer.json", ".nvim.lua"):
+        assert matching(rel, defaults) is not None, rel
+    for rel in ("sub/.vscode/tasks.json", ".vscode/extensions.json", ".github/dependabot.yml", "src/.envrc.py",
+                ".github/workflowsx/a.yml", "README.md"):
+        assert matching(rel, defaults) is None, rel
+    assert matching("a/b/c/.envrc", ["**/.envrc"]) == "**/.envrc"
+    assert matching("x1.txt", ["x[0-9].txt"]) and not matching("xa.txt", ["x[0-9].txt"])
+    assert static_prefix(".github/workflows/**") == ([".github", "workflows"], False)
+    assert whole_tree(".github/workflows/**") and not whole_tree("**/.envrc")
+
+
+async def _edit(root: Path, calls: list[object], desk: Desk, policy: str = "on-request") -> AgentSession:
+    env = make_env(root, [*[reply(c) for c in calls], reply(text="ok")], approvalPolicy=policy)  # type: ignore[list-item]
+    env.approver = desk
+    session = AgentSession(env)
+    await Generation(session).run("go")
+    return session
+
+
+def _outputs(session: AgentSession) -> list[str]:
+    return [p.output for m in session.history for p in m.tool_results()]
+
+
+async def test_an_approved_edit_of_a_sensitive_path_shows_the_diff_and_writes(tmp_path: Path) -> None:
+    desk = Desk(Decision.ALLOW_ONCE)
+    session = await _edit(tmp_path, [call("write_file", path=".envrc", content="export A=1\n")], desk)
+    (request,) = desk.asked
+    assert (request.kind, request.reason.value, request.tool) == ("edit", "sensitive_path", "write_file")
+    assert "+++ b/.envrc" in request.what and "+export A=1" in request.what
+    assert ".envrc" in request.why and "tools.sensitive_paths" in request.why
+    assert (tmp_path / ".envrc").read_text() == "export A=1\n", _outputs(session)
+
+
+async def test_a_denied_edit_writes_nothing_and_a_plain_edit_asks_nothing(tmp_path: Path) -> None:
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "settings.json").write_text("{}\n", encoding="utf-8")
+    desk = Desk(Decision.DENY)
+    session = await _edit(tmp_path, [
+        call("apply_patch", path=".vscode/settings.json", old_text="{}", new_text='{"a": 1}'),
+        call("write_file", path="src/ok.py", content="x = 1\n"),
+    ], desk)
+    assert len(desk.asked) == 1 and "-{}" in desk.asked[0].what and '+{"a": 1}' in desk.asked[0].what
+    assert (tmp_path / ".vscode" / "settings.json").read_text() == "{}\n"
+    outs = _outputs(session)
+    assert outs[0].startswith("ERROR: refused") and outs[1].startswith("OK: created src/ok.py")
+
+
+async def test_a_session_grant_covers_the_same_paths_only(tmp_path: Path) -> None:
+    desk = Desk(Decision.ALLOW_SESSION, Decision.DENY)
+    patch = "*** Begin Patch\n*** Add File: .husky/pre-commit\n+npm test\n*** End Patch\n"
+    again = "*** Begin Patch\n*** Update File: .husky/pre-commit\n@@\n-npm test\n+npm run lint\n*** End Patch\n"
+    await _edit(tmp_path, [call("apply_patch", patch=patch), call("apply_patch", patch=again),
+                           call("write_file", path=".nvimrc", content="set exrc\n")], desk)
+    assert [r.what.splitlines()[1] for r in desk.asked] == ["*** Add File: .husky/pre-commit", "+++ b/.nvimrc"]
+    assert (tmp_path / ".husky" / "pre-commit").read_text() == "npm run lint\n"
+    assert not (tmp_path / ".nvimrc").exists()
+
+
+async def test_never_refuses_with_a_reason_and_asks_no_one(tmp_path: Path) -> None:
+    desk = Desk()
+    session = await _edit(tmp_path, [call("write_file", path=".github/workflows/ci.yml", content="on: push\n")],
+                          desk, policy="never")
+    assert not desk.asked and not (tmp_path / ".github").exists()
+    assert "approvalPolicy is `never`" in _outputs(session)[0]
+
+
+async def test_a_link_leading_to_a_sensitive_path_counts_as_that_path(tmp_path: Path) -> None:
+    os.symlink(".envrc", tmp_path / "innocent")
+    desk = Desk(Decision.DENY)
+    await _edit(tmp_path, [call("write_file", path="innocent", content="x\n")], desk)
+    assert desk.asked and desk.asked[0].reason.value == "sensitive_path"
+
+
+def test_mount_points_are_counted_and_removed_only_when_empty(tmp_path: Path) -> None:
+    git, nested = tmp_path / ".git", tmp_path / "data" / "gitdir"
+    first = mount_points.hold([git, nested])
+    second = mount_points.hold([git])
+    assert git.is_dir() and nested.is_dir() and mount_points.held()[git] == 2
+    first.release()
+    assert git.is_dir() and not (tmp_path / "data").exists()  # its parent was made for it too
+    (git / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")  # the user's own `git init`
+    second.release()
+    assert (git / "HEAD").exists() and git not in mount_points.held()
+    existing = mount_points.hold([git])  # already there: used, never removed
+    existing.release()
+    assert (git / "HEAD").exists()
+
+
+async def test_concurrent_holders_share_one_mount_point(tmp_path: Path) -> None:
+    lsp = tmp_path / ".lsp-agent"
+
+    async def command() -> None:
+        lease = await asyncio.to_thread(mount_points.hold, [lsp])
+        assert lsp.is_dir()
+        await asyncio.sleep(0)
+        await asyncio.to_thread(lease.release)
+
+    await asyncio.gather(*(command() for _ in range(20)))
+    assert not lsp.exists() and lsp not in mount_points.held()
+
+
+def test_what_a_command_planted_is_removed_and_a_replaced_link_put_back(tmp_path: Path) -> None:
+    patterns = list(SENSITIVE_PATHS)
+    (tmp_path / "real.envrc").write_text("user\n", encoding="utf-8")
+    os.symlink("real.envrc", tmp_path / ".envrc")
+    (tmp_path / "elsewhere").mkdir()
+    before = look(tmp_path, patterns)
+    assert tmp_path / "real.envrc" in read_only_binds(tmp_path, patterns, before)
+    # What a command does: replace the link, make .vscode a link to a directory it filled, add a workflow.
+    os.unlink(tmp_path / ".envrc")
+    (tmp_path / ".envrc").write_text("evil\n", encoding="utf-8")
+    (tmp_path / "elsewhere" / "tasks.json").write_text("{}", encoding="utf-8")
+    os.symlink("elsewhere", tmp_path / ".vscode")
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "x.yml").write_text("on: push\n", encoding="utf-8")
+    removed = undo_new(tmp_path, patterns, before)
+    assert sorted(removed) == [".envrc", ".github/workflows", ".vscode"]
+    assert os.readlink(tmp_path / ".envrc") == "real.envrc"
+    assert not (tmp_path / ".vscode").exists() and not (tmp_path / ".github").exists()
+    assert (tmp_path / "elsewhere" / "tasks.json").exists()  # not followed: only the link went
