@@ -10,10 +10,16 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
+import site
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
+import lsp_agent
 from tests.providers.loopback import LoopbackServer
 from tests.security.conftest import needs_bwrap
 from tests.security.kit import Attack, run_attack
@@ -206,7 +212,8 @@ async def test_edits_of_sensitive_paths_need_an_approval(attack: Attack, server:
 async def test_a_run_of_commands_leaves_no_trace_in_a_repository(attack: Attack, server: LoopbackServer) -> None:
     root = attack.workspace
     (root / "a.py").write_text("x = 1\n", encoding="utf-8")
-    for args in (("init", "-q", "."), ("add", "-A"), ("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i")):
+    commit = ("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i")
+    for args in (("init", "-q", "."), ("add", "-A"), commit):
         assert user_git(root, *args).returncode == 0
     before = entries(root)
     await run_attack(attack, server, [cmd("ls -a"), py("print(1)"), ("verify_project", {}), cmd("git status")])
@@ -214,3 +221,68 @@ async def test_a_run_of_commands_leaves_no_trace_in_a_repository(attack: Attack,
     assert user_git(root, "status", "--porcelain", "--ignored").stdout == ""
     assert entries(root) == before, "the run left an entry behind (an empty mount point?)"
     attack.assert_contained()
+
+
+PLANT_AS_THE_SERVER = """
+import asyncio, json, sys
+from pathlib import Path
+from lsp_agent.sandbox.policy import Sandbox
+from lsp_agent.settings.config import Settings
+from lsp_agent.tools.process import run_process
+
+code = '''
+import os
+for p in ['.git/config', '.lsp-agent/config.toml', '.vscode/tasks.json']:
+    try:
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        open(p, 'w').write('x')
+        print('made', p)
+    except OSError as exc:
+        print('refused', p, exc.strerror)
+'''
+root = Path(sys.argv[1])
+outcome = asyncio.run(run_process(['python3', '-c', code], root, 60, sandbox=Sandbox.from_settings(Settings(), root)))
+print(json.dumps({'output': outcome.output, 'removed': outcome.removed}))
+"""
+
+
+def _python_for_nobody(env: dict[str, str]) -> str | None:
+    for candidate in (f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}", "/usr/bin/python3"):
+        if os.path.isfile(candidate) and subprocess.run(
+                [*NOBODY, candidate, "-c", "import lsp_agent.sandbox, pydantic"], env=env, cwd="/",
+                capture_output=True, timeout=60, check=False).returncode == 0:
+            return candidate
+    return None
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@needs_bwrap
+def test_protected_directories_hold_when_the_server_is_unprivileged(tmp_path: Path) -> None:
+    """The same mount points made and removed by a server running as `nobody` (no root to lean on)."""
+    if os.getuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("switching to an unprivileged user needs root and setpriv")
+    checkout = Path(lsp_agent.__file__).resolve().parent.parent
+    base = Path(tempfile.mkdtemp(prefix="lsp-agent-protect-", dir="/var/tmp"))
+    try:
+        base.chmod(0o755)
+        workspace, home, state = base / "ws", base / "home", base / "state"
+        for path in (workspace, home, state):
+            path.mkdir()
+            os.chown(path, 65534, 65534)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LSP_AGENT_STATE_DIR": str(state),
+               "PYTHONPATH": os.pathsep.join([str(checkout), *site.getsitepackages()])}
+        python = _python_for_nobody(env)
+        if python is None:
+            pytest.skip("no Python interpreter that the unprivileged user can run imports this checkout")
+        done = subprocess.run([*NOBODY, python, "-c", PLANT_AS_THE_SERVER, str(workspace)], env=env, cwd="/",
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout.splitlines()[-1])
+        assert "refused .git/config Read-only file system" in result["output"], result
+        assert "refused .lsp-agent/config.toml Read-only file system" in result["output"], result
+        assert result["removed"] == [".vscode/tasks.json"]
+        assert entries(workspace) == [], "the unprivileged server left something behind"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
