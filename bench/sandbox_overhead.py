@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from lsp_agent.sandbox import Sandbox, probe
+from lsp_agent.settings.config import SENSITIVE_PATHS
 from lsp_agent.tools.process import run_process
 
 COMMANDS: list[list[str]] = [["true"], ["cat", "a.txt"], [sys.executable, "-c", "pass"], ["git", "status", "--short"]]
@@ -55,7 +56,9 @@ async def main(runs: int) -> int:
         root = Path(tmp)
         (root / "a.txt").write_text("hello\n")
         subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-        sandbox = Sandbox(root.resolve(), "workspace-write")
+        # As configured by default: .lsp-agent/ made (empty, read-only) around each command, the
+        # sensitive paths looked at before and after it.
+        sandbox = Sandbox(root.resolve(), "workspace-write", sensitive=SENSITIVE_PATHS)
         print(f"median of {runs} runs; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         print("| command | wall, no sandbox (ms) | wall, bwrap (ms) | wall added (ms) | CPU added (ms) |")
         print("|---|---:|---:|---:|---:|")

@@ -77,15 +77,22 @@ def static_prefix(pattern: str) -> tuple[list[str], bool]:
 
     `.vscode/tasks.json` → (['.vscode', 'tasks.json'], True); `.github/workflows/**` →
     (['.github', 'workflows'], False): what exists of a pattern starts there."""
+    prefix, literal = _static_prefix(pattern)
+    return list(prefix), literal
+
+
+@functools.lru_cache(maxsize=256)
+def _static_prefix(pattern: str) -> tuple[tuple[str, ...], bool]:
     parts = [p for p in pattern.strip().replace("\\", "/").strip("/").split("/") if p not in ("", ".")]
     prefix: list[str] = []
     for part in parts:
         if _GLOB_CHARS & set(part):
-            return prefix, False
+            return tuple(prefix), False
         prefix.append(part)
-    return prefix, True
+    return tuple(prefix), True
 
 
+@functools.lru_cache(maxsize=256)
 def whole_tree(pattern: str) -> bool:
     """`dir/**` (with a plain `dir`): the pattern names a directory and everything under it."""
     prefix, literal = static_prefix(pattern)

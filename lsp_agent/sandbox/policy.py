@@ -37,14 +37,22 @@ def _nothing_to_finish() -> list[str]:
     return []
 
 
+def _nothing_to_release() -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class Prepared:
     argv: list[str]  # what to execute (bwrap ... -- argv, or argv itself)
     env: dict[str, str]
     sandboxed: bool
-    #: call once the process has ended (blocking): releases the mount points made for it and removes
-    #: the sensitive paths it created; returns those, for the model to be told
+    #: call once the process has ended (blocking): removes the sensitive paths it created; returns
+    #: those, for the model to be told
     finish: Callable[[], list[str]] = field(default=_nothing_to_finish)
+    #: call once the process has ended, after `finish` (blocking): gives back the mount points made
+    #: for it (the last user removes them; an rmdir costs milliseconds on some file systems, so the
+    #: caller need not wait for it)
+    release: Callable[[], None] = field(default=_nothing_to_release)
 
 
 @dataclass(frozen=True)
@@ -157,12 +165,9 @@ class Sandbox:
             raise
 
         def finish() -> list[str]:
-            try:
-                return sensitive_watch.undo_new(self.root, self.sensitive, seen)
-            finally:
-                lease.release()
+            return sensitive_watch.undo_new(self.root, self.sensitive, seen)
 
-        return Prepared(command, env, sandboxed=True, finish=finish)
+        return Prepared(command, env, sandboxed=True, finish=finish, release=lease.release)
 
     def _protected(self) -> _Protected:
         """`.git` and `.lsp-agent` at the workspace root, and the directory a `.git` file names when it

@@ -104,8 +104,12 @@ def read_only_binds(root: Path, patterns: Iterable[str], seen: Seen) -> list[Pat
     """The real paths, inside the workspace, of the sensitive entries that exist (to bind read-only)."""
     wanted = list(patterns)
     binds: dict[Path, None] = {}
+    links = any(ident[2] == stat.S_IFLNK for ident in seen.values())
     for rel in seen:
         if matching(rel, wanted) is None:
+            continue
+        if not links:  # the common case: nothing to resolve, the entry is where it is spelled
+            binds[root / rel] = None
             continue
         try:
             real = (root / rel).resolve(strict=True)
@@ -113,6 +117,8 @@ def read_only_binds(root: Path, patterns: Iterable[str], seen: Seen) -> list[Pat
             continue  # a dangling link: what it would name is found afterwards if created
         if _inside(real, root) and real != root:
             binds[real] = None
+    if not links:
+        return list(binds)
     # Links met on the way (`.vscode` → `config/vscode`): what they lead to, when it exists.
     for pattern in wanted:
         prefix, literal = static_prefix(pattern)

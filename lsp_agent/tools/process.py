@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import errno
 import functools
+import logging
 import os
 import shutil
 import signal
@@ -25,6 +26,8 @@ from lsp_agent.sandbox.env import command_env
 from lsp_agent.sandbox.git import git_env, harden_argv
 from lsp_agent.sandbox.policy import Prepared, Sandbox
 from lsp_agent.sandbox.sensitive_watch import removal_note
+
+log = logging.getLogger(__name__)
 
 _CAPTURE_LIMIT = 4 * 1024 * 1024  # bytes kept in memory per stream before we start dropping
 
@@ -124,6 +127,22 @@ def _prepare(argv: list[str], cwd: Path, env: dict[str, str] | None,
     return Prepared(harden_argv(argv), {**base, **extra}, sandboxed=False)
 
 
+#: releases still running (a reference keeps each alive until it is done)
+_releasing: set[asyncio.Future[None]] = set()
+
+
+def _release_soon(release: Callable[[], None]) -> None:
+    future = asyncio.get_running_loop().run_in_executor(None, release)
+    _releasing.add(future)
+    future.add_done_callback(_released)
+
+
+def _released(future: asyncio.Future[None]) -> None:
+    _releasing.discard(future)
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("releasing a sandbox's mount points failed: %s", future.exception())
+
+
 async def run_process(argv: list[str], cwd: Path, timeout_s: float,
                       env: dict[str, str] | None = None, sandbox: Sandbox | None = None,
                       approved_unsandboxed: bool = False) -> ProcessOutcome:
@@ -133,8 +152,12 @@ async def run_process(argv: list[str], cwd: Path, timeout_s: float,
     try:
         outcome = await _run_prepared(argv, cwd, timeout_s, prepared)
     finally:
-        # Also when cancelled: the sandbox's mount points are released and what it planted removed.
-        removed = await asyncio.shield(asyncio.to_thread(prepared.finish))
+        # Also when cancelled: what the command planted is removed, the sandbox's mount points given
+        # back (in the background: the result does not wait for their removal).
+        try:
+            removed = await asyncio.shield(asyncio.to_thread(prepared.finish))
+        finally:
+            _release_soon(prepared.release)
     if removed:
         outcome.removed = removed
         outcome.output = f"{outcome.output.rstrip(chr(10))}\n{removal_note(removed)}\n"
