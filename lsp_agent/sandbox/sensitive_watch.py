@@ -67,12 +67,24 @@ def _chain(root: Path, parts: list[str], seen: Seen) -> bool:
 
 
 def _walk(root: Path, prefix: list[str], pattern: str, seen: Seen) -> None:
+    """The entries below the pattern's fixed prefix that it names: only as deep as it reaches (`*.x`
+    is one listing of the root), never into a link (a link's target may lie outside the workspace,
+    where nothing may be removed)."""
     start = root.joinpath(*prefix)
+    try:
+        if not stat.S_ISDIR(os.lstat(start).st_mode):
+            return
+    except OSError:
+        return
+    parts = [p for p in pattern.strip().replace("\\", "/").strip("/").split("/") if p not in ("", ".")]
+    depth = None if "**" in parts else len(parts) - len(prefix)
     count = 0
     for current, dirs, files in os.walk(start):
-        dirs[:] = [d for d in dirs if d not in _WALK_SKIP]
         base = Path(current)
-        for name in [*dirs, *files]:
+        below = len(base.relative_to(start).parts) + 1  # the depth of this directory's entries
+        names = [*dirs, *files]
+        dirs[:] = [d for d in dirs if d not in _WALK_SKIP and (depth is None or below < depth)]
+        for name in names:
             count += 1
             if count > WALK_LIMIT:
                 return

@@ -155,3 +155,20 @@ def test_what_a_command_planted_is_removed_and_a_replaced_link_put_back(tmp_path
     assert os.readlink(tmp_path / ".envrc") == "real.envrc"
     assert not (tmp_path / ".vscode").exists() and not (tmp_path / ".github").exists()
     assert (tmp_path / "elsewhere" / "tasks.json").exists()  # not followed: only the link went
+
+
+def test_a_wildcard_pattern_is_looked_for_only_as_deep_as_it_reaches_and_never_through_a_link(
+        tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "ws"
+    (root / "deep" / "er").mkdir(parents=True)
+    (root / "deep" / "er" / "x.code-workspace").write_text("{}", encoding="utf-8")  # below what it names
+    os.symlink(outside, root / "hooks")
+    before = look(root, ["*.code-workspace", "hooks/*"])
+    assert list(before) == ["hooks"]  # the link itself, never what is behind it
+    # Files appear outside, behind the link (another program's): never the harness's to remove.
+    (outside / "other").write_text("keep\n", encoding="utf-8")
+    (root / "new.code-workspace").write_text("{}", encoding="utf-8")
+    assert undo_new(root, ["*.code-workspace", "hooks/*"], before) == ["new.code-workspace"]
+    assert (outside / "other").exists() and (root / "deep" / "er" / "x.code-workspace").exists()
