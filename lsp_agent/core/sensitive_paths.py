@@ -44,9 +44,18 @@ def _component(part: str) -> str:
     return "".join(out)
 
 
-@functools.lru_cache(maxsize=256)
-def _compile(pattern: str) -> re.Pattern[str]:
+def parts_of(pattern: str) -> list[str] | None:
+    """The pattern's path components; None for one that could name something outside the workspace
+    (a `..` component) or nothing at all: such a pattern is ignored."""
     parts = [p for p in pattern.strip().replace("\\", "/").strip("/").split("/") if p not in ("", ".")]
+    return None if not parts or ".." in parts else parts
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(pattern: str) -> re.Pattern[str] | None:
+    parts = parts_of(pattern)
+    if parts is None:
+        return None
     regex = ""
     glue = ""  # what joins the next component to the text so far
     for n, part in enumerate(parts):
@@ -67,7 +76,8 @@ def matching(rel: str, patterns: Iterable[str]) -> str | None:
     """The first pattern that names the workspace-relative path `rel` (or None)."""
     path = rel.replace("\\", "/").strip("/").removeprefix("./")
     for pattern in patterns:
-        if pattern.strip() and _compile(pattern).match(path):
+        compiled = _compile(pattern)
+        if compiled is not None and compiled.match(path):
             return pattern
     return None
 
@@ -83,7 +93,9 @@ def static_prefix(pattern: str) -> tuple[list[str], bool]:
 
 @functools.lru_cache(maxsize=256)
 def _static_prefix(pattern: str) -> tuple[tuple[str, ...], bool]:
-    parts = [p for p in pattern.strip().replace("\\", "/").strip("/").split("/") if p not in ("", ".")]
+    parts = parts_of(pattern)
+    if parts is None:
+        return (), True  # names nothing: nothing to look at
     prefix: list[str] = []
     for part in parts:
         if _GLOB_CHARS & set(part):
@@ -96,5 +108,4 @@ def _static_prefix(pattern: str) -> tuple[tuple[str, ...], bool]:
 def whole_tree(pattern: str) -> bool:
     """`dir/**` (with a plain `dir`): the pattern names a directory and everything under it."""
     prefix, literal = static_prefix(pattern)
-    parts = [p for p in pattern.strip().replace("\\", "/").strip("/").split("/") if p not in ("", ".")]
-    return not literal and bool(prefix) and parts == [*prefix, "**"]
+    return not literal and bool(prefix) and parts_of(pattern) == [*prefix, "**"]

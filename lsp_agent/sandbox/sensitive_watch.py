@@ -24,7 +24,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from lsp_agent.core.sensitive_paths import matching, static_prefix, whole_tree
+from lsp_agent.core.sensitive_paths import matching, parts_of, static_prefix, whole_tree
 
 #: entries a wildcard pattern's walk looks at, at most (a huge tree is not walked whole per command)
 WALK_LIMIT = 20_000
@@ -76,7 +76,7 @@ def _walk(root: Path, prefix: list[str], pattern: str, seen: Seen) -> None:
             return
     except OSError:
         return
-    parts = [p for p in pattern.strip().replace("\\", "/").strip("/").split("/") if p not in ("", ".")]
+    parts = parts_of(pattern) or []
     depth = None if "**" in parts else len(parts) - len(prefix)
     count = 0
     for current, dirs, files in os.walk(start):

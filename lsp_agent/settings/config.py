@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lsp_agent.settings.mcp_servers import McpSettings
 
@@ -90,6 +90,16 @@ class ToolSettings(_Section):
                     "only with the user's approval (refused under approvalPolicy `never`); a sandboxed command "
                     "sees the existing ones read-only, and one it creates is removed when it ends. Only the "
                     "user's settings set this list: a workspace's own config cannot shrink it.")
+
+    @field_validator("sensitive_paths")
+    @classmethod
+    def _inside_the_workspace(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            parts = [p for p in pattern.replace("\\", "/").split("/") if p not in ("", ".")]
+            if not parts or ".." in parts:
+                raise ValueError(f"{pattern!r}: a sensitive path is a glob inside the workspace, relative to its "
+                                 "root, without '..'")
+        return value
 
 
 class Experimental(_Section):

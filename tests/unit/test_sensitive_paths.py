@@ -172,3 +172,20 @@ def test_a_wildcard_pattern_is_looked_for_only_as_deep_as_it_reaches_and_never_t
     (root / "new.code-workspace").write_text("{}", encoding="utf-8")
     assert undo_new(root, ["*.code-workspace", "hooks/*"], before) == ["new.code-workspace"]
     assert (outside / "other").exists() and (root / "deep" / "er" / "x.code-workspace").exists()
+
+
+def test_a_pattern_reaching_outside_the_workspace_is_refused_by_the_settings_and_ignored_otherwise(
+        tmp_path: Path) -> None:
+    import pydantic
+    import pytest
+
+    from lsp_agent.settings.config import ToolSettings
+
+    with pytest.raises(pydantic.ValidationError, match=r"without '\.\.'"):
+        ToolSettings(sensitive_paths=["../../etc/**"])
+    root = tmp_path / "ws"
+    root.mkdir()
+    before = look(root, ["../*"])
+    (tmp_path / "sibling").write_text("not the workspace's\n", encoding="utf-8")
+    assert before == {} and undo_new(root, ["../*"], before) == [] and (tmp_path / "sibling").exists()
+    assert matching("../x", ["../x"]) is None
