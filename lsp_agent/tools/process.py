@@ -137,6 +137,12 @@ def _release_soon(release: Callable[[], None]) -> None:
     future.add_done_callback(_released)
 
 
+async def releases_settled() -> None:
+    """Wait until every mount point release started so far has finished (shutdown, tests)."""
+    while _releasing:
+        await asyncio.gather(*list(_releasing), return_exceptions=True)
+
+
 def _released(future: asyncio.Future[None]) -> None:
     _releasing.discard(future)
     if not future.cancelled() and future.exception() is not None:

@@ -7,6 +7,7 @@ configuration would write if anything ever ran it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shlex
@@ -286,3 +287,30 @@ def test_protected_directories_hold_when_the_server_is_unprivileged(tmp_path: Pa
         assert entries(workspace) == [], "the unprivileged server left something behind"
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@needs_bwrap
+async def test_a_timed_out_or_cancelled_command_gives_its_mount_points_back(tmp_path: Path) -> None:
+    from lsp_agent.sandbox import mount_points
+    from lsp_agent.sandbox.policy import Sandbox
+    from lsp_agent.settings.config import Settings
+    from lsp_agent.tools.process import releases_settled, run_process
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    sandbox = Sandbox.from_settings(Settings(), root)
+    sleeper = ["python3", "-c", "import time; open('started', 'w').close(); time.sleep(600)"]
+    timed_out = await run_process(sleeper, root, 2, sandbox=sandbox)
+    assert timed_out.timed_out
+    (root / "started").unlink()
+    running = asyncio.ensure_future(run_process(sleeper, root, 600, sandbox=sandbox))
+    async with asyncio.timeout(120):
+        while not (root / "started").exists():
+            await asyncio.sleep(0.05)  # waiting for the command to be running, not for a fixed time
+    assert (root / ".lsp-agent").is_dir()  # its mount point, while it runs
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    await releases_settled()
+    assert not mount_points.held().get(root / ".lsp-agent")
+    assert entries(root) == ["started"]
