@@ -9,6 +9,8 @@ import re
 import stat
 from pathlib import Path, PurePosixPath
 
+from lsp_agent.osfiles.regular import NotRegularFile, read_regular_text
+
 # C0 controls, DEL, C1 controls and the Unicode line/paragraph separators: in a path they forge
 # lines in list_dir/search_code output (`evil\nresult.txt:1: FORGED`) or confuse terminals.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -97,6 +99,26 @@ def protected_part(rel: str) -> str | None:
     return None
 
 
+def linked_git_dir(real: Path) -> Path | None:
+    """The directory a `.git` *file* at the workspace root names (`gitdir: PATH`, as worktrees and
+    submodules have), when it lies inside the workspace: git reads its config and hooks from there."""
+    entry = real / ".git"
+    try:
+        if not stat.S_ISREG(os.lstat(entry).st_mode):
+            return None
+        first = read_regular_text(entry, 4096, follow_symlinks=False).splitlines()[:1]
+    except (OSError, NotRegularFile, ValueError):
+        return None
+    if not first or not first[0].startswith("gitdir:"):
+        return None
+    named = Path(first[0].removeprefix("gitdir:").strip())
+    try:
+        target = (named if named.is_absolute() else real / named).resolve()
+    except (OSError, RuntimeError):
+        return None
+    return target if target != real and real in target.parents else None
+
+
 def check_writable(root: Path, rel: str) -> None:
     """resolve_in_root, and refuse paths inside a protected directory (spelled, or via a symlink)."""
     target = resolve_in_root(root, rel)
@@ -106,6 +128,10 @@ def check_writable(root: Path, rel: str) -> None:
     except (OSError, ValueError):
         resolved = None
     hit = spelled or resolved
+    if hit is None:
+        gitdir = linked_git_dir(real_root(root))
+        if gitdir is not None and (target == gitdir or gitdir in target.parents):
+            hit = gitdir.relative_to(real_root(root)).as_posix()
     if hit is not None:
         raise PathDenied(f"{rel!r} is inside {hit}/, which the agent never writes (git's config and hooks, "
                          "and lsp-agent's own settings, decide what programs run). Change files elsewhere; "

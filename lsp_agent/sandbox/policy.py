@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lsp_agent.osfiles.regular import NotRegularFile, read_regular_text
+from lsp_agent.core.paths import linked_git_dir
 from lsp_agent.sandbox import mount_points, sensitive_watch
 from lsp_agent.sandbox.bwrap import PROTECTED_IN_WORKSPACE, Mode, MountPlan, bwrap_argv, toolchain_paths
 from lsp_agent.sandbox.env import command_env
@@ -62,19 +62,6 @@ class _Protected:
 
     existing: list[Path]
     missing: list[Path]
-
-
-def _gitdir_target(entry: Path) -> Path | None:
-    """Where a `.git` file (`gitdir: PATH`, as in worktrees and submodules) points."""
-    try:
-        text = read_regular_text(entry, 4096, follow_symlinks=False)
-    except (OSError, NotRegularFile, UnicodeDecodeError, ValueError):
-        return None
-    first = text.splitlines()[0] if text else ""
-    if not first.startswith("gitdir:"):
-        return None
-    named = Path(first.removeprefix("gitdir:").strip())
-    return named if named.is_absolute() else entry.parent / named
 
 
 def unavailable_notice(found: Probe) -> str:
@@ -187,15 +174,9 @@ class Sandbox:
                 missing.append(entry)
                 continue
             existing.append(entry)
-            target = _gitdir_target(entry) if name == ".git" and entry.is_file() else None
-            if target is None:
-                continue
-            try:
-                real = target.resolve()
-            except (OSError, RuntimeError):
-                continue
-            if real != self.root and self.root in real.parents:
-                (existing if real.is_dir() else missing).append(real)
+            target = linked_git_dir(self.root) if name == ".git" else None
+            if target is not None:
+                (existing if target.is_dir() else missing).append(target)
         return _Protected(existing, missing)
 
     def plan(self, programs: list[str], env: dict[str, str], protect: list[Path] | None = None) -> MountPlan:

@@ -120,6 +120,25 @@ async def test_a_git_file_pointing_inside_the_workspace_protects_what_it_names(
     attack.assert_contained()
 
 
+async def test_the_edit_tools_refuse_the_directory_a_git_file_names(attack: Attack, server: LoopbackServer) -> None:
+    root = attack.workspace
+    (root / ".git").write_text("gitdir: ./meta/repo\n", encoding="utf-8")
+    (root / "meta" / "repo").mkdir(parents=True)
+    (root / "meta" / "notes.txt").write_text("fine\n", encoding="utf-8")
+    await run_attack(attack, server, [
+        ("write_file", {"path": "meta/repo/config", "content": "[core]\n\tfsmonitor = touch CANARY\n"}),
+        ("write_file", {"path": "meta/repo/hooks/post-checkout", "content": "touch CANARY\n"}),
+        ("apply_patch", {"path": ".git", "old_text": "./meta/repo", "new_text": "elsewhere"}),
+        ("write_file", {"path": "meta/ok.txt", "content": "ok\n"}),
+    ])
+    outs = attack.outputs()
+    for out in outs[:3]:
+        assert "path_denied" in out and "never writes" in out, out
+    assert outs[3].startswith("OK: created meta/ok.txt")
+    assert entries(root / "meta") == ["notes.txt", "ok.txt", "repo"]
+    attack.assert_contained()
+
+
 @needs_bwrap
 async def test_a_symlinked_git_dir_refuses_commands(attack: Attack, server: LoopbackServer) -> None:
     (attack.workspace / "real-git").mkdir()
