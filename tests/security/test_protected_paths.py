@@ -140,13 +140,15 @@ async def test_the_edit_tools_refuse_the_directory_a_git_file_names(attack: Atta
 
 
 @needs_bwrap
-async def test_a_symlinked_git_dir_refuses_commands(attack: Attack, server: LoopbackServer) -> None:
-    (attack.workspace / "real-git").mkdir()
-    os.symlink("real-git", attack.workspace / ".git")
-    await run_attack(attack, server, [py("import os; os.unlink('.git'); os.mkdir('.git'); print('SWAP' + 'PED')")])
+@pytest.mark.parametrize("name", [".git", ".lsp-agent"])
+async def test_a_symlinked_protected_dir_refuses_commands(attack: Attack, server: LoopbackServer, name: str) -> None:
+    # A mount lands on a link's target: the link itself could be swapped for a directory of the command's.
+    os.symlink(attack.outside, attack.workspace / name)
+    swap = f"import os; os.unlink({name!r}); os.mkdir({name!r}); print('SWAP' + 'PED')"
+    await run_attack(attack, server, [py(swap)])
     assert "SWAPPED" not in attack.output(0)
-    assert ".git in the workspace is a symbolic link" in attack.output(0), attack.output(0)
-    assert os.path.islink(attack.workspace / ".git")
+    assert f"{name} in the workspace is a symbolic link" in attack.output(0), attack.output(0)
+    assert os.path.islink(attack.workspace / name)
     attack.assert_contained()
 
 
