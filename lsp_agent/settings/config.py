@@ -68,7 +68,7 @@ SENSITIVE_PATHS = (
     ".vscode/tasks.json", ".vscode/settings.json", ".vscode/launch.json", "*.code-workspace",
     ".envrc", ".github/workflows/**", ".gitlab-ci.yml", ".githooks/**", ".husky/**",
     ".pre-commit-config.yaml", ".devcontainer/**", ".devcontainer.json",
-    ".nvim.lua", ".nvimrc", ".exrc",
+    ".nvim.lua", ".nvimrc", ".exrc", ".dir-locals.el", ".dir-locals-2.el",
 )
 
 
@@ -83,13 +83,14 @@ class ToolSettings(_Section):
     )
     sensitive_paths: list[str] = Field(
         default_factory=lambda: list(SENSITIVE_PATHS),
-        description="Workspace files other programs execute when the workspace is opened (editor tasks and "
-                    "settings, direnv, CI workflows, git hook directories, dev containers, Neovim's exrc), as "
-                    "globs anchored at the workspace root (`*` within one path component, `**` across them, "
-                    "`dir/**` also names `dir`; letter case ignored). apply_patch and write_file change one "
-                    "only with the user's approval (refused under approvalPolicy `never`); a sandboxed command "
-                    "sees the existing ones read-only, and one it creates is removed when it ends. Only the "
-                    "user's settings set this list: a workspace's own config cannot shrink it.")
+        description=(
+            "Workspace files other programs execute when the workspace is opened (editor tasks and settings, "
+            "direnv, CI workflows, git hook directories, dev containers, Neovim's exrc, Emacs' dir-locals), as "
+            "globs anchored at the workspace root (`*` within one path component, `**` across them, `dir/**` "
+            "also names `dir`; letter case ignored). apply_patch and write_file change one only with the user's "
+            "approval (refused under approvalPolicy `never`); a sandboxed command sees the existing ones "
+            "read-only, and one it creates is removed when it ends. Only the user's settings set this list: a "
+            "workspace's own config cannot shrink it."))
 
     @field_validator("sensitive_paths")
     @classmethod
