@@ -12,8 +12,11 @@ is the same file.
 from __future__ import annotations
 
 import functools
+import os
 import re
+import threading
 from collections.abc import Iterable
+from pathlib import Path
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -109,3 +112,37 @@ def whole_tree(pattern: str) -> bool:
     """`dir/**` (with a plain `dir`): the pattern names a directory and everything under it."""
     prefix, literal = static_prefix(pattern)
     return not literal and bool(prefix) and parts_of(pattern) == [*prefix, "**"]
+
+
+#: The sensitive files the user approved an edit of, as they were right after it (device, inode, size,
+#: mtime): a command of another session running meanwhile must not have its cleanup take them away.
+_approved: dict[str, tuple[int, int, int, int]] = {}
+_approved_lock = threading.Lock()
+APPROVED_KEPT = 1024  # the oldest are forgotten past this many
+
+
+def _facts(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def remember_approved(paths: Iterable[Path]) -> None:
+    """Note files an approved edit has just written (absent ones are forgotten)."""
+    with _approved_lock:
+        for path in paths:
+            facts = _facts(path)
+            _approved.pop(str(path), None)
+            if facts is not None:
+                _approved[str(path)] = facts
+        while len(_approved) > APPROVED_KEPT:
+            _approved.pop(next(iter(_approved)))
+
+
+def approved_as_is(path: Path) -> bool:
+    """Whether `path` is exactly as an approved edit left it (not touched since)."""
+    with _approved_lock:
+        kept = _approved.get(str(path))
+    return kept is not None and kept == _facts(path)

@@ -24,7 +24,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from lsp_agent.core.sensitive_paths import matching, parts_of, static_prefix, whole_tree
+from lsp_agent.core.sensitive_paths import approved_as_is, matching, parts_of, static_prefix, whole_tree
 
 #: entries a wildcard pattern's walk looks at, at most (a huge tree is not walked whole per command)
 WALK_LIMIT = 20_000
@@ -171,6 +171,8 @@ def undo_new(root: Path, patterns: Iterable[str], before: Seen) -> list[str]:
         link_on_the_way = ident[2] == stat.S_IFLNK and not sensitive
         if not sensitive and not link_on_the_way:
             continue
+        if sensitive and approved_as_is(root / rel):
+            continue  # the user approved this very file (an edit of another session meanwhile)
         try:
             _remove(root / rel)
         except OSError:

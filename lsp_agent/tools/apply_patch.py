@@ -20,7 +20,7 @@ from lsp_agent.domain.edits import ApplyFailure, CreateFile, UpdateFile, utf8_le
 from lsp_agent.domain.history import ErrorKind
 from lsp_agent.domain.ports import Document
 from lsp_agent.tools.patch_grammar import AddOp, ParsedPatch, PatchParseError, parse_patch
-from lsp_agent.tools.sensitive_edits import replacement_diff, sensitive_targets, unapproved
+from lsp_agent.tools.sensitive_edits import note_approved, replacement_diff, sensitive_targets, unapproved
 
 if TYPE_CHECKING:
     from lsp_agent.tools.patch import FileChange, PlanFailure, Planned
@@ -126,7 +126,8 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
                 resolve_in_root(ctx.root, path)
             except PathDenied as exc:
                 return ToolResult.failure(ErrorKind.PATH_DENIED, f"{exc}. Nothing was changed.")
-        refused = unapproved(ctx, sensitive_targets(ctx.root, paths, ctx.settings.tools.sensitive_paths))
+        sensitive = sensitive_targets(ctx.root, paths, ctx.settings.tools.sensitive_paths)
+        refused = unapproved(ctx, sensitive)
         if refused is not None:
             return refused
         for path in sources:
@@ -180,6 +181,7 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
                 f"Re-read {', '.join(sources) or 'the files'} with read_file and retry with the current text.")
         for path in sources:
             ctx.files.note_edit_ok(path)
+        note_approved(ctx, sensitive)
         return ToolResult.success(_summary(outcome.changes), written=outcome.plan.touched_paths(),
                                   edits=sum(c.edits for c in outcome.changes))
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from lsp_agent.core.paths import PathDenied, normalize, real_root, resolve_in_root
-from lsp_agent.core.sensitive_paths import matching
+from lsp_agent.core.sensitive_paths import matching, remember_approved
 from lsp_agent.core.tools import ToolContext, ToolResult
 from lsp_agent.domain.history import ErrorKind
 
@@ -64,3 +64,16 @@ def replacement_diff(path: str, old_text: str, new_text: str) -> str:
     removed = "".join(f"-{line}\n" for line in old_text.splitlines())
     added = "".join(f"+{line}\n" for line in new_text.splitlines())
     return f"--- a/{path}\n+++ b/{path}\n@@ @@\n{removed}{added}"
+
+
+def note_approved(ctx: ToolContext, sensitive: tuple[str, ...]) -> None:
+    """After an approved edit: its sensitive files as written, so no command's cleanup removes them."""
+    if not sensitive or not ctx.approved_sensitive:
+        return
+    written: list[Path] = []
+    for rel in sensitive:
+        try:
+            written.append(resolve_in_root(ctx.root, rel))
+        except PathDenied:
+            continue
+    remember_approved(written)

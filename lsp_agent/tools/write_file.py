@@ -13,7 +13,7 @@ from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
 from lsp_agent.domain.edits import CreateFile, EditPlan, utf8_len
 from lsp_agent.domain.history import ErrorKind
-from lsp_agent.tools.sensitive_edits import creation_diff, sensitive_targets, unapproved
+from lsp_agent.tools.sensitive_edits import creation_diff, note_approved, sensitive_targets, unapproved
 
 
 class WriteFileArgs(StrictArgs):
@@ -58,7 +58,8 @@ class WriteFile(Tool[WriteFileArgs]):
             target = resolve_in_root(ctx.root, path)
         except PathDenied as exc:
             return ToolResult.failure(ErrorKind.PATH_DENIED, f"{exc}. Nothing was written.")
-        refused = unapproved(ctx, sensitive_targets(ctx.root, [path], ctx.settings.tools.sensitive_paths))
+        sensitive = sensitive_targets(ctx.root, [path], ctx.settings.tools.sensitive_paths)
+        refused = unapproved(ctx, sensitive)
         if refused is not None:
             return refused
         size = utf8_len(args.content)
@@ -87,5 +88,6 @@ class WriteFile(Tool[WriteFileArgs]):
                 ErrorKind.TOOL_FAILURE,
                 f"{path} was not created ({reason}): {applied.message or 'no detail'}. Check with list_dir "
                 "whether it exists now.")
+        note_approved(ctx, sensitive)
         lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
         return ToolResult.success(f"created {path} ({lines} lines, {size} bytes)", written=[path])

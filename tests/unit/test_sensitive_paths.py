@@ -189,3 +189,15 @@ def test_a_pattern_reaching_outside_the_workspace_is_refused_by_the_settings_and
     (tmp_path / "sibling").write_text("not the workspace's\n", encoding="utf-8")
     assert before == {} and undo_new(root, ["../*"], before) == [] and (tmp_path / "sibling").exists()
     assert matching("../x", ["../x"]) is None
+
+
+async def test_an_approved_edit_made_while_a_command_runs_elsewhere_is_not_cleaned_up(tmp_path: Path) -> None:
+    patterns = list(SENSITIVE_PATHS)
+    before = look(tmp_path, patterns)  # a command of another session starts
+    await _edit(tmp_path, [call("write_file", path=".envrc", content="export A=1\n"),
+                           call("write_file", path=".nvimrc", content="set exrc\n")],
+                Desk(Decision.ALLOW_ONCE, Decision.ALLOW_ONCE))
+    with open(tmp_path / ".nvimrc", "a", encoding="utf-8") as changed:  # the command, after the approval
+        changed.write("lua os.execute('touch CANARY')\n")
+    assert undo_new(tmp_path, patterns, before) == [".nvimrc"]
+    assert (tmp_path / ".envrc").read_text() == "export A=1\n"
