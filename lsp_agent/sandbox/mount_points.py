@@ -86,8 +86,9 @@ def hold(paths: list[Path]) -> MountPoints:
                 else:
                     try:
                         made = _make(path)
-                    except PermissionError:
-                        # A workspace the server cannot write into: a command cannot create it either.
+                    except OSError:
+                        # A workspace the server cannot write into (permissions, a read-only file
+                        # system): a command cannot create it either.
                         if not os.access(_existing_parent(path), os.W_OK):
                             continue
                         raise

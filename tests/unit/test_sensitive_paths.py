@@ -8,8 +8,12 @@ tests/security/test_protected_paths.py); the file-system steps run on a real tem
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 from pathlib import Path
+
+import pydantic
+import pytest
 
 from lsp_agent.core.approval import Answer, ApprovalRequest, Decision
 from lsp_agent.core.loop import Generation
@@ -17,7 +21,7 @@ from lsp_agent.core.sensitive_paths import matching, static_prefix, whole_tree
 from lsp_agent.core.session import AgentSession
 from lsp_agent.sandbox import mount_points
 from lsp_agent.sandbox.sensitive_watch import look, read_only_binds, undo_new
-from lsp_agent.settings.config import SENSITIVE_PATHS
+from lsp_agent.settings.config import SENSITIVE_PATHS, ToolSettings
 from tests.helpers import call, make_env, reply
 
 
@@ -176,11 +180,6 @@ def test_a_wildcard_pattern_is_looked_for_only_as_deep_as_it_reaches_and_never_t
 
 def test_a_pattern_reaching_outside_the_workspace_is_refused_by_the_settings_and_ignored_otherwise(
         tmp_path: Path) -> None:
-    import pydantic
-    import pytest
-
-    from lsp_agent.settings.config import ToolSettings
-
     with pytest.raises(pydantic.ValidationError, match=r"without '\.\.'"):
         ToolSettings(sensitive_paths=["../../etc/**"])
     root = tmp_path / "ws"
@@ -201,3 +200,16 @@ async def test_an_approved_edit_made_while_a_command_runs_elsewhere_is_not_clean
         changed.write("lua os.execute('touch CANARY')\n")
     assert undo_new(tmp_path, patterns, before) == [".nvimrc"]
     assert (tmp_path / ".envrc").read_text() == "export A=1\n"
+
+
+def test_a_workspace_nobody_can_write_needs_no_mount_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def read_only_file_system(path: object, mode: int = 0o777) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(os, "mkdir", read_only_file_system)
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    lease = mount_points.hold([tmp_path / ".git"])  # nothing to protect: no one can create it
+    assert lease.paths == [] and not (tmp_path / ".git").exists()
+    monkeypatch.setattr(os, "access", lambda path, mode: True)
+    with pytest.raises(OSError):  # writable, yet not made: the command must not run unprotected
+        mount_points.hold([tmp_path / ".git"])
