@@ -5,6 +5,9 @@ and /proc (own PID namespace: the server and its environment are invisible), $HO
 replaced by empty tmpfs, the toolchain and the user's readable roots bound back read-only, a
 private /tmp, then the workspace (writable in workspace-write) with .git/ and .lsp-agent/ bound
 read-only over it.
+
+Run as root, bubblewrap would hand every capability of the server to the command, and with them
+the power to unmount or remount all of the above; so as root the command gets none.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from pathlib import Path
 from typing import Literal
 
 Mode = Literal["read-only", "workspace-write", "danger-full-access"]
+#: the command's $HOME when the user's cannot be hidden and reused (missing, a file, unset, or /):
+#: an empty directory in the sandbox's private /tmp, gone with the sandbox
+PRIVATE_HOME = Path("/tmp/home")
 PROTECTED_IN_WORKSPACE = (".git", ".lsp-agent")
 
 
@@ -29,7 +35,7 @@ class MountPlan:
     root: Path  # the workspace, resolved
     mode: Mode
     network: bool
-    home: Path | None  # hidden behind an empty tmpfs
+    home: Path | None  # an existing directory, hidden behind an empty tmpfs; None: the command gets PRIVATE_HOME
     readable: tuple[Path, ...] = ()  # bound read-only again (toolchains, the user's readable roots)
     masked: tuple[Path, ...] = ()  # covered with an empty tmpfs (the harness's own state)
     protected: tuple[Path, ...] = field(default=())  # workspace entries kept read-only
@@ -84,21 +90,46 @@ def _toolchain_paths(programs: tuple[str, ...], path_env: str, home: Path | None
     return tuple(sorted(p for p in set(kept) if not any(o != p and _within(p, o) for o in kept)))
 
 
+def privilege_flags(as_root: bool) -> list[str]:
+    """What takes root's powers away inside the sandbox; nothing to take from anyone else.
+
+    bubblewrap started by root keeps root's capabilities for the command (an unprivileged caller's
+    are dropped by bubblewrap itself), and CAP_SYS_ADMIN alone undoes every mount below: unmount
+    the tmpfs over $HOME, remount / read-write. `--cap-drop ALL` empties the command's capability
+    sets (no_new_privs, which bubblewrap always sets, keeps an exec from getting them back). The
+    user namespace is a second wall where the kernel allows one: it empties the bounding set too,
+    and the sandbox's namespaces then belong to it instead of the host's. It still maps root to
+    root (bubblewrap maps the caller's own uid), so files stay owned as before; without
+    CAP_DAC_OVERRIDE root reads and writes only where the file modes let uid 0 do so.
+    """
+    return ["--unshare-user-try", "--cap-drop", "ALL"] if as_root else []
+
+
+def _home_inside_tmp(plan: MountPlan) -> bool:
+    return plan.home is not None and _within(plan.home, Path("/tmp"))
+
+
 def bwrap_argv(program: str, plan: MountPlan, cwd: Path, argv: list[str]) -> list[str]:
-    out = [program, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-           "--unshare-cgroup-try"]
+    out = [program, "--die-with-parent", "--new-session", *privilege_flags(0 in (os.getuid(), os.geteuid())), "--unshare-pid",
+           "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if not plan.network:
         out.append("--unshare-net")
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     if os.path.isdir("/run"):
         out += ["--tmpfs", "/run"]  # sockets of other services (docker, dbus) live here
-    if plan.home is not None and plan.home != Path("/"):
+    if plan.home is not None and plan.home != Path("/") and not _home_inside_tmp(plan):
         out += ["--tmpfs", str(plan.home)]
     # Bound in path order so a parent never covers a child bound before it.
     for path in sorted(plan.readable, key=lambda p: len(p.parts)):
         if not _within(path, Path("/tmp")):
             out += ["--ro-bind", str(path), str(path)]
     out += ["--tmpfs", "/tmp"]
+    # The command's $HOME must exist and be its own: the empty tmpfs over the user's, made again
+    # when the private /tmp covered it, or a fresh directory there when there is none to hide.
+    if plan.home is None:
+        out += ["--dir", str(PRIVATE_HOME)]
+    elif _home_inside_tmp(plan):
+        out += ["--tmpfs", str(plan.home)]
     # Toolchains under /tmp (a venv made in a temp checkout) go back on top of the private /tmp.
     for path in sorted(plan.readable, key=lambda p: len(p.parts)):
         if _within(path, Path("/tmp")) and path != Path("/tmp"):

@@ -12,7 +12,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_agent.sandbox.bwrap import PROTECTED_IN_WORKSPACE, Mode, MountPlan, bwrap_argv, toolchain_paths
+from lsp_agent.sandbox.bwrap import (
+    PRIVATE_HOME,
+    PROTECTED_IN_WORKSPACE,
+    Mode,
+    MountPlan,
+    bwrap_argv,
+    toolchain_paths,
+)
 from lsp_agent.sandbox.env import command_env
 from lsp_agent.sandbox.probe import Probe, probe
 from lsp_agent.settings.config import Settings
@@ -62,6 +69,22 @@ def _expand(raw: str, home: Path | None) -> Path | None:
     return path.resolve() if path.is_absolute() and path.exists() else None
 
 
+def home_to_hide() -> Path | None:
+    """The user's home when it is a directory to hide (and the command's $HOME, empty); else None.
+
+    A $HOME that does not exist (`nobody`'s /nonexistent), names a file, or is / holds nothing to
+    hide, and bubblewrap could not make a mount point for it on the read-only root anyway.
+    """
+    raw = os.environ.get("HOME") or os.path.expanduser("~")
+    if not raw or raw == "~":
+        return None
+    try:
+        home = Path(raw).resolve()
+    except (OSError, RuntimeError):
+        return None
+    return home if home != Path("/") and home.is_dir() else None
+
+
 @dataclass(frozen=True)
 class Sandbox:
     root: Path
@@ -102,12 +125,13 @@ class Sandbox:
                 "needs the user's approval. Do not retry: inspect files with read_file, search_code and "
                 "list_dir, change them with apply_patch or write_file, and tell the user that commands "
                 "need bubblewrap (or sandboxMode = \"danger-full-access\").")
-        return Prepared(bwrap_argv(found.program, self.plan(argv[:1], env), cwd, list(argv)), env,
-                        sandboxed=True)
+        plan = self.plan(argv[:1], env)
+        if plan.home is None:
+            env["HOME"] = str(PRIVATE_HOME)
+        return Prepared(bwrap_argv(found.program, plan, cwd, list(argv)), env, sandboxed=True)
 
     def plan(self, programs: list[str], env: dict[str, str]) -> MountPlan:
-        home_raw = os.environ.get("HOME") or os.path.expanduser("~")
-        home = Path(home_raw).resolve() if home_raw and home_raw != "/" else None
+        home = home_to_hide()
         readable = toolchain_paths(programs, env.get("PATH", os.defpath), home)
         for raw in self.readable_roots:
             extra = _expand(raw, home)
