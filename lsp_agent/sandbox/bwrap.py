@@ -110,7 +110,8 @@ def _home_inside_tmp(plan: MountPlan) -> bool:
 
 
 def bwrap_argv(program: str, plan: MountPlan, cwd: Path, argv: list[str]) -> list[str]:
-    out = [program, "--die-with-parent", "--new-session", *privilege_flags(0 in (os.getuid(), os.geteuid())), "--unshare-pid",
+    as_root = 0 in (os.getuid(), os.geteuid())
+    out = [program, "--die-with-parent", "--new-session", *privilege_flags(as_root), "--unshare-pid",
            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if not plan.network:
         out.append("--unshare-net")

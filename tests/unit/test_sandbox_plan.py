@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from lsp_agent.sandbox.bwrap import PRIVATE_HOME, MountPlan, bwrap_argv, privilege_flags, toolchain_paths
-from lsp_agent.sandbox.policy import home_to_hide
 from lsp_agent.sandbox.env import command_env
+from lsp_agent.sandbox.policy import home_to_hide
 
 
 def _pairs(argv: list[str], flag: str) -> list[str]:
