@@ -39,18 +39,20 @@ class MountPlan:
     readable: tuple[Path, ...] = ()  # bound read-only again (toolchains, the user's readable roots)
     masked: tuple[Path, ...] = ()  # covered with an empty tmpfs (the harness's own state)
     protected: tuple[Path, ...] = field(default=())  # workspace entries kept read-only
+    other_homes: tuple[Path, ...] = ()  # the account's home when $HOME names another: hidden too
 
 
 def _within(path: Path, parent: Path) -> bool:
     return path == parent or parent in path.parents
 
 
-def toolchain_paths(programs: Iterable[str], path_env: str, home: Path | None) -> list[Path]:
-    return list(_toolchain_paths(tuple(programs), path_env, home, os.environ.get("PYENV_ROOT")))
+def toolchain_paths(programs: Iterable[str], path_env: str, *homes: Path | None) -> list[Path]:
+    hidden = tuple(home for home in homes if home is not None)
+    return list(_toolchain_paths(tuple(programs), path_env, hidden, os.environ.get("PYENV_ROOT")))
 
 
 @functools.lru_cache(maxsize=64)
-def _toolchain_paths(programs: tuple[str, ...], path_env: str, home: Path | None,
+def _toolchain_paths(programs: tuple[str, ...], path_env: str, homes: tuple[Path, ...],
                      pyenv: str | None) -> tuple[Path, ...]:
     """Directories a command's interpreter or program needs, when they would be hidden under $HOME.
 
@@ -61,8 +63,8 @@ def _toolchain_paths(programs: tuple[str, ...], path_env: str, home: Path | None
     candidates: list[Path] = [Path(sys.prefix), Path(sys.base_prefix), interpreter]
     if pyenv:
         candidates.append(Path(pyenv))
-    elif home is not None:
-        candidates.append(home / ".pyenv")
+    else:
+        candidates += [home / ".pyenv" for home in homes]
     for program in programs:
         found = shutil.which(program, path=path_env) if "/" not in program else program
         if found:
@@ -78,12 +80,12 @@ def _toolchain_paths(programs: tuple[str, ...], path_env: str, home: Path | None
         except (OSError, RuntimeError):
             continue
         # Never bind $HOME or anything above it back: that would undo hiding it.
-        if home is not None and _within(home, resolved):
+        if any(_within(home, resolved) for home in homes):
             continue
         if resolved == Path("/") or not resolved.is_dir():
             continue
         # Only what a tmpfs would hide needs binding back; everything else is in the read-only root.
-        hidden = _within(resolved, Path("/tmp")) or (home is not None and _within(resolved, home))
+        hidden = _within(resolved, Path("/tmp")) or any(_within(resolved, home) for home in homes)
         if hidden:
             kept.append(resolved)
     # A directory inside another kept one is bound with it.
@@ -105,8 +107,10 @@ def privilege_flags(as_root: bool) -> list[str]:
     return ["--unshare-user-try", "--cap-drop", "ALL"] if as_root else []
 
 
-def _home_inside_tmp(plan: MountPlan) -> bool:
-    return plan.home is not None and _within(plan.home, Path("/tmp"))
+def _homes_outside_tmp(plan: MountPlan) -> list[Path]:
+    """The homes the private /tmp does not hide, parents first so a child's tmpfs is not covered."""
+    homes = [h for h in (plan.home, *plan.other_homes) if h is not None and h != Path("/")]
+    return sorted((h for h in homes if not _within(h, Path("/tmp"))), key=lambda h: len(h.parts))
 
 
 def bwrap_argv(program: str, plan: MountPlan, cwd: Path, argv: list[str]) -> list[str]:
@@ -118,8 +122,8 @@ def bwrap_argv(program: str, plan: MountPlan, cwd: Path, argv: list[str]) -> lis
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     if os.path.isdir("/run"):
         out += ["--tmpfs", "/run"]  # sockets of other services (docker, dbus) live here
-    if plan.home is not None and plan.home != Path("/") and not _home_inside_tmp(plan):
-        out += ["--tmpfs", str(plan.home)]
+    for home in _homes_outside_tmp(plan):
+        out += ["--tmpfs", str(home)]
     # Bound in path order so a parent never covers a child bound before it.
     for path in sorted(plan.readable, key=lambda p: len(p.parts)):
         if not _within(path, Path("/tmp")):
@@ -127,10 +131,10 @@ def bwrap_argv(program: str, plan: MountPlan, cwd: Path, argv: list[str]) -> lis
     out += ["--tmpfs", "/tmp"]
     # The command's $HOME must exist and be its own: the empty tmpfs over the user's, made again
     # when the private /tmp covered it, or a fresh directory there when there is none to hide.
-    if plan.home is None:
-        out += ["--dir", str(PRIVATE_HOME)]
-    elif _home_inside_tmp(plan):
+    if plan.home is not None and _within(plan.home, Path("/tmp")):
         out += ["--tmpfs", str(plan.home)]
+    elif plan.home is None:
+        out += ["--dir", str(PRIVATE_HOME)]
     # Toolchains under /tmp (a venv made in a temp checkout) go back on top of the private /tmp.
     for path in sorted(plan.readable, key=lambda p: len(p.parts)):
         if _within(path, Path("/tmp")) and path != Path("/tmp"):

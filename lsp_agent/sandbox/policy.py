@@ -8,7 +8,9 @@ unsandboxed once the user agrees (`prepare(..., approved_unsandboxed=True)`).
 
 from __future__ import annotations
 
+import functools
 import os
+import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,13 +71,12 @@ def _expand(raw: str, home: Path | None) -> Path | None:
     return path.resolve() if path.is_absolute() and path.exists() else None
 
 
-def home_to_hide() -> Path | None:
-    """The user's home when it is a directory to hide (and the command's $HOME, empty); else None.
+def _hideable(raw: str | None) -> Path | None:
+    """A home worth an empty tmpfs: an existing directory other than /.
 
-    A $HOME that does not exist (`nobody`'s /nonexistent), names a file, or is / holds nothing to
+    One that does not exist (`nobody`'s /nonexistent), names a file, or is / holds nothing to
     hide, and bubblewrap could not make a mount point for it on the read-only root anyway.
     """
-    raw = os.environ.get("HOME") or os.path.expanduser("~")
     if not raw or raw == "~":
         return None
     try:
@@ -83,6 +84,29 @@ def home_to_hide() -> Path | None:
     except (OSError, RuntimeError):
         return None
     return home if home != Path("/") and home.is_dir() else None
+
+
+def home_to_hide() -> Path | None:
+    """$HOME when it is a directory to hide (and the command's $HOME, empty); else None."""
+    return _hideable(os.environ.get("HOME") or os.path.expanduser("~"))
+
+
+@functools.cache
+def _account_home(uid: int) -> str | None:
+    try:
+        return pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        return None
+
+
+def account_home_to_hide(home: Path | None) -> Path | None:
+    """The account's own home when $HOME names another directory (or none): its keys are there.
+
+    Root keeps owning /root inside the sandbox, so `HOME=/elsewhere` would otherwise leave root's
+    ~/.ssh readable to every command.
+    """
+    account = _hideable(_account_home(os.getuid()))
+    return account if account is not None and account != home else None
 
 
 @dataclass(frozen=True)
@@ -132,7 +156,8 @@ class Sandbox:
 
     def plan(self, programs: list[str], env: dict[str, str]) -> MountPlan:
         home = home_to_hide()
-        readable = toolchain_paths(programs, env.get("PATH", os.defpath), home)
+        account = account_home_to_hide(home)
+        readable = toolchain_paths(programs, env.get("PATH", os.defpath), home, account)
         for raw in self.readable_roots:
             extra = _expand(raw, home)
             if extra is not None and extra not in readable:
@@ -146,4 +171,5 @@ class Sandbox:
             if real == self.root or self.root in real.parents:
                 protected.append(real)
         masked = (state_dir().resolve(),)
-        return MountPlan(self.root, self.mode, self.network, home, tuple(readable), masked, tuple(protected))
+        return MountPlan(self.root, self.mode, self.network, home, tuple(readable), masked, tuple(protected),
+                         other_homes=(account,) if account is not None else ())

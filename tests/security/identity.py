@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +96,7 @@ def _base_dir() -> str:
     return "/var/tmp" if os.access("/var/tmp", os.W_OK) else tempfile.gettempdir()
 
 
+@contextmanager
 def scratch() -> Iterator[Path]:
     """A fresh directory everyone can traverse (outside /tmp: the sandbox's /tmp is private)."""
     base = Path(tempfile.mkdtemp(prefix="lsp-agent-identity-", dir=_base_dir()))

@@ -10,16 +10,19 @@ Every canary must stay where it is, unread and unchanged, and the run must end n
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import stat
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from lsp_agent.sandbox import Sandbox, policy
 from tests.providers.loopback import AgentRun, LoopbackServer, Reply, turn
 from tests.security.conftest import needs_bwrap
 from tests.security.identity import ROOT, UNPRIVILEGED, Identity, run_cli, scratch, skip_unless_possible
@@ -76,7 +79,7 @@ def scene(request: pytest.FixtureRequest) -> Iterator[Scene]:
     if os.getuid() != 0 and identity.uid == 0:
         pytest.skip("the root leg needs root")
     skip_unless_possible(identity)
-    for base in scratch():
+    with scratch() as base:
         yield make_scene(base, identity)
 
 
@@ -176,3 +179,21 @@ async def test_commands_run_without_a_home_to_hide(scene: Scene, server: Loopbac
         assert (home, listing) == ("/tmp/home", "['probe']"), output  # exists, writable, held nothing
     assert not missing.exists()
     assert a_file.read_text(encoding="utf-8") == "not a directory\n"
+
+
+async def test_the_accounts_home_stays_hidden_when_home_names_another(monkeypatch: pytest.MonkeyPatch) -> None:
+    # root started with HOME=/elsewhere (sudo, CI): root still owns /root in the sandbox and would
+    # read its keys there unless that home is hidden as well.
+    with scratch() as base:
+        account, elsewhere, ws = base / "account", base / "elsewhere", base / "ws"
+        for d in (account / ".ssh", elsewhere, ws):
+            d.mkdir(parents=True)
+        (account / ".ssh" / "id_rsa").write_text(CANARY_FILE + "\n", encoding="utf-8")
+        monkeypatch.setattr(policy, "_account_home", lambda uid: str(base / "account"))
+        monkeypatch.setenv("HOME", str(elsewhere))
+        prepared = Sandbox(ws.resolve(), "workspace-write").prepare(
+            ["python3", "-c", f"print(open({str(account / '.ssh' / 'id_rsa')!r}).read())"], ws)
+        done = await asyncio.to_thread(subprocess.run, prepared.argv, env=prepared.env, capture_output=True,
+                                       text=True, timeout=120, check=False)
+        assert done.returncode != 0 and "No such file or directory" in done.stderr, done.stdout + done.stderr
+        assert CANARY_FILE not in done.stdout
