@@ -61,7 +61,8 @@ class Identity:
 
 
 ROOT = Identity("root", 0)
-UNPRIVILEGED = Identity("nobody", NOBODY)
+#: as root, `nobody`; a test run by an unprivileged user is that user
+UNPRIVILEGED = Identity("nobody", NOBODY) if os.getuid() == 0 else Identity("self", os.getuid())
 
 
 @functools.cache

@@ -34,7 +34,7 @@ ESCAPE = Path(__file__).with_name("escape_root.py")
 CANARY_FOREIGN = "canary-foreign-secret-4d07aa"
 CANARY_GIT = "[core]\n\t# canary-git-config-0b9e13\n"
 FOREIGN_UID = 12345  # neither root nor nobody: only its owner may read the file
-IDENTITIES = [pytest.param(ROOT, id="root"), pytest.param(UNPRIVILEGED, id="nobody")]
+IDENTITIES = [pytest.param(ROOT, id="root"), pytest.param(UNPRIVILEGED, id="unprivileged")]
 
 
 @dataclass
@@ -67,8 +67,11 @@ def make_scene(base: Path, identity: Identity) -> Scene:
     (outside / "precious.txt").write_text("do not touch\n", encoding="utf-8")
     foreign = base / "foreign-secret"
     foreign.write_text(CANARY_FOREIGN + "\n", encoding="utf-8")
-    foreign.chmod(0o600)
-    os.chown(foreign, FOREIGN_UID, FOREIGN_UID)
+    if os.getuid() == 0:
+        foreign.chmod(0o600)
+        os.chown(foreign, FOREIGN_UID, FOREIGN_UID)
+    else:
+        foreign.chmod(0o000)  # a user cannot give a file away: one its owner may not read stands in
     identity.own(ws, home, outside, state, config)
     return Scene(identity, ws, home, outside, foreign, state, config)
 
