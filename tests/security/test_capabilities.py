@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.sandbox import Sandbox, policy
+from lsp_agent.sandbox import Sandbox, bwrap, policy
 from tests.providers.loopback import AgentRun, LoopbackServer, Reply, turn
 from tests.security.conftest import needs_bwrap
 from tests.security.identity import ROOT, UNPRIVILEGED, Identity, run_cli, scratch, skip_unless_possible
@@ -119,15 +119,19 @@ def assert_no_canary_left(run: AgentRun, server: LoopbackServer) -> None:
             assert canary not in text, f"{canary} reached the {where}"
 
 
-async def test_a_sandboxed_command_holds_no_capability(scene: Scene, server: LoopbackServer) -> None:
+def aim(scene: Scene) -> str:
+    """Point the script at the canaries (a file in the workspace: the argument rules keep paths
+    outside it off a command line); returns the digest of what must not change."""
     (scene.workspace / "targets.json").write_text(json.dumps({
         "home": str(scene.home), "outside": str(scene.outside), "foreign": str(scene.foreign),
         "pid": os.getpid()}), encoding="utf-8")
     scene.identity.own(scene.workspace / "targets.json")
-    before = tree_digest(scene.outside) + tree_digest(scene.home)
-    run = await play(scene, server, ["python3 escape_root.py"])
-    got = outcomes(tool_outputs(run)[0])
-    assert got.get("done") == "yes", tool_outputs(run)[0]
+    return tree_digest(scene.outside) + tree_digest(scene.home)
+
+
+def assert_escape_failed(scene: Scene, output: str, before: str) -> None:
+    got = outcomes(output)
+    assert got.get("done") == "yes", output
     assert got["uid"] == str(scene.identity.uid)
     # No capability in any set: nothing to unmount, remount, mknod or trace with.
     caps = dict(item.split("=") for item in got["capabilities"].split(","))
@@ -148,7 +152,37 @@ async def test_a_sandboxed_command_holds_no_capability(scene: Scene, server: Loo
     # What the attack could change in its own namespaces never reached the real files.
     assert (scene.workspace / ".git" / "config").read_text(encoding="utf-8") == CANARY_GIT
     assert tree_digest(scene.outside) + tree_digest(scene.home) == before
+
+
+async def test_a_sandboxed_command_holds_no_capability(scene: Scene, server: LoopbackServer) -> None:
+    before = aim(scene)
+    run = await play(scene, server, ["python3 escape_root.py"])
+    assert_escape_failed(scene, tool_outputs(run)[0], before)
     assert_no_canary_left(run, server)
+
+
+def _only_the_capability_drop(as_root: bool) -> list[str]:
+    return ["--cap-drop", "ALL"]
+
+
+async def test_without_a_user_namespace_root_still_holds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where the kernel gives root no user namespace, `--unshare-user-try` falls back silently: the
+    # capability drop alone must hold (Sandbox.prepare, the flags as they are then).
+    if os.getuid() != 0:
+        pytest.skip("root's leg")
+    with scratch() as base:
+        scene = make_scene(base, ROOT)
+        before = aim(scene)
+        monkeypatch.setattr(bwrap, "privilege_flags", _only_the_capability_drop)
+        monkeypatch.setenv("HOME", str(scene.home))
+        prepared = Sandbox(scene.workspace.resolve(), "workspace-write").prepare(
+            ["python3", "escape_root.py"], scene.workspace)
+        assert "--unshare-user-try" not in prepared.argv
+        done = await asyncio.to_thread(subprocess.run, prepared.argv, env=prepared.env, capture_output=True,
+                                       text=True, timeout=120, check=False)
+        assert_escape_failed(scene, done.stdout + done.stderr, before)
+        for canary in (CANARY_FILE, CANARY_FOREIGN):
+            assert canary not in done.stdout + done.stderr
 
 
 HOME_PROBE = ("python3 -c \"import os; h = os.environ['HOME']; open(os.path.join(h, 'probe'), 'w').write('x'); "
