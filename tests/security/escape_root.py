@@ -15,7 +15,7 @@ import os
 import signal
 import stat
 
-MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
+MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC = 1, 32, 4096, 16384
 MNT_DETACH = 2
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
 PTRACE_ATTACH = 16
@@ -85,11 +85,17 @@ def main(home: str, outside: str, foreign: str, target_pid: int) -> None:
     attempt("nested-umount-home", lambda: call(libc.umount2(home.encode(), MNT_DETACH)))
     attempt("nested-read-key", lambda: read(key))
     attempt("nested-umount-git", lambda: call(libc.umount2(b".git", MNT_DETACH)))
-    attempt("nested-tmpfs-over-git", lambda: call(libc.mount(b"x", b".git", b"tmpfs", 0, None)))
-    attempt("nested-write-git", lambda: write(".git/config"))
     os.makedirs("/tmp/escape", exist_ok=True)
     attempt("nested-bind-workspace", lambda: call(libc.mount(b".", b"/tmp/escape", None, MS_BIND, None)))
     attempt("nested-write-git-through-bind", lambda: write("/tmp/escape/.git/config"))
+    os.makedirs("/tmp/escape-rec", exist_ok=True)
+    attempt("nested-rbind-workspace", lambda: call(libc.mount(b".", b"/tmp/escape-rec", None, MS_BIND | MS_REC, None)))
+    attempt("nested-write-git-through-rbind", lambda: write("/tmp/escape-rec/.git/config"))
+    attempt("nested-remount-git-rw", lambda: call(libc.mount(b"none", b".git", None, MS_REMOUNT | MS_BIND, None)))
+    attempt("nested-write-git-after-remount", lambda: write(".git/config"))
+    # Covered with a tmpfs of its own, .git takes writes: they land in that tmpfs, never in the real one.
+    attempt("nested-tmpfs-over-git", lambda: call(libc.mount(b"x", b".git", b"tmpfs", 0, None)))
+    attempt("nested-write-git", lambda: write(".git/config"))
     attempt("nested-remount-root-rw", lambda: call(libc.mount(b"none", b"/", None, MS_REMOUNT | MS_BIND, None)))
     attempt("nested-write-outside", lambda: write(precious))
     # Every process it may signal, all at once: only its own sandbox's, if the PID namespace holds.

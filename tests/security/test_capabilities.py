@@ -138,11 +138,12 @@ def assert_escape_failed(scene: Scene, output: str, before: str) -> None:
     assert caps["CapEff"] == caps["CapPrm"] == caps["CapAmb"] == "0" * 16, got["capabilities"]
     for name in ("umount-home", "umount-git", "remount-root-rw", "remount-root-rw-plain", "remount-outside-rw",
                  "ptrace-server", "nested-umount-home", "nested-umount-git", "nested-bind-workspace",
-                 "nested-remount-root-rw"):
+                 "nested-remount-root-rw", "nested-remount-git-rw"):
         assert got[name] != "ok", f"{name}: {got[name]}"
     for name in ("read-key-after-umount", "nested-read-key", "read-foreign"):
         assert not got[name].startswith("read:"), f"{name}: {got[name]}"
-    for name in ("write-outside", "write-git", "nested-write-outside", "nested-write-git-through-bind"):
+    for name in ("write-outside", "write-git", "nested-write-outside", "nested-write-git-through-bind",
+                 "nested-write-git-through-rbind", "nested-write-git-after-remount"):
         assert got[name] != "written", f"{name}: {got[name]}"
     assert got["mknod-disk"] != "made" and got["mknod-mem"] != "made"
     assert not [p for p in scene.workspace.iterdir() if stat.S_ISBLK(p.lstat().st_mode)
