@@ -155,7 +155,8 @@ def _run_parser(sub: Any) -> None:
                      help=f"exit {EXIT_NOT_VERIFIED} unless the run ends verified (a check observed the result), "
                           "for CI")
     run.add_argument("--sandbox", choices=["read-only", "workspace-write", "danger-full-access"],
-                     help="OS sandbox of the commands run for the model (default: workspace-write)")
+                     help="OS sandbox of the commands run for the model (default: workspace-write); "
+                          "read-only also makes the edit tools refuse")
     run.add_argument("--approval", choices=["untrusted", "on-request", "on-failure", "never"],
                      help="when to ask before a call (default: on-request); asked on the terminal, "
                           "denied when stdin is not one")
