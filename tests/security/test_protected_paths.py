@@ -11,18 +11,15 @@ import asyncio
 import json
 import os
 import shlex
-import shutil
-import site
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-import lsp_agent
 from tests.providers.loopback import LoopbackServer
 from tests.security.conftest import needs_bwrap
+from tests.security.identity import UNPRIVILEGED, scratch, skip_unless_possible
 from tests.security.kit import Attack, run_attack
 
 
@@ -268,46 +265,25 @@ print(json.dumps({'output': outcome.output, 'removed': outcome.removed}))
 """
 
 
-def _python_for_nobody(env: dict[str, str]) -> str | None:
-    for candidate in (f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}", "/usr/bin/python3"):
-        if os.path.isfile(candidate) and subprocess.run(
-                [*NOBODY, candidate, "-c", "import lsp_agent.sandbox, pydantic"], env=env, cwd="/",
-                capture_output=True, timeout=60, check=False).returncode == 0:
-            return candidate
-    return None
-
-
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-
-
 @needs_bwrap
-def test_protected_directories_hold_when_the_server_is_unprivileged(tmp_path: Path) -> None:
+def test_protected_directories_hold_when_the_server_is_unprivileged() -> None:
     """The same mount points made and removed by a server running as `nobody` (no root to lean on)."""
-    if os.getuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("switching to an unprivileged user needs root and setpriv")
-    checkout = Path(lsp_agent.__file__).resolve().parent.parent
-    base = Path(tempfile.mkdtemp(prefix="lsp-agent-protect-", dir="/var/tmp"))
-    try:
-        base.chmod(0o755)
+    skip_unless_possible(UNPRIVILEGED)
+    with scratch() as base:
         workspace, home, state = base / "ws", base / "home", base / "state"
         for path in (workspace, home, state):
             path.mkdir()
-            os.chown(path, 65534, 65534)
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LSP_AGENT_STATE_DIR": str(state),
-               "PYTHONPATH": os.pathsep.join([str(checkout), *site.getsitepackages()])}
-        python = _python_for_nobody(env)
-        if python is None:
-            pytest.skip("no Python interpreter that the unprivileged user can run imports this checkout")
-        done = subprocess.run([*NOBODY, python, "-c", PLANT_AS_THE_SERVER, str(workspace)], env=env, cwd="/",
-                              capture_output=True, text=True, timeout=120, check=False)
+        UNPRIVILEGED.own(workspace, home, state)
+        env = {**UNPRIVILEGED.env(), "HOME": str(home), "LSP_AGENT_STATE_DIR": str(state)}
+        done = subprocess.run([*UNPRIVILEGED.prefix(), UNPRIVILEGED.python(), "-c", PLANT_AS_THE_SERVER,
+                               str(workspace)], env=env, cwd="/", capture_output=True, text=True, timeout=120,
+                              check=False)
         assert done.returncode == 0, done.stderr
         result = json.loads(done.stdout.splitlines()[-1])
         assert "refused .git/config Read-only file system" in result["output"], result
         assert "refused .lsp-agent/config.toml Read-only file system" in result["output"], result
         assert result["removed"] == [".vscode/tasks.json"]
         assert entries(workspace) == [], "the unprivileged server left something behind"
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @needs_bwrap
