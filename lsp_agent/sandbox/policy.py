@@ -4,6 +4,11 @@
 cannot run and the mode is not danger-full-access, the command is refused (never run
 unsandboxed silently); `needs_approval` is the hook an approval policy uses to offer running it
 unsandboxed once the user agrees (`prepare(..., approved_unsandboxed=True)`).
+
+In workspace-write, `prepare` also keeps the repository's control files out of the command's reach:
+`.git` and `.lsp-agent` read-only whether or not they exist (mount_points), the existing sensitive
+paths read-only and the new ones removed when the command ends (sensitive_watch); the caller runs
+`Prepared.finish` and `Prepared.release` once the process has ended.
 """
 
 from __future__ import annotations
@@ -232,7 +237,9 @@ class Sandbox:
                 (existing if target.is_dir() else missing).append(target)
         return _Protected(existing, missing)
 
-    def plan(self, programs: list[str], env: dict[str, str], protect: list[Path] | None = None) -> MountPlan:
+    def plan(self, programs: list[str], env: dict[str, str], protect: list[Path]) -> MountPlan:
+        """What the command sees; `protect`: the workspace entries bound read-only over the workspace
+        (`.git`, `.lsp-agent`, the sensitive paths: see `prepare`)."""
         home = home_to_hide()
         account = account_home_to_hide(home)
         readable = toolchain_paths(programs, env.get("PATH", os.defpath), home, account)
@@ -241,7 +248,7 @@ class Sandbox:
             if extra is not None and extra not in readable:
                 readable.append(extra)
         protected: list[Path] = []
-        for entry in protect or []:
+        for entry in protect:
             real = entry.resolve()
             if real != self.root and self.root in real.parents and real not in protected and real.exists():
                 protected.append(real)
