@@ -213,3 +213,13 @@ def test_a_workspace_nobody_can_write_needs_no_mount_point(tmp_path: Path, monke
     monkeypatch.setattr(os, "access", lambda path, mode: True)
     with pytest.raises(OSError):  # writable, yet not made: the command must not run unprotected
         mount_points.hold([tmp_path / ".git"])
+
+
+def test_the_editor_request_carries_the_sensitive_path_reason() -> None:
+    from lsp_agent.core.approval import OPTIONS, Reason
+    from lsp_agent.protocol.approval_models import RequestApprovalParams
+
+    params = RequestApprovalParams(session_id="s", generation="g", call_id="c", tool="write_file", kind="edit",
+                                   what="--- /dev/null\n+++ b/.envrc\n", why="w",
+                                   reason=Reason.SENSITIVE_PATH.value, options=[o.value for o in OPTIONS])
+    assert params.wire()["reason"] == "sensitive_path"
