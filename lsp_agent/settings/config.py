@@ -37,6 +37,9 @@ class Limits(_Section):
     loop_warn_repeats: int = Field(3, ge=2, description="Identical calls in a row that get a warning.")
     loop_stop_repeats: int = Field(5, ge=2, description="Identical calls in a row that stop the run.")
     verify_timeout_s: float = Field(300, gt=0, description="Timeout of one verification command.")
+    internal_timeout_s: float = Field(
+        15, gt=0, description="Timeout of one program the harness runs for itself (git for list_dir, "
+        "fingerprints and write detection, rg for search_code); a stall there is the call's error.")
     result_chars: int = Field(
         50_000, ge=500, description="Bound on any one tool result text (800 typical code lines fit).")
     trace_result_chars: int = Field(2_000, ge=100, description="Tool result chars kept in the trace.")
