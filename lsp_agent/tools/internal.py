@@ -63,17 +63,20 @@ def blocking_control_file(root: Path, rel: str = ".") -> str | None:
     return None
 
 
+def _before_start(root: Path, control: str | None) -> tuple[str | None, Sandbox | None]:
+    """(a file the program would block on, the sandbox to run it in): one thread hop for both."""
+    return (blocking_control_file(root, control) if control is not None else None), internal_sandbox(root)
+
+
 async def run_internal(argv: list[str], root: Path, timeout_s: float, stdin: bytes | None = None,
                        control: str | None = ".") -> ProcessOutcome:
     """Run one harness-internal program in `root`. Raises InternalStall when a control file would
     block it (`control`: the directory whose files to check, None for none) or it outlives
     `timeout_s`; FileNotFoundError when the program is missing; GitConfigRefused as run_process."""
     what = " ".join(argv[:2])
-    if control is not None:
-        blocked = await asyncio.to_thread(blocking_control_file, root, control)
-        if blocked:
-            raise InternalStall(what, f"was not run: {blocked}")
-    sandbox = await asyncio.to_thread(internal_sandbox, root)
+    blocked, sandbox = await asyncio.to_thread(_before_start, root, control)
+    if blocked:
+        raise InternalStall(what, f"was not run: {blocked}")
     outcome = await run_process(argv, root, timeout_s, sandbox=sandbox, stdin=stdin)
     if outcome.timed_out:
         raise InternalStall(what, f"did not finish within {timeout_s:g} s (a file it reads may be a FIFO "
