@@ -130,9 +130,16 @@ def overrides_for(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
 
     Raises GitConfigRefused when a config moves the work tree outside the workspace."""
     pairs: dict[str, str] = {}
+    trusted: list[tuple[str, str]] = []
     for entry in entries:
         if entry.scope == "command":
             continue  # our own overrides (the environment git was listed with)
+        if entry.key.lower() == "safe.directory" and entry.scope in ("system", "global"):
+            # The user's own answer to "dubious ownership" (a checkout owned by another user): kept
+            # for a git that runs where $HOME, and so the user's config, is hidden. git honours it
+            # only from the system, global and command scopes, never from the repository.
+            trusted.append(("safe.directory", entry.value))
+            continue
         lowered = entry.key.lower()
         if lowered == "core.worktree":
             raise GitConfigRefused(
@@ -147,7 +154,7 @@ def overrides_for(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
         for leaf in _DRIVER_KEYS.get(section.lower(), ()) if name else ():
             # A driver named in any key gets all of its program keys emptied, whatever was set.
             pairs.setdefault(f"{section}.{name}.{leaf}", "")
-    return list(pairs.items())
+    return [*pairs.items(), *trusted]
 
 
 def repository_overrides(cwd: Path) -> list[tuple[str, str]]:

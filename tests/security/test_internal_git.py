@@ -14,6 +14,7 @@ programs run in. With both removed the canaries appear (see test_unprotected_git
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -244,3 +245,25 @@ async def test_core_worktree_in_an_included_file_refuses_git(tmp_path: Path, mar
     listing = await ListDir().run(ListDirArgs(path="."), _ctx(tmp_path))
     assert listing.ok and "git-ignored files are included: git was not run" in listing.output
     assert "core.worktree" in listing.output
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the checkout to another user")
+async def test_the_users_safe_directory_still_holds_inside_the_sandbox(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # A checkout owned by another user (a container running as root on a mounted checkout): git
+    # refuses it as "dubious ownership" unless the user's own config says it is safe. The internal
+    # git runs with $HOME hidden, so that answer is carried to it on the command line; a
+    # repository's own safe.directory is never honoured (git reads it only from protected scopes).
+    home = tmp_path / "home"
+    home.mkdir()
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / ".gitignore").write_text("build/\n", encoding="utf-8")
+    (root / "build").mkdir()
+    (root / "build" / "out.o").write_text("obj\n", encoding="utf-8")
+    subprocess.run([*GIT, "init", "-q"], cwd=root, check=True)
+    subprocess.run(["chown", "-R", "65534:65534", str(root)], check=True)
+    monkeypatch.setenv("HOME", str(home))
+    subprocess.run(["git", "config", "--global", "safe.directory", str(root)], check=True)
+    listing = await ListDir().run(ListDirArgs(path="."), _ctx(root))
+    assert listing.ok and "build/" not in listing.output, listing.output  # git answered
