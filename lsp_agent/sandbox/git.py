@@ -87,9 +87,10 @@ def _parse_listing(raw: bytes) -> list[ConfigEntry]:
     return entries
 
 
-def read_config(cwd: Path, timeout_s: float = CONFIG_LIST_TIMEOUT_S) -> list[ConfigEntry]:
+def read_config(cwd: Path, timeout_s: float | None = None) -> list[ConfigEntry]:
     """Every configuration entry git would read in `cwd`, includes resolved; blocking. Raises
     GitConfigRefused when git cannot list it in time (a FIFO among the files, or git failing)."""
+    timeout_s = CONFIG_LIST_TIMEOUT_S if timeout_s is None else timeout_s
     if shutil.which("git") is None:
         return []
     argv = ["git", "config", "--list", "--show-scope", "--show-origin", "--includes", "-z"]

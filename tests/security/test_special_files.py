@@ -24,6 +24,7 @@ from lsp_agent.core.tools import FileTracker, ToolContext
 from lsp_agent.core.write_detect import WriteDetector
 from lsp_agent.disk.documents import DiskDocuments
 from lsp_agent.domain.edits import ApplyResult, EditPlan
+from lsp_agent.sandbox import git as sandbox_git
 from lsp_agent.settings.config import Limits, Settings, ToolSettings, VerifyCommand
 from lsp_agent.tools.list_dir import ListDir, ListDirArgs, git_ignored_paths
 from lsp_agent.tools.read_file import ReadFile, ReadFileArgs
@@ -164,3 +165,27 @@ async def test_a_fifo_made_by_a_command_never_stalls_the_run(attack: Attack, ser
 def test_the_internal_timeout_is_a_limit_of_its_own() -> None:
     limits = Limits()
     assert limits.internal_timeout_s == 15 and limits.internal_timeout_s < limits.command_timeout_s
+
+
+@pytest.mark.parametrize("place", ["config", "included"])
+async def test_a_fifo_git_config_refuses_git_instead_of_stalling(tmp_path: Path, place: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # The repository came that way (or a command wrote the included workspace file as a FIFO): git
+    # would block reading its configuration, and overrides computed without it would protect nothing.
+    monkeypatch.setattr(sandbox_git, "CONFIG_LIST_TIMEOUT_S", INTERNAL_S)
+    _repository(tmp_path)
+    config = tmp_path / ".git" / "config"
+    if place == "config":
+        _fifo(config)
+    else:
+        config.write_text(config.read_text() + "[include]\n\tpath = ../extra.cfg\n", encoding="utf-8")
+        _fifo(tmp_path / "extra.cfg")
+    ctx = _ctx(tmp_path)
+    listing = await _bounded(ListDir().run(ListDirArgs(path="."), ctx))
+    assert listing.ok and "NOTE: git-ignored files are included: git was not run" in listing.output
+    found = await _bounded(SearchCode(use_ripgrep=False).run(SearchCodeArgs(pattern="needle"), ctx))
+    assert found.ok and "a.py:1: needle = 1" in found.output and "git was not run" in found.output
+    verify = await _bounded(VerifyProject().run(VerifyProjectArgs(), ctx))
+    assert not verify.ok and "could not fingerprint the sources" in verify.output, verify.output
+    again = await _bounded(ReadFile().run(ReadFileArgs(path="a.py"), ctx))
+    assert again.ok
