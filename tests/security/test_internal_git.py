@@ -34,7 +34,9 @@ from lsp_agent.tools import internal
 from lsp_agent.tools.list_dir import ListDir, ListDirArgs, git_ignored_paths
 from lsp_agent.tools.search_code import SearchCode, SearchCodeArgs
 from lsp_agent.tools.verify_project import VerifyProject, VerifyProjectArgs
+from tests.providers.loopback import LoopbackServer
 from tests.security.conftest import needs_bwrap
+from tests.security.kit import Attack, run_attack
 
 CANARIES = ("fsmonitor", "hook", "pager", "external", "textconv", "clean", "smudge", "process")
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "init.defaultBranch=main"]
@@ -180,6 +182,9 @@ async def test_both_protections_together_keep_the_tools_working(tmp_path: Path, 
     assert _fired(markers) == []
     verify = results["verify_project"]
     assert isinstance(verify, ToolResult) and verify.ok, verify.output
+    # git still works inside the sandbox: the revision is known (a git that failed there, e.g. on
+    # ownership, would silently fingerprint the sources as if outside Git)
+    assert verify.metadata["envelope"]["revision"] is not None
     assert results["write detection"] == {"a.txt"}
 
 
@@ -267,3 +272,46 @@ async def test_the_users_safe_directory_still_holds_inside_the_sandbox(tmp_path:
     subprocess.run(["git", "config", "--global", "safe.directory", str(root)], check=True)
     listing = await ListDir().run(ListDirArgs(path="."), _ctx(root))
     assert listing.ok and "build/" not in listing.output, listing.output  # git answered
+
+
+BUILD = """
+import pathlib, subprocess, sys
+root, markers = pathlib.Path.cwd(), sys.argv[1]
+git = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "init.defaultBranch=main"]
+(root / "a.txt").write_text("one\\n")
+subprocess.run([*git, "init", "-q"], check=True)
+subprocess.run([*git, "add", "a.txt"], check=True)
+subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+subprocess.run(["git", "config", "extensions.worktreeConfig", "true"], check=True)
+(root / ".git" / "config.worktree").write_text(
+    f'[core]\\n\\tfsmonitor = "touch {markers}/fsmonitor; false"\\n'
+    f'[filter "evil"]\\n\\tclean = "touch {markers}/clean; cat"\\n\\tprocess = "touch {markers}/process"\\n'
+    '\\trequired = true\\n')
+(root / ".gitattributes").write_text("* filter=evil\\n")
+(root / "a.txt").write_text("two\\n")
+"""
+
+
+@pytest.mark.parametrize("bwrap", [pytest.param("available", marks=needs_bwrap), "missing"])
+async def test_a_repository_a_command_builds_runs_nothing_through_the_loop(
+        attack: Attack, server: LoopbackServer, markers: Path, bwrap: str) -> None:
+    # Through the real CLI: the workspace has no .git at start; a command (unsandboxed: the user
+    # chose danger-full-access) builds one whose worktree config names programs; then every tool
+    # that runs git for the harness. With bwrap missing only the overrides stand between.
+    (attack.workspace / "build_repo.py").write_text(BUILD, encoding="utf-8")
+    (attack.workspace / "test_ok.py").write_text("def test_ok():\n    pass\n", encoding="utf-8")
+    env = {} if bwrap == "available" else {"LSP_AGENT_BWRAP": "/nonexistent/bwrap"}
+    await run_attack(attack, server, [
+        ("list_dir", {"path": "."}),
+        ("run_command", {"command": f"python3 build_repo.py {markers}"}),
+        ("list_dir", {"path": "."}),
+        ("search_code", {"pattern": "two"}),
+        ("verify_project", {}),
+        ("run_command", {"command": "git status --short"}),
+    ], "--sandbox", "danger-full-access", env=env)
+    assert _fired(markers) == []
+    outputs = attack.outputs()
+    assert outputs[1].startswith("OK: exit=0"), outputs[1]
+    assert "a.txt:1: two" in outputs[3]
+    assert outputs[4].startswith("OK: verify passed"), outputs[4]
+    attack.assert_contained()
