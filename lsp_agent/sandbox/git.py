@@ -147,9 +147,8 @@ def overrides_for(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
                 f"the repository's configuration ({entry.scope}) sets core.worktree, which makes git read files "
                 "outside the workspace; git commands are refused until the user removes it.")
         value = _neutral_value(entry.key)
-        if value is None:
-            continue
-        pairs[entry.key] = value
+        if value is not None:
+            pairs[entry.key] = value
         section, _, rest = entry.key.partition(".")
         name, _, _ = rest.rpartition(".")
         for leaf in _DRIVER_KEYS.get(section.lower(), ()) if name else ():
