@@ -162,8 +162,9 @@ def repository_overrides(cwd: Path) -> list[tuple[str, str]]:
     return overrides_for(read_config(cwd))
 
 
-def _git_dir(cwd: Path) -> Path | None:
-    """The repository's own git directory (found like git does), without starting git."""
+def _repository(cwd: Path) -> tuple[Path, Path] | None:
+    """(work tree top, git directory) of the repository `cwd` is in, found like git does, without
+    starting git."""
     for directory in (cwd, *cwd.parents):
         dot = directory / ".git"
         try:
@@ -171,7 +172,7 @@ def _git_dir(cwd: Path) -> Path | None:
         except OSError:
             continue
         if stat.S_ISDIR(info.st_mode):
-            return dot
+            return directory, dot
         try:
             line = read_regular_text(dot, 4096).strip()
         except NotRegularFile as exc:
@@ -181,21 +182,56 @@ def _git_dir(cwd: Path) -> Path | None:
         if not line.startswith("gitdir:"):
             return None
         gitdir = Path(line.removeprefix("gitdir:").strip())
-        return gitdir if gitdir.is_absolute() else directory / gitdir
+        return directory, gitdir if gitdir.is_absolute() else directory / gitdir
     return None
+
+
+def _git_dir(cwd: Path) -> Path | None:
+    found = _repository(cwd)
+    return found[1] if found is not None else None
+
+
+def _common_dir(gitdir: Path) -> Path | None:
+    """A linked worktree's shared git directory (its `commondir`), if it has one."""
+    try:
+        common = read_regular_text(gitdir / "commondir", 4096).strip()
+    except OSError:
+        return None
+    if not common:
+        return None
+    return Path(common) if Path(common).is_absolute() else gitdir / common
+
+
+def repository_dirs(cwd: Path) -> list[Path]:
+    """The directories git reads for `cwd` that may lie outside it: the work tree's top, the git
+    directory and a linked worktree's shared one (resolved, existing). A sandbox that hides the
+    rest of the host binds these back read-only, or git would not find the repository at all."""
+    try:
+        found = _repository(cwd)
+    except GitConfigRefused:
+        return []
+    if found is None:
+        return []
+    top, gitdir = found
+    common = _common_dir(gitdir)
+    dirs: list[Path] = []
+    for path in (top, gitdir, *([common] if common is not None else [])):
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):
+            continue
+        if real.is_dir() and real not in dirs:
+            dirs.append(real)
+    return dirs
 
 
 def _config_files(gitdir: Path) -> list[Path]:
     """The repository-scope config files: its own, the shared one of a linked worktree, and the
     per-worktree one (whether or not they exist yet: creating one must be noticed)."""
     files = [gitdir / "config", gitdir / "config.worktree"]
-    try:
-        common = read_regular_text(gitdir / "commondir", 4096).strip()
-    except OSError:
-        common = ""
-    if common:
-        shared = Path(common) if Path(common).is_absolute() else gitdir / common
-        files += [shared / "config", shared / "config.worktree"]
+    common = _common_dir(gitdir)
+    if common is not None:
+        files += [common / "config", common / "config.worktree"]
     return files
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from lsp_agent.osfiles.regular import kind_of
 from lsp_agent.sandbox import Sandbox, probe
+from lsp_agent.sandbox.git import repository_dirs
 from lsp_agent.tools.process import ProcessOutcome, run_process
 
 #: Files git or rg read while answering for a directory: any of them as a FIFO or device blocks
@@ -39,10 +40,24 @@ class InternalStall(TimeoutError):
         return f"{self.what} {self.why}"
 
 
+def _outside_home(path: Path) -> bool:
+    home = Path(os.path.expanduser("~")).resolve()
+    return not (path == home or home.is_relative_to(path))
+
+
 def internal_sandbox(root: Path) -> Sandbox | None:
     """The read-only sandbox of the harness's own programs; None where bubblewrap cannot run (they
-    then run with git's overrides and the allow-listed environment only). Blocking the first time."""
-    return Sandbox(root, "read-only") if probe().available else None
+    then run with git's overrides and the allow-listed environment only). Blocking: the first call
+    probes bubblewrap, every call looks for the repository.
+
+    The repository may extend beyond the workspace (a subdirectory of it was opened, or a linked
+    worktree whose git directory is elsewhere): its directories are shown read-only too, never
+    $HOME itself or a parent of it (a home directory under Git stays hidden; git then answers as
+    outside a repository)."""
+    if not probe().available:
+        return None
+    extra = tuple(str(p) for p in repository_dirs(root) if not p.is_relative_to(root) and _outside_home(p))
+    return Sandbox(root, "read-only", readable_roots=extra)
 
 
 def blocking_control_file(root: Path, rel: str = ".") -> str | None:

@@ -315,3 +315,31 @@ async def test_a_repository_a_command_builds_runs_nothing_through_the_loop(
     assert "a.txt:1: two" in outputs[3]
     assert outputs[4].startswith("OK: verify passed"), outputs[4]
     attack.assert_contained()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("layout", ["subdirectory", "linked worktree"])
+async def test_internal_git_in_the_sandbox_still_finds_a_repository_outside_the_workspace(
+        tmp_path: Path, layout: str) -> None:
+    # The workspace is a subdirectory of a repository, or a linked worktree whose git directory is
+    # elsewhere: the read-only sandbox shows git the repository too (read-only), or the fingerprint
+    # would silently lose the revision and list_dir the ignore rules.
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    (repo / "sub" / "a.py").write_text("x = 1\n", encoding="utf-8")
+    (repo / ".gitignore").write_text("build/\n", encoding="utf-8")
+    subprocess.run([*GIT, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*GIT, "commit", "-q", "-m", "x"], cwd=repo, check=True)
+    if layout == "subdirectory":
+        root = repo / "sub"
+    else:
+        root = tmp_path / "wt"
+        subprocess.run([*GIT, "worktree", "add", "-q", str(root)], cwd=repo, check=True)
+    (root / "build").mkdir()
+    (root / "build" / "out.o").write_text("obj\n", encoding="utf-8")
+    ctx = _ctx(root)
+    listing = await ListDir().run(ListDirArgs(path="."), ctx)
+    assert listing.ok and "build/" not in listing.output, listing.output
+    verify = await VerifyProject().run(VerifyProjectArgs(), ctx)
+    assert verify.ok and verify.metadata["envelope"]["revision"] is not None, verify.output
