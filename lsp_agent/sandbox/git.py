@@ -105,8 +105,9 @@ def read_config(cwd: Path, timeout_s: float | None = None) -> list[ConfigEntry]:
         return []
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitConfigRefused(f"git cannot read the repository's configuration ({detail[-1] if detail else 'exit '}"
-                               f"{'' if detail else done.returncode}); git is refused until that is fixed.")
+        why = detail[-1] if detail else f"exit {done.returncode}"
+        raise GitConfigRefused(f"git cannot read the repository's configuration ({why}); git is refused until "
+                               "that is fixed.")
     return _parse_listing(done.stdout)
 
 
