@@ -343,3 +343,35 @@ async def test_internal_git_in_the_sandbox_still_finds_a_repository_outside_the_
     assert listing.ok and "build/" not in listing.output, listing.output
     verify = await VerifyProject().run(VerifyProjectArgs(), ctx)
     assert verify.ok and verify.metadata["envelope"]["revision"] is not None, verify.output
+
+
+async def test_a_submodules_own_configuration_never_runs(tmp_path: Path, markers: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # A submodule has a configuration of its own (.git/modules/<name>/config) that the listing of
+    # the superproject does not show; the fingerprint never starts git inside it.
+    _sandbox_removed(monkeypatch)
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "lib.txt").write_text("one\n", encoding="utf-8")
+    subprocess.run([*GIT, "init", "-q"], cwd=library, check=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=library, check=True)
+    subprocess.run([*GIT, "commit", "-q", "-m", "x"], cwd=library, check=True)
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("one\n", encoding="utf-8")
+    (root / ".gitignore").write_text("build/\n", encoding="utf-8")
+    (root / "build").mkdir()
+    subprocess.run([*GIT, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*GIT, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib"],
+                   cwd=root, check=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*GIT, "commit", "-q", "-m", "x"], cwd=root, check=True)
+    config = root / ".git" / "modules" / "lib" / "config"
+    config.write_text(config.read_text() + f"[filter \"evil\"]\n\tprocess = \"touch {markers}/process\"\n"
+                      f"\tclean = \"touch {markers}/clean; cat\"\n\trequired = true\n", encoding="utf-8")
+    (root / "lib" / ".gitattributes").write_text("* filter=evil\n", encoding="utf-8")
+    (root / "lib" / "lib.txt").write_text("two\n", encoding="utf-8")
+    results = await _every_internal_caller(root)
+    assert _fired(markers) == []
+    verify = results["verify_project"]
+    assert isinstance(verify, ToolResult) and verify.ok, verify.output
