@@ -251,6 +251,7 @@ def _stamp(path: Path) -> tuple[str, int, int, int] | tuple[str]:
 
 @dataclass(frozen=True)
 class _Cached:
+    gitdir: str | None  # the repository it was listed in (None: outside any)
     stamps: tuple[tuple[str, int, int, int] | tuple[str], ...]
     pairs: list[tuple[str, str]]
 
@@ -272,7 +273,8 @@ def _cached_overrides(cwd: Path) -> list[tuple[str, str]]:
     gitdir = _git_dir(cwd)
     own = _config_files(gitdir) if gitdir is not None else []
     cached = _CACHE.get(str(cwd))
-    if cached is not None:
+    # A repository made (or pointed elsewhere) since, nearer than the one listed, is listed anew.
+    if cached is not None and cached.gitdir == (None if gitdir is None else str(gitdir)):
         try:
             if tuple(_stamp(Path(s[0])) for s in cached.stamps) == cached.stamps:
                 return cached.pairs
@@ -287,11 +289,12 @@ def _cached_overrides(cwd: Path) -> list[tuple[str, str]]:
     # listed again every time: the included files can change without its own config changing.
     includes = any(e.key.lower().startswith(("include.", "includeif.")) and e.scope in ("local", "worktree")
                    for e in entries)
-    if gitdir is not None and not includes:
+    if not includes:
         files = sorted({*map(str, own), *map(str, _origin_files(cwd, entries))})
         if len(_CACHE) > 16:
             _CACHE.clear()
-        _CACHE[str(cwd)] = _Cached(tuple(_stamp(Path(f)) for f in files), pairs)
+        _CACHE[str(cwd)] = _Cached(None if gitdir is None else str(gitdir), tuple(_stamp(Path(f)) for f in files),
+                                   pairs)
     return pairs
 
 

@@ -375,3 +375,20 @@ async def test_a_submodules_own_configuration_never_runs(tmp_path: Path, markers
     assert _fired(markers) == []
     verify = results["verify_project"]
     assert isinstance(verify, ToolResult) and verify.ok, verify.output
+
+
+async def test_a_nearer_repository_made_later_is_read_again(tmp_path: Path, markers: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # The workspace is a subdirectory of a harmless repository, read first; then a hostile .git
+    # appears in the workspace itself (danger-full-access, or the user's own checkout step).
+    _sandbox_removed(monkeypatch)
+    outer = tmp_path / "outer"
+    root = outer / "ws"
+    root.mkdir(parents=True)
+    subprocess.run([*GIT, "init", "-q"], cwd=outer, check=True)
+    (root / "a.txt").write_text("one\n", encoding="utf-8")
+    assert (await ListDir().run(ListDirArgs(path="."), _ctx(root))).ok
+    (root / "a.txt").unlink()
+    build_hostile_repository(root, markers, "local")
+    await _every_internal_caller(root)
+    assert _fired(markers) == []
