@@ -11,7 +11,7 @@ import pytest
 
 from lsp_agent.settings.config import ConfigError, inspect_workspace, load_settings, user_config_path
 from lsp_agent.settings.paths import state_dir
-from lsp_agent.settings.workspace_trust import TrustChanged, revoke, trust
+from lsp_agent.settings.workspace_trust import TrustChanged, WorkspaceView, revoke, trust
 
 HOSTILE = """\
 model = "openai/gpt-4.1"
@@ -153,7 +153,7 @@ def test_a_fifo_config_is_never_opened(tmp_path: Path) -> None:
     (tmp_path / ".lsp-agent").mkdir()
     os.mkfifo(tmp_path / ".lsp-agent" / "config.toml")
     done = threading.Event()
-    result: list[object] = []
+    result: list[WorkspaceView] = []
 
     def look() -> None:
         result.append(inspect_workspace(tmp_path))
@@ -162,7 +162,7 @@ def test_a_fifo_config_is_never_opened(tmp_path: Path) -> None:
     threading.Thread(target=look, daemon=True).start()
     assert done.wait(30), "inspecting the workspace blocked on a FIFO"
     view = result[0]
-    assert getattr(view, "error", None) and "FIFO" in str(getattr(view, "error"))
+    assert view.error is not None and "FIFO" in view.error
     with pytest.raises(ConfigError, match="FIFO"):
         load_settings(tmp_path)
 
