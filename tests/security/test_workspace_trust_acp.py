@@ -39,9 +39,14 @@ async def _session_and_prompt(repo: HostileRepo, client: RecordingClient) -> str
                                TIMEOUT)
         session = await asyncio.wait_for(conn.new_session(cwd=str(repo.workspace), mcp_servers=[]), TIMEOUT)
         await asyncio.wait_for(client.permission_asked.wait(), TIMEOUT)
-        result = await asyncio.wait_for(
-            conn.prompt(session_id=session.session_id, prompt=[text_block("look around")]), TIMEOUT)
-        return result.stop_reason
+        prompt = asyncio.ensure_future(asyncio.wait_for(
+            conn.prompt(session_id=session.session_id, prompt=[text_block("look around")]), TIMEOUT))
+        if client.hold_permission is not None:
+            # The user answers only after the prompt was sent: the prompt must wait for the answer.
+            for _ in range(5):
+                await asyncio.sleep(0)  # yields only: lets the prompt request be written first
+            client.hold_permission.set()
+        return (await prompt).stop_reason
 
 
 async def test_a_hostile_repository_over_acp_is_asked_about_and_ignored_unless_trusted(repo: HostileRepo) -> None:
@@ -58,7 +63,7 @@ async def test_a_hostile_repository_over_acp_is_asked_about_and_ignored_unless_t
     assert await _session_and_prompt(repo, client) == "end_turn"
     repo.assert_nothing_started_and_no_key_sent()
 
-    client = RecordingClient(answer="trust")
+    client = RecordingClient(answer="trust", hold_permission=asyncio.Event())
     assert await _session_and_prompt(repo, client) == "end_turn"
     assert inspect_workspace(repo.workspace).state == "trusted"  # stored like `lsp-agent trust`
     repo.assert_applied()
