@@ -104,16 +104,35 @@ async def test_a_command_cannot_build_a_git_repository_whose_filter_runs_later(
 
 @needs_bwrap
 async def test_a_git_file_pointing_inside_the_workspace_protects_what_it_names(
-        attack: Attack, server: LoopbackServer) -> None:
-    (attack.workspace / ".git").write_text("gitdir: repo-data\n", encoding="utf-8")
+        attack: Attack, server: LoopbackServer, tmp_path: Path) -> None:
+    root = attack.workspace
+    canary = tmp_path / "fsmonitor-ran"
+    (root / "a.txt").write_text("a\n", encoding="utf-8")
+    assert user_git(root, "init", "-q", "--separate-git-dir", "repo-data", ".").returncode == 0
+    git_file = (root / ".git").read_text()
+    config = (root / "repo-data" / "config").read_bytes()
     await run_attack(attack, server, [
-        plant("repo-data/config", "[core]\n\tfsmonitor = touch pwned\n"),
+        py(f"open('repo-data/config', 'a').write('[core]\\n\\tfsmonitor = touch {canary}\\n')"),
+        plant("repo-data/hooks/post-checkout", f"touch {canary}\n"),
         plant(".git", "gitdir: elsewhere\n"),
     ])
-    assert "Read-only file system" in attack.output(0)
-    assert "Read-only file system" in attack.output(1) or "Device or resource busy" in attack.output(1)
+    for out in attack.outputs():
+        assert "Read-only file system" in out or "Device or resource busy" in out, out
+    assert (root / ".git").read_text() == git_file and (root / "repo-data" / "config").read_bytes() == config
+    user_git(root, "status")
+    assert not canary.exists()
+    attack.assert_contained()
+
+
+@needs_bwrap
+async def test_a_git_file_naming_a_missing_directory_leaves_nothing_to_fill(
+        attack: Attack, server: LoopbackServer) -> None:
+    (attack.workspace / ".git").write_text("gitdir: repo-data\n", encoding="utf-8")
+    await run_attack(attack, server, [plant("repo-data/config", "[core]\n\tfsmonitor = touch pwned\n")])
+    # Refused before it runs (git cannot read such a repository), or read-only if it runs.
+    assert "PLANTED" not in attack.output(0), attack.output(0)
     assert (attack.workspace / ".git").read_text() == "gitdir: repo-data\n"
-    assert not (attack.workspace / "repo-data").exists(), "the mount point made for the gitdir was left behind"
+    assert not (attack.workspace / "repo-data").exists(), "the directory the .git file names was created"
     attack.assert_contained()
 
 
