@@ -70,7 +70,9 @@ class MountPoints:
 
 
 def hold(paths: list[Path]) -> MountPoints:
-    """Make each missing path an empty directory for as long as the returned lease is held.
+    """Make each missing path an empty directory for as long as the returned lease is held. A path
+    that exists because another command holds it is counted in; one that exists otherwise (the
+    user's) is left alone and never removed.
 
     Raises OSError when a directory cannot be created in a workspace the server may write (the
     command would then be able to create it unprotected)."""

@@ -187,7 +187,10 @@ class Sandbox:
             return Prepared(self._command(found.program, argv, cwd, env, []), env, sandboxed=True)
         protected = self._protected()
         try:
-            lease = mount_points.hold(protected.missing)
+            # The existing ones too: one may be another command's mount point, still in use by it or
+            # about to be removed by it; holding it counts this command in (a directory of the user's
+            # is left alone).
+            lease = mount_points.hold([*protected.missing, *protected.existing])
         except OSError as exc:
             raise SandboxRefused(
                 f"the command was not run: the harness could not prepare the read-only "

@@ -330,3 +330,24 @@ async def test_a_timed_out_or_cancelled_command_gives_its_mount_points_back(tmp_
     await releases_settled()
     assert not mount_points.held().get(root / ".lsp-agent")
     assert entries(root) == ["started"]
+
+
+@needs_bwrap
+def test_a_command_prepared_while_another_holds_the_mount_point_keeps_it(tmp_path: Path) -> None:
+    """The second command finds the first one's mount point existing: it must count itself in, or the
+    first one's end removes the directory under it (and with it the read-only mount inside its
+    sandbox, where `.lsp-agent/` could then be created)."""
+    from lsp_agent.sandbox.policy import Sandbox
+    from lsp_agent.settings.config import Settings
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    sandbox = Sandbox.from_settings(Settings(), root)
+    first = sandbox.prepare(["true"], root)
+    second = sandbox.prepare(["true"], root)
+    first.finish()
+    first.release()
+    assert (root / ".lsp-agent").is_dir() and (root / ".git").is_dir()
+    second.finish()
+    second.release()
+    assert entries(root) == []
