@@ -218,10 +218,12 @@ class Settings(_Section):
 
 #: Settings a workspace's own config file may not set even when the user trusts the workspace: a
 #: repository must not widen the sandbox its commands run in nor change approvals (only the user,
-#: an editor option or a CLI flag can). Dotted names reach into sections ("tools.x"). Anything not
-#: on the workspace allow-list (settings/workspace_gate.py) is ignored until trusted anyway.
+#: an editor option or a CLI flag can), nor shrink the sensitive paths it may not plant unasked.
+#: Dotted names reach into sections ("tools.x"). Anything not on the workspace allow-list
+#: (settings/workspace_gate.py) is ignored until trusted anyway.
 SANDBOX_KEYS = ("sandbox_mode", "sandboxMode", "sandbox_network", "sandboxNetwork",
-                "sandbox_readable_roots", "sandboxReadableRoots", "approval_policy", "approvalPolicy")
+                "sandbox_readable_roots", "sandboxReadableRoots", "approval_policy", "approvalPolicy",
+                "tools.sensitive_paths")
 
 
 def user_config_path() -> Path:

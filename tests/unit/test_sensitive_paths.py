@@ -223,3 +223,18 @@ def test_the_editor_request_carries_the_sensitive_path_reason() -> None:
                                    what="--- /dev/null\n+++ b/.envrc\n", why="w",
                                    reason=Reason.SENSITIVE_PATH.value, options=[o.value for o in OPTIONS])
     assert params.wire()["reason"] == "sensitive_path"
+
+
+def test_a_workspace_config_cannot_shrink_the_list_even_when_trusted(tmp_path: Path) -> None:
+    from lsp_agent.settings.config import inspect_workspace, load_settings
+    from lsp_agent.settings.workspace_trust import trust
+
+    (tmp_path / ".lsp-agent").mkdir()
+    (tmp_path / ".lsp-agent" / "config.toml").write_text("[tools]\nsensitive_paths = []\n", encoding="utf-8")
+    assert load_settings(tmp_path).tools.sensitive_paths == list(SENSITIVE_PATHS)  # untrusted: gated
+    view = inspect_workspace(tmp_path)
+    trust(view, view.hash)
+    assert "tools.sensitive_paths" in inspect_workspace(tmp_path).refused
+    assert load_settings(tmp_path).tools.sensitive_paths == list(SENSITIVE_PATHS)  # trusted: still refused
+    # The user's own settings may change it (an editor option here, above the files).
+    assert load_settings(tmp_path, {"tools": {"sensitive_paths": [".envrc"]}}).tools.sensitive_paths == [".envrc"]

@@ -55,8 +55,9 @@ def _trust_now(root: Path) -> None:
 
 
 def _settings_without_unknown_sections(root: Path) -> Path:
-    # `approvals` and `tools.sensitive_paths` are not settings yet on this branch: trusted, they would be
-    # invalid; the untrusted cases keep them to show that an unknown (future) field is gated by default.
+    # `approvals` is not a setting yet on this branch: trusted, it would be invalid; the untrusted cases
+    # keep it to show that an unknown (future) field is gated by default. `tools.sensitive_paths` is on
+    # the never-list (refused, trusted or not: see test_sensitive_paths.py).
     return _repo(root, HOSTILE.replace("sensitive_paths = []\n", "").split("[approvals]")[0])
 
 
@@ -66,7 +67,8 @@ def test_an_untrusted_repository_contributes_only_its_safe_settings(tmp_path: Pa
     gated = {g.setting for g in view.gated}
     assert {"model", "maxSteps", "limits.command_timeout_max_s", "tools.allowed_programs", "mcp.servers.evil",
             "providers.openai.baseUrl", "providers.openai.apiKeyEnv", "providers.openai.headers",
-            "tools.sensitive_paths", "approvals"} <= gated
+            "approvals"} <= gated
+    assert "tools.sensitive_paths" in view.refused  # never from a workspace, trusted or not
     assert "limits.read_lines" not in gated  # a limit it tightens applies
     settings = load_settings(tmp_path)
     assert settings.model == "scripted/demo" and settings.max_steps == 40
