@@ -135,3 +135,41 @@ async def test_a_deep_mcp_result_is_a_prompt_classified_error(tmp_path: Path) ->
         past_ours.output
     assert within.ok and echo.ok and "still there" in echo.output
     assert result.stop_reason.value == "final" and time.monotonic() - began < 60
+
+
+async def test_a_deep_acp_line_is_answered_by_its_id_and_the_agent_goes_on(tmp_path: Path) -> None:
+    import asyncio
+    import os
+
+    from tests.e2e.conftest import write_script
+    from tests.helpers import reply
+
+    script = write_script(tmp_path / "script.json", [reply(text="hi")])
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "lsp_agent", "acp", "--model", "scripted/test", "--script", str(script),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        env=dict(os.environ), limit=1 << 20)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        deep = '{"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": ' + deep_array(DEEP) + "}\n"
+        proc.stdin.write(deep.encode())
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {
+            "protocolVersion": 1, "clientCapabilities": {}}}).encode() + b"\n")
+        await proc.stdin.drain()
+        answers: dict[object, dict[str, object]] = {}
+        while 5 not in answers or 6 not in answers:
+            line = await asyncio.wait_for(proc.stdout.readline(), 60)
+            assert line, "the agent closed its output"
+            message = json.loads(line)
+            if "id" in message and "method" not in message:
+                answers[message["id"]] = message
+        error = answers[5]["error"]
+        assert isinstance(error, dict) and f"nested deeper than {MAX_DEPTH} levels" in str(error["message"])
+        assert "result" in answers[6]  # the agent went on
+    finally:
+        proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 30)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
