@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -126,3 +127,16 @@ def test_nested_deeper_than_counts_like_the_scan() -> None:
     assert nested_deeper_than(value, MAX_DEPTH)  # iterative: no RecursionError
     assert not nested_deeper_than(json.loads(_nest(MAX_DEPTH)), MAX_DEPTH)
     assert nested_deeper_than(json.loads(_nest(MAX_DEPTH + 1)), MAX_DEPTH)
+
+
+def test_a_deep_package_json_and_a_deep_skill_proposal_are_refused_not_raised(tmp_path: Path) -> None:
+    from lsp_agent.domain.skill_records import strict_json
+    from lsp_agent.domain.skill_rules import RuleFailed
+    from lsp_agent.tools.verify_detect import detect_commands
+
+    # the repository's package.json: detection just finds no npm test
+    (tmp_path / "package.json").write_text('{"scripts": {"test": "jest"}, "x": ' + _nest(20_000) + "}")
+    assert all(c.argv[0] != "npm" for c in detect_commands(tmp_path))
+    # the model's skill proposal (40 KB allowed: room for 20,000 levels)
+    with pytest.raises(RuleFailed, match="nested deeper than"):
+        strict_json('{"a": ' + _nest(20_000) + "}")
