@@ -19,7 +19,8 @@ class Mode:
 
 
 MODES = (
-    Mode("read-only", "Read only", "commands run in a read-only sandbox; ask when a call steps outside it",
+    Mode("read-only", "Read only", "no edits: the edit tools refuse and commands run in a read-only sandbox; "
+         "ask when a call steps outside it",
          "on-request", "read-only"),
     Mode("untrusted", "Ask before commands", "every command is approved first (workspace-write sandbox)",
          "untrusted", "workspace-write"),

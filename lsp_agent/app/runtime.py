@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -27,6 +28,7 @@ from lsp_agent.skills.discovery import WorkspaceSkills
 from lsp_agent.store.db import Store
 from lsp_agent.store.trace import TraceDir
 from lsp_agent.tools.argv_rules import command_refusal
+from lsp_agent.tools.list_dir import git_ignored_paths
 
 if TYPE_CHECKING:
     from lsp_agent.mcp.manager import McpManager
@@ -105,6 +107,7 @@ def open_environment(root: Path, settings: Settings, provider: Provider, sink: E
         applier=DiskApplier(root.resolve()), sink=sink, traces=TraceDir(base / "traces"),
         model=model_facts(settings, wire, server), skills=WorkspaceSkills(root.resolve()),
         mcp=mcp_manager(settings, root), tool_view=session_tools, command_policy=command_refusal,
+        ignored_paths=functools.partial(git_ignored_paths, timeout_s=settings.limits.internal_timeout_s),
     )
 
 

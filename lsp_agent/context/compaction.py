@@ -29,6 +29,7 @@ from typing import Any
 from lsp_agent.context.view import HANDOFF, compaction_of
 from lsp_agent.domain import bounded_json
 from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.osfiles.regular import read_regular_text
 
 __all__ = [
     "INSTRUCTION_FILES",
@@ -161,9 +162,10 @@ def instruction_items(root: Path) -> list[Item]:
     for name in INSTRUCTION_FILES:
         path = root / name
         try:
-            if path.is_symlink() or not path.is_file():
+            if path.is_symlink():
                 continue
-            text = path.read_text(encoding="utf-8", errors="replace")[:INSTRUCTION_FILE_CHARS]
+            # never blocks: a FIFO or device under an instruction file's name is skipped
+            text = read_regular_text(path, INSTRUCTION_FILE_CHARS)[:INSTRUCTION_FILE_CHARS]
         except OSError:
             continue
         found = 0

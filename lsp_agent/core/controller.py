@@ -55,6 +55,15 @@ def _describe_validation(exc: ValidationError, tool: Tool[Any]) -> str:
             f"Allowed parameters: {allowed}. Fix the arguments and call again.")
 
 
+def read_only_refusal(tool_name: str) -> str:
+    # The mode promises an unchanged workspace: the agent's own edit tools obey it as the sandbox
+    # makes commands obey it, and the model learns why and whom to ask instead of retrying.
+    return (f"refused: {tool_name}. This session is in read-only mode (sandboxMode = \"read-only\"): "
+            "no tool may change the workspace. Do not retry any edit; describe the change you would make "
+            "instead. The user can allow edits by choosing another mode (the editor's mode picker, "
+            "`--sandbox workspace-write`, or sandboxMode in the user's settings).")
+
+
 def check(call: ToolCallPart, registry: ToolRegistry, ctx: ToolContext) -> Accepted | Rejection:
     tool = registry.get(call.name)
     if tool is None:
@@ -79,6 +88,8 @@ def check(call: ToolCallPart, registry: ToolRegistry, ctx: ToolContext) -> Accep
     except ValidationError as exc:
         return Rejection(ErrorKind.PARAMETER_MISMATCH, _describe_validation(exc, tool))
     writes = tool.access is Access.WRITE
+    if writes and ctx.settings.sandbox_mode == "read-only":
+        return Rejection(ErrorKind.DENIED, read_only_refusal(tool.name))
     try:
         paths = list(tool.paths(args))
     except (OSError, ValueError) as exc:  # a tool's path listing must not end the run

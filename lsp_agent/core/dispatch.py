@@ -161,7 +161,7 @@ async def _execute_watching_writes(tool: Tool[Any], verdict: controller.Accepted
     (any program can write): they make a standing check stale and earlier reads stale exactly like the
     agent's edits.
     Runs alone at the gate (EXEC is exclusive), so no other call's writes are mixed in."""
-    detector = WriteDetector(ctx.root)
+    detector = WriteDetector(ctx.root, ctx.ignored_paths)
     await detector.begin()
     result = await _execute(tool, verdict, dataclasses.replace(ctx, applier=_BaselineAfterFlush(ctx.applier,
                                                                                                  detector)))

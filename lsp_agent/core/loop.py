@@ -471,7 +471,7 @@ class Generation:
                           applier=self.env.applier, files=self.session.files, step=self.steps,
                           session_id=self.session.id, message_id=self._assistant_message_id,
                           history=self.env.store, cancel=self.cancel_event,
-                          command_policy=self.env.command_policy)
+                          command_policy=self.env.command_policy, ignored_paths=self.env.ignored_paths)
         verdicts = [controller.check(call, self.tools, ctx) for call in calls]
         tasks = [asyncio.ensure_future(self.calls.run(call, verdict, ctx, self.steps))
                  for call, verdict in zip(calls, verdicts, strict=True)]

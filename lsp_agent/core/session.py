@@ -21,6 +21,7 @@ from lsp_agent.core.repair import interrupted_results
 from lsp_agent.core.storage import PendingCorrection, Store
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import CommandPolicy, FileTracker
+from lsp_agent.core.write_detect import IgnoredPaths
 from lsp_agent.domain import ids
 from lsp_agent.domain.edits import EditApplier
 from lsp_agent.domain.history import Message, Role, TextPart
@@ -101,6 +102,8 @@ class Environment:
     approver: Approver = field(default_factory=DenyAll)
     #: which command lines the controller lets through (None: none; the front end supplies the rules)
     command_policy: CommandPolicy | None = None
+    #: which changed paths Git ignores, for write detection (None: every change counts)
+    ignored_paths: IgnoredPaths | None = None
 
 
 class RunningGeneration(Protocol):

@@ -16,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Generic, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from lsp_agent.core.approval import ApprovalSubject
+from lsp_agent.core.write_detect import IgnoredPaths
 from lsp_agent.domain.edits import EditApplier
 from lsp_agent.domain.history import ErrorKind, Message
 from lsp_agent.domain.ports import DocumentSource
@@ -114,6 +115,8 @@ class ToolContext:
     approved_unsandboxed: bool = False
     #: which command lines may run; None: none may (a call that declares one is refused)
     command_policy: CommandPolicy | None = None
+    #: which changed paths Git ignores (write detection); None: every change counts
+    ignored_paths: IgnoredPaths | None = None
 
 
 ArgsT = TypeVar("ArgsT", bound=StrictArgs)

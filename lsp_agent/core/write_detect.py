@@ -14,6 +14,7 @@ import asyncio
 import os
 import re
 import stat
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 #: Directories never walked: VCS data, dependency trees, caches, the harness's own store.
@@ -58,29 +59,30 @@ def changed(before: Snapshot | None, after: Snapshot | None) -> list[str]:
     return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
 
 
-async def not_ignored(root: Path, paths: list[str], timeout_s: float = 30) -> list[str]:
-    """Drop the paths Git ignores (outside Git, or when Git cannot answer, keep them all)."""
+#: Which of these workspace paths Git ignores. A port: the harness's own git runs sandboxed and
+#: bounded in time by a layer above the core. Raises OSError (or TimeoutError) when it cannot tell.
+IgnoredPaths = Callable[[Path, list[str]], Awaitable[set[str]]]
+
+
+async def not_ignored(root: Path, paths: list[str], ignored: IgnoredPaths | None) -> list[str]:
+    """Drop the paths Git ignores (without a way to ask, or when Git cannot answer, keep them all:
+    a change counted as a source change at worst downgrades a check, never keeps one standing)."""
     listed = [p for p in paths if p != UNKNOWN]
-    if not listed or not (root / ".git").exists():
+    if not listed or ignored is None:
         return paths
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "git", "-C", str(root), "check-ignore", "--stdin", "-z",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
-        out, _ = await asyncio.wait_for(proc.communicate("\0".join(listed).encode() + b"\0"), timeout_s)
+        dropped = await ignored(root, listed)
     except (OSError, TimeoutError):
         return paths
-    if proc.returncode not in (0, 1):
-        return paths
-    ignored = {p for p in out.decode("utf-8", "replace").split("\0") if p}
-    return [p for p in paths if p not in ignored]
+    return [p for p in paths if p not in dropped]
 
 
 class WriteDetector:
     """One command's window: `begin` before it runs (again after the harness's own saves), `end` after."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, ignored: IgnoredPaths | None = None) -> None:
         self.root = root
+        self.ignored = ignored
         self._before: Snapshot | None = None
 
     async def begin(self) -> None:
@@ -95,4 +97,4 @@ class WriteDetector:
         paths = changed(self._before, after)
         if not created and self._before is not None and after is not None:
             paths = [p for p in paths if p in self._before]
-        return await not_ignored(self.root, paths)
+        return await not_ignored(self.root, paths, self.ignored)

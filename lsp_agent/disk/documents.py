@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from lsp_agent.domain.ports import Document
+from lsp_agent.osfiles.regular import NotRegularFile, open_regular
 
 #: A file is read into a buffer that an earlier read left behind, when one is large enough: fresh
 #: memory costs a page fault per 4 KiB touched (≈ 700 for a 2.9 MB file, ≈ 3 ms on a VM), and with
@@ -26,10 +27,18 @@ class DiskDocuments:
         return await asyncio.to_thread(self.read_sync, path)
 
     def read_sync(self, path: str) -> Document | None:
+        """The file's text; None when it does not exist (or is a directory). Raises NotRegularFile
+        for a FIFO, socket or device, which is never opened: reading one could block forever."""
         target = self.root / path
-        if not target.is_file():
+        try:
+            fd = open_regular(target)
+        except NotRegularFile as exc:
+            if exc.kind == "a directory":
+                return None
+            raise
+        except (FileNotFoundError, NotADirectoryError):
             return None
-        with target.open("rb", buffering=0) as stream:
+        with open(fd, "rb", buffering=0) as stream:
             return Document(text=read_text(stream), version=None, source="disk")
 
 

@@ -8,11 +8,20 @@ unsandboxed once the user agrees (`prepare(..., approved_unsandboxed=True)`).
 
 from __future__ import annotations
 
+import functools
 import os
+import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_agent.sandbox.bwrap import PROTECTED_IN_WORKSPACE, Mode, MountPlan, bwrap_argv, toolchain_paths
+from lsp_agent.sandbox.bwrap import (
+    PRIVATE_HOME,
+    PROTECTED_IN_WORKSPACE,
+    Mode,
+    MountPlan,
+    bwrap_argv,
+    toolchain_paths,
+)
 from lsp_agent.sandbox.env import command_env
 from lsp_agent.sandbox.probe import Probe, probe
 from lsp_agent.settings.config import Settings
@@ -62,6 +71,44 @@ def _expand(raw: str, home: Path | None) -> Path | None:
     return path.resolve() if path.is_absolute() and path.exists() else None
 
 
+def _hideable(raw: str | None) -> Path | None:
+    """A home worth an empty tmpfs: an existing directory other than /.
+
+    One that does not exist (`nobody`'s /nonexistent), names a file, or is / holds nothing to
+    hide, and bubblewrap could not make a mount point for it on the read-only root anyway.
+    """
+    if not raw or raw == "~":
+        return None
+    try:
+        home = Path(raw).resolve()
+    except (OSError, RuntimeError):
+        return None
+    return home if home != Path("/") and home.is_dir() else None
+
+
+def home_to_hide() -> Path | None:
+    """$HOME when it is a directory to hide (and the command's $HOME, empty); else None."""
+    return _hideable(os.environ.get("HOME") or os.path.expanduser("~"))
+
+
+@functools.cache
+def _account_home(uid: int) -> str | None:
+    try:
+        return pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        return None
+
+
+def account_home_to_hide(home: Path | None) -> Path | None:
+    """The account's own home when $HOME names another directory (or none): its keys are there.
+
+    Root keeps owning /root inside the sandbox, so `HOME=/elsewhere` would otherwise leave root's
+    ~/.ssh readable to every command.
+    """
+    account = _hideable(_account_home(os.getuid()))
+    return account if account is not None and account != home else None
+
+
 @dataclass(frozen=True)
 class Sandbox:
     root: Path
@@ -102,13 +149,15 @@ class Sandbox:
                 "needs the user's approval. Do not retry: inspect files with read_file, search_code and "
                 "list_dir, change them with apply_patch or write_file, and tell the user that commands "
                 "need bubblewrap (or sandboxMode = \"danger-full-access\").")
-        return Prepared(bwrap_argv(found.program, self.plan(argv[:1], env), cwd, list(argv)), env,
-                        sandboxed=True)
+        plan = self.plan(argv[:1], env)
+        if plan.home is None:
+            env["HOME"] = str(PRIVATE_HOME)
+        return Prepared(bwrap_argv(found.program, plan, cwd, list(argv)), env, sandboxed=True)
 
     def plan(self, programs: list[str], env: dict[str, str]) -> MountPlan:
-        home_raw = os.environ.get("HOME") or os.path.expanduser("~")
-        home = Path(home_raw).resolve() if home_raw and home_raw != "/" else None
-        readable = toolchain_paths(programs, env.get("PATH", os.defpath), home)
+        home = home_to_hide()
+        account = account_home_to_hide(home)
+        readable = toolchain_paths(programs, env.get("PATH", os.defpath), home, account)
         for raw in self.readable_roots:
             extra = _expand(raw, home)
             if extra is not None and extra not in readable:
@@ -122,4 +171,5 @@ class Sandbox:
             if real == self.root or self.root in real.parents:
                 protected.append(real)
         masked = (state_dir().resolve(),)
-        return MountPlan(self.root, self.mode, self.network, home, tuple(readable), masked, tuple(protected))
+        return MountPlan(self.root, self.mode, self.network, home, tuple(readable), masked, tuple(protected),
+                         other_homes=(account,) if account is not None else ())

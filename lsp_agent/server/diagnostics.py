@@ -17,6 +17,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from lsp_agent.domain.edits import utf16_len
+from lsp_agent.osfiles.regular import read_regular_text
 from lsp_agent.protocol.methods import DIAGNOSTIC_SOURCE
 from lsp_agent.server.documents import BufferDocuments
 
@@ -83,7 +84,7 @@ class DiagnosticsPublisher:
             try:
                 if path.stat().st_size > _MAX_LINE_READ:
                     return 0
-                text = path.read_text(encoding="utf-8", errors="replace")
+                text = read_regular_text(path, _MAX_LINE_READ)
             except OSError:
                 return 0
         lines = text.splitlines()

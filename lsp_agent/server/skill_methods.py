@@ -22,6 +22,7 @@ from pygls.uris import to_fs_path
 from lsp_agent.app.skill_wire import candidate_out, skill_out, skill_result
 from lsp_agent.domain.skill_records import MAX_PROPOSAL_BYTES, Citation, State
 from lsp_agent.domain.skill_rules import RuleFailed, check_name
+from lsp_agent.osfiles.regular import read_regular_bytes
 from lsp_agent.protocol.errors import INVALID_PARAMS, ProtocolError
 from lsp_agent.protocol.skill_models import (
     AGENT_SKILL_CHANGED,
@@ -75,8 +76,7 @@ def _service(ls: AgentServer) -> SkillService:
 
 
 def _read_file(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        return handle.read(MAX_PROPOSAL_BYTES + 1)
+    return read_regular_bytes(path, MAX_PROPOSAL_BYTES)  # never blocks on a FIFO; one byte over says "too large"
 
 
 async def _proposal_text(ls: AgentServer, params: ProposeParams, method: str) -> str | bytes:

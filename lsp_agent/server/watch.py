@@ -21,6 +21,8 @@ from pathlib import Path
 from watchfiles import Change, DefaultFilter, watch
 
 from lsp_agent.core.write_detect import not_ignored
+from lsp_agent.osfiles.regular import NotRegularFile, read_regular_bytes
+from lsp_agent.tools.list_dir import git_ignored_paths
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +44,10 @@ def file_digest(path: Path) -> str | None:
     try:
         if path.stat().st_size > MAX_HASH_BYTES:
             return "large"
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return hashlib.sha256(read_regular_bytes(path)).hexdigest()
+    except NotRegularFile as exc:
+        # never opened: a FIFO would block the watcher; a directory has no digest
+        return None if exc.kind == "a directory" else "special"
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
     except OSError:
@@ -138,7 +143,7 @@ class Watcher:
             if self.own.is_own(rel, digest):
                 continue
             external.append(rel)
-        external = await not_ignored(self.root, external, timeout_s=10)  # build output, caches: not sources
+        external = await not_ignored(self.root, external, git_ignored_paths)  # build output, caches: not sources
         if external:
             log.info("changed outside the agent: %s", ", ".join(external))
             self.on_external(external)

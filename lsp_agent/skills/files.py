@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lsp_agent.domain.skill_rules import Rule, RuleFailed
+from lsp_agent.osfiles.regular import NotRegularFile, open_regular
 
 SKILLS_PARTS = (".lsp-agent", "skills")
 SKILLS_REL = "/".join(SKILLS_PARTS)
@@ -88,7 +89,10 @@ def read_regular(dir_fd: int, name: str, limit: int | None = None) -> tuple[File
         return FileState(False), b""
     if not stat.S_ISREG(info.st_mode):
         return FileState(True, regular=False, links=info.st_nlink, inode=info.st_ino), b""
-    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        fd = open_regular(name, follow_symlinks=False, dir_fd=dir_fd)  # swapped for a FIFO since: refused
+    except NotRegularFile:
+        return FileState(True, regular=False, links=info.st_nlink, inode=info.st_ino), b""
     try:
         opened = os.fstat(fd)
         chunks: list[bytes] = []

@@ -18,6 +18,7 @@ from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext,
 from lsp_agent.domain.edits import ApplyFailure, CreateFile, UpdateFile, utf8_len
 from lsp_agent.domain.history import ErrorKind
 from lsp_agent.domain.ports import Document
+from lsp_agent.osfiles.regular import NotRegularFile
 from lsp_agent.tools.patch_grammar import AddOp, ParsedPatch, PatchParseError, parse_patch
 
 if TYPE_CHECKING:
@@ -119,7 +120,11 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
                     ErrorKind.TOOL_FAILURE,
                     f"{path} must be read again before it is edited (earlier edits failed, or your view of it "
                     f"is out of date). Call read_file on {path}, then retry with its current text.")
-        docs: dict[str, Document | None] = {path: await ctx.documents.read(path) for path in paths}
+        try:
+            docs: dict[str, Document | None] = {path: await ctx.documents.read(path) for path in paths}
+        except NotRegularFile as exc:
+            return ToolResult.failure(ErrorKind.TOOL_FAILURE, f"{exc}: only regular files are edited. "
+                                                              "Nothing was changed.")
         sent = utf8_len(args.patch if args.patch is not None else args.new_text or "")
         if sent > ctx.settings.limits.write_bytes:  # the edit itself (the controller checks this too)
             return ToolResult.failure(

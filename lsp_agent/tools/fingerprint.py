@@ -13,7 +13,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from lsp_agent.tools.process import run_process
+from lsp_agent.osfiles.regular import open_regular
+from lsp_agent.tools.internal import InternalStall, run_internal
 
 _WALK_SKIP = frozenset({".git", "node_modules", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache",
                         ".pytest_cache"})
@@ -21,6 +22,11 @@ _WALK_SKIP = frozenset({".git", "node_modules", ".venv", "__pycache__", ".mypy_c
 
 class FingerprintError(Exception):
     pass
+
+
+class FingerprintStalled(FingerprintError):
+    """git did not answer in time (or would have blocked on a special file): the caller may fall
+    back to `walk_fingerprint`, which needs no program."""
 
 
 def _file_token(path: Path) -> bytes:
@@ -40,7 +46,8 @@ def _file_token(path: Path) -> bytes:
         return b"special"
     digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
+        # never blocks: a name swapped for a FIFO since the lstat is refused, not waited on
+        with os.fdopen(open_regular(path, follow_symlinks=False), "rb") as handle:
             while chunk := handle.read(1 << 20):
                 digest.update(chunk)
     except OSError:
@@ -75,10 +82,17 @@ def _walk_files(root: Path) -> list[str]:
 
 
 async def _git(root: Path, timeout_s: float, *args: str) -> tuple[int | None, str, bool]:
-    outcome = await run_process(["git", *args], root, timeout_s)
-    if outcome.timed_out:
-        raise FingerprintError(f"git {args[0]} timed out after {timeout_s:g} s")
+    try:
+        outcome = await run_internal(["git", *args], root, timeout_s)
+    except InternalStall as exc:
+        raise FingerprintStalled(str(exc)) from None
     return outcome.exit_code, outcome.output, outcome.output_truncated
+
+
+async def walk_fingerprint(root: Path) -> str:
+    """The digest of every file under root found by walking it (no git): outside Git, or when git
+    cannot answer."""
+    return await asyncio.to_thread(lambda: _digest(root, None, _walk_files(root)))
 
 
 async def source_fingerprint(root: Path, timeout_s: float = 60.0,
@@ -93,10 +107,13 @@ async def source_fingerprint(root: Path, timeout_s: float = 60.0,
     except FileNotFoundError:  # no git on this machine
         code, out = None, ""
     if code != 0 or out.strip() != "true":
-        return None, None, await asyncio.to_thread(lambda: _digest(root, None, _walk_files(root)))
+        return None, None, await walk_fingerprint(root)
     code, out, _ = await _git(root, timeout_s, "rev-parse", "--verify", "--quiet", "HEAD")
     revision = out.strip() if code == 0 and out.strip() else None  # None before the first commit
-    code, out, cut = await _git(root, timeout_s, "status", "--porcelain", "-z", "--untracked-files=all")
+    # Submodules are compared by their recorded commit only: a dirty check would run git inside each
+    # one, under that submodule's own configuration.
+    code, out, cut = await _git(root, timeout_s, "status", "--porcelain", "-z", "--untracked-files=all",
+                                "--ignore-submodules=dirty")
     if code != 0 or cut:
         raise FingerprintError(f"git status failed (exit={code})")
     clean = all(entry[:2] == "??" and entry[3:] in skip for entry in _status_entries(out))

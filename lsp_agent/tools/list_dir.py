@@ -16,8 +16,9 @@ from pydantic import Field
 from lsp_agent.core.paths import PathDenied, relative, resolve_in_root
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult
 from lsp_agent.domain.history import ErrorKind
+from lsp_agent.sandbox.git import GitConfigRefused
 from lsp_agent.settings.config import Limits
-from lsp_agent.tools.process import run_process, scrubbed_env
+from lsp_agent.tools.internal import InternalStall, run_internal
 
 # Entries with these names (directories or files) are never listed or searched: they are tool
 # state, dependencies or build output, and would drown the model in noise.
@@ -37,21 +38,32 @@ class IgnoreSet:
 
     files: frozenset[str] = field(default_factory=frozenset)
     dirs: frozenset[str] = field(default_factory=frozenset)
+    #: why git could not say what it ignores (a FIFO .gitignore, a refused config): None when it did,
+    #: or when there is nothing to ask (no git, not a repository)
+    unknown: str | None = None
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         return (rel + "/") in self.dirs if is_dir else rel in self.files
+
+    def note(self) -> str:
+        return f"\nNOTE: git-ignored files are included: {self.unknown}." if self.unknown else ""
 
 
 async def git_ignored(root: Path, rel: str, timeout_s: float) -> IgnoreSet:
     """Ask git which untracked paths under `rel` are ignored; empty outside a git repository.
 
     `--directory` collapses an ignored directory to one entry, so the answer stays small even
-    with a large ignored tree (node_modules, build/). Tracked files are never reported.
+    with a large ignored tree (node_modules, build/). Tracked files are never reported. A git that
+    cannot answer in `timeout_s` (or may not run) gives an empty set that says why.
     """
     argv = ["git", "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory",
             "--", rel]
     try:
-        outcome = await run_process(argv, root, timeout_s, env=scrubbed_env())
+        outcome = await run_internal(argv, root, timeout_s, control=rel)
+    except InternalStall as exc:
+        return IgnoreSet(unknown=str(exc))
+    except GitConfigRefused as exc:
+        return IgnoreSet(unknown=f"git was not run ({exc})")
     except OSError:  # git is not installed
         return IgnoreSet()
     if outcome.exit_code != 0 or outcome.output_truncated:
@@ -64,6 +76,18 @@ async def git_ignored(root: Path, rel: str, timeout_s: float) -> IgnoreSet:
             continue  # never treat the listed directory itself as hidden
         (dirs if item.endswith("/") else files).add(item)
     return IgnoreSet(frozenset(files), frozenset(dirs))
+
+
+async def git_ignored_paths(root: Path, paths: list[str], timeout_s: float = _DEFAULTS.internal_timeout_s) -> set[str]:
+    """Which of these workspace paths git ignores (write detection's port). Raises OSError (or
+    InternalStall, a TimeoutError) when git cannot answer; empty outside a repository."""
+    if not paths or not await asyncio.to_thread(os.path.lexists, root / ".git"):
+        return set()
+    outcome = await run_internal(["git", "check-ignore", "--stdin", "-z"], root, timeout_s,
+                                 stdin="\0".join(paths).encode() + b"\0")
+    if outcome.exit_code not in (0, 1):
+        raise OSError(f"git check-ignore failed (exit={outcome.exit_code})")
+    return {p for p in outcome.output.split("\0") if p}
 
 
 def _symlink_line(real_root: Path, entry: os.DirEntry[str], rel: str) -> str:
@@ -170,15 +194,15 @@ class ListDir(Tool[ListDirArgs]):
             return ToolResult.failure(
                 ErrorKind.TOOL_FAILURE, f"ERROR: {rel} is a file, not a directory. Use read_file to read it."
             )
-        ignore = await git_ignored(real_root, rel, limits.command_timeout_s)
+        ignore = await git_ignored(real_root, rel, limits.internal_timeout_s)
         walk = _Walk(real_root, ignore, depth, limits.list_entries)
         prefix = "" if rel == "." else rel + "/"
         await asyncio.to_thread(walk.walk, target, prefix, 1)
         shown = f"{rel}/" if rel != "." else "./"
         if walk.total == 0:
             return ToolResult.success(
-                f"OK: {shown} has no entries (after skipping build output, caches and ignored files)",
-                entries=0, truncated=False,
+                f"OK: {shown} has no entries (after skipping build output, caches and ignored files)"
+                + ignore.note(), entries=0, truncated=False,
             )
         more = walk.total - len(walk.lines)
         out = [f"OK: {shown} depth={depth}: {walk.total}{'' if walk.complete else '+'} entries", *walk.lines]
@@ -186,4 +210,4 @@ class ListDir(Tool[ListDirArgs]):
         if truncated:
             count = f"{more}" if walk.complete else f"at least {more}"
             out.append(f"[TRUNCATED] {count} more entries; list a subdirectory or use a smaller depth")
-        return ToolResult.success("\n".join(out), entries=walk.total, truncated=truncated)
+        return ToolResult.success("\n".join(out) + ignore.note(), entries=walk.total, truncated=truncated)

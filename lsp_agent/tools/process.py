@@ -107,7 +107,10 @@ def _prepare(argv: list[str], cwd: Path, env: dict[str, str] | None,
              sandbox: Sandbox | None, approved_unsandboxed: bool = False) -> tuple[list[str], dict[str, str]]:
     """(what to execute, its environment); blocking. Raises SandboxRefused / GitConfigRefused."""
     _prctl()  # (the first call loads ctypes: here, in a worker thread, not on the event loop)
-    extra = git_env(cwd) if sandbox is not None or os.path.basename(argv[0]) == "git" else {}
+    # Any sandboxed command may start git (a test suite, an npm script); rg never does, and a
+    # repository whose git is refused (core.worktree) must not take the search down with it.
+    name = os.path.basename(argv[0])
+    extra = git_env(cwd) if name == "git" or (sandbox is not None and name != "rg") else {}
     if sandbox is not None:
         # Inside bwrap a missing program is bwrap's own exit 1; say it as exec would, before starting.
         search = (env or {}).get("PATH", os.environ.get("PATH"))
@@ -121,11 +124,19 @@ def _prepare(argv: list[str], cwd: Path, env: dict[str, str] | None,
     return harden_argv(argv), {**base, **extra}
 
 
+async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        stream.write(data)
+        await stream.drain()
+    stream.close()
+
+
 async def run_process(argv: list[str], cwd: Path, timeout_s: float,
                       env: dict[str, str] | None = None, sandbox: Sandbox | None = None,
-                      approved_unsandboxed: bool = False) -> ProcessOutcome:
+                      approved_unsandboxed: bool = False, stdin: bytes | None = None) -> ProcessOutcome:
     """Run argv; raises FileNotFoundError if the program is missing, SandboxRefused when it may not
-    run. With a sandbox, `env` holds only extra variables. Cancellation kills the group."""
+    run. With a sandbox, `env` holds only extra variables. `stdin`: bytes written to the program's
+    input (default: none, /dev/null). Cancellation kills the group."""
     started = time.monotonic()
     command, environment = await asyncio.to_thread(_prepare, argv, cwd, env, sandbox, approved_unsandboxed)
     cancel = cancel_signal.get()
@@ -138,10 +149,11 @@ async def run_process(argv: list[str], cwd: Path, timeout_s: float,
                               cancelled=True)
     proc = await asyncio.create_subprocess_exec(
         *command, cwd=str(cwd), env=environment,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+        stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
         preexec_fn=functools.partial(_die_with_parent, os.getpid(), _prctl()),
     )
+    feeder = None if stdin is None or proc.stdin is None else asyncio.ensure_future(_feed(proc.stdin, stdin))
     sink = bytearray()
     truncated = [False]
     assert proc.stdout is not None
@@ -172,6 +184,8 @@ async def run_process(argv: list[str], cwd: Path, timeout_s: float,
         # Children that inherited the pipe may keep it open; the group kill ends them.
         if proc.returncode is not None and not pump.done():
             _kill_group(proc)
+        if feeder is not None:
+            feeder.cancel()
     with contextlib.suppress(asyncio.CancelledError, TimeoutError):
         await asyncio.wait_for(pump, 2)
     code = proc.returncode

@@ -22,6 +22,7 @@ from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext,
 from lsp_agent.disk.documents import DiskDocuments
 from lsp_agent.domain.history import ErrorKind
 from lsp_agent.domain.ports import Document
+from lsp_agent.osfiles.regular import NotRegularFile, kind_of
 from lsp_agent.settings.config import Limits
 
 _DEFAULTS = Limits()
@@ -119,13 +120,24 @@ def _locate(root: Path, rel: str, limit: int, disk: DiskDocuments | None) -> tup
     refused = _refusal(rel, mode, size, limit)
     if refused is not None:
         return refused, None
-    return target, disk.read_sync(rel) if disk is not None else None
+    try:
+        return target, disk.read_sync(rel) if disk is not None else None
+    except NotRegularFile as exc:  # swapped for a special file since the stat
+        return _special(rel, exc.kind), None
+
+
+def _special(rel: str, kind: str) -> ToolResult:
+    return ToolResult.failure(ErrorKind.TOOL_FAILURE,
+                              f"ERROR: {rel} is {kind}, not a regular file; it was not opened (reading it "
+                              "could block forever or never end). Read regular files only.")
 
 
 def _refusal(rel: str, mode: int, size: int, limit: int) -> ToolResult | None:
     if stat.S_ISDIR(mode):
         return ToolResult.failure(ErrorKind.TOOL_FAILURE,
                                   f"ERROR: {rel} is a directory. Use list_dir to see its entries.")
+    if not stat.S_ISREG(mode):
+        return _special(rel, kind_of(mode))
     if stat.S_ISREG(mode) and size > limit:
         # Refused before a byte is read: memory and time stay bounded whatever the file.
         return ToolResult.failure(
@@ -176,7 +188,10 @@ class ReadFile(Tool[ReadFileArgs]):
                 "Give end_line >= start_line, or omit end_line to read on from start_line.",
             )
         if disk is None:  # editor buffers first: the source decides
-            doc = await ctx.documents.read(rel)
+            try:
+                doc = await ctx.documents.read(rel)
+            except NotRegularFile as exc:
+                return _special(rel, exc.kind)
         if doc is None:
             return await asyncio.to_thread(_missing, located, rel)
         generated, source = generated_source(rel, ctx.settings.tools.generated_globs)

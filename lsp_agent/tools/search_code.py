@@ -24,9 +24,10 @@ from pydantic import Field
 from lsp_agent.core.paths import PathDenied, printable, resolve_in_root
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext, ToolResult
 from lsp_agent.domain.history import ErrorKind
+from lsp_agent.osfiles.regular import read_regular_bytes
 from lsp_agent.settings.config import Limits
+from lsp_agent.tools.internal import InternalStall, run_internal
 from lsp_agent.tools.list_dir import SKIP_NAMES, IgnoreSet, git_ignored
-from lsp_agent.tools.process import run_process, scrubbed_env
 
 _DEFAULTS = Limits()
 
@@ -46,6 +47,7 @@ class Found:
     matches: list[Match] = field(default_factory=list)
     complete: bool = True  # False when the engine's output was cut and the total is a lower bound
     engine: str = "python"  # which engine answered; metadata only, never in the text
+    note: str = ""  # what the model must know about how the search was made (ignore rules unknown)
 
 
 # --- globs ---------------------------------------------------------------------------------------
@@ -152,9 +154,7 @@ async def search_ripgrep(root: Path, pattern: str, glob: str | None, timeout_s: 
     for name in sorted(SKIP_NAMES):
         argv += ["--glob", f"!{name}"]
     argv += ["--", "."]
-    outcome = await run_process(argv, root, timeout_s, env=scrubbed_env())
-    if outcome.timed_out:
-        raise TimeoutError
+    outcome = await run_internal(argv, root, timeout_s)  # InternalStall: the caller searches in Python
     found = Found(complete=not outcome.output_truncated, engine="ripgrep")
     for raw in outcome.output.splitlines():
         if not raw.startswith("{"):
@@ -202,7 +202,8 @@ def search_python(root: Path, regex: re.Pattern[str], glob: str | None, ignore: 
         try:
             if path.stat().st_size > max_bytes:
                 return  # over the read limit: never read, as rg --max-filesize
-            data = path.read_bytes()
+            # never blocks: a name swapped for a FIFO since the walk saw a file is skipped, as rg does
+            data = read_regular_bytes(path, max_bytes, follow_symlinks=False)
         except OSError:
             return
         if b"\x00" in data:
@@ -313,18 +314,27 @@ class SearchCode(Tool[SearchCodeArgs]):
 
     async def _search(self, pattern: str, regex: re.Pattern[str], glob: str | None,
                       ctx: ToolContext) -> Found:
-        timeout = ctx.settings.limits.command_timeout_s
+        limits = ctx.settings.limits
         root = ctx.root.resolve()
+        stalled: str | None = None
         if self.use_ripgrep:
             try:
-                found = await search_ripgrep(root, pattern, glob, timeout, ctx.settings.limits.read_bytes)
+                found = await search_ripgrep(root, pattern, glob, limits.internal_timeout_s, limits.read_bytes)
             except FileNotFoundError:
                 found = None  # rg vanished since start-up
+            except InternalStall as exc:
+                # rg blocked on a file it reads (a FIFO .gitignore): git would block on it too.
+                found, stalled = None, str(exc)
             if found is not None:
                 return found
-        ignore = await git_ignored(root, ".", timeout)
-        return await asyncio.wait_for(asyncio.to_thread(search_python, root, regex, glob, ignore,
-                                                       ctx.settings.limits.read_bytes), timeout)
+        if stalled is None:
+            ignore = await git_ignored(root, ".", limits.internal_timeout_s)
+        else:
+            ignore = IgnoreSet(unknown=stalled)
+        found = await asyncio.wait_for(asyncio.to_thread(search_python, root, regex, glob, ignore,
+                                                         limits.read_bytes), limits.command_timeout_s)
+        found.note = ignore.note()
+        return found
 
     def _render(self, found: Found, max_results: int, limits: Limits) -> ToolResult:
         matches = sorted(found.matches, key=Match.key)
@@ -335,7 +345,8 @@ class SearchCode(Tool[SearchCodeArgs]):
         count = f"{total}" if found.complete else f"at least {total}"
         if total == 0:
             return ToolResult.success(
-                "OK: 0 matches. Try a broader pattern, (?i) for case-insensitive, or another path glob.",
+                "OK: 0 matches. Try a broader pattern, (?i) for case-insensitive, or another path glob."
+                + found.note,
                 matches=0, files=[], truncated=False, engine=found.engine,
             )
         out = [f"OK: {count} matches in {len(files)} files"]
@@ -351,5 +362,5 @@ class SearchCode(Tool[SearchCodeArgs]):
                 f"[TRUNCATED] {more}{'' if found.complete else '+'} more matches not shown; "
                 "narrow the pattern or the path glob"
             )
-        return ToolResult.success("\n".join(out), matches=total, files=shown_files, truncated=truncated,
+        return ToolResult.success("\n".join(out) + found.note, matches=total, files=shown_files, truncated=truncated,
                                   engine=found.engine)

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from lsp_agent.domain import bounded_json
+from lsp_agent.osfiles.regular import read_regular_bytes
 from lsp_agent.settings.config import VerifyCommand
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ _NPM_PLACEHOLDER = "no test specified"
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_regular_bytes(path).decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return {}
 
@@ -40,7 +41,7 @@ def _ini_sections(path: Path) -> configparser.ConfigParser | None:
 
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read_string(path.read_text(encoding="utf-8"))
+        parser.read_string(read_regular_bytes(path).decode("utf-8"))
     except (OSError, UnicodeDecodeError, configparser.Error):
         return None
     return parser
@@ -97,7 +98,7 @@ def _python_tool(module: str) -> list[str] | None:
 
 def _npm_test_script(root: Path) -> bool:
     try:
-        data = bounded_json.loads((root / "package.json").read_text(encoding="utf-8"))  # the repository's file
+        data = bounded_json.loads(read_regular_bytes(root / "package.json"))  # the repository's file
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     scripts = data.get("scripts") if isinstance(data, dict) else None

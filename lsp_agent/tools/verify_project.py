@@ -24,7 +24,7 @@ from lsp_agent.domain.edits import ApplyResult
 from lsp_agent.domain.history import ErrorKind
 from lsp_agent.sandbox import Sandbox
 from lsp_agent.settings.config import Limits, VerifyCommand
-from lsp_agent.tools.fingerprint import FingerprintError, source_fingerprint
+from lsp_agent.tools.fingerprint import FingerprintError, FingerprintStalled, source_fingerprint, walk_fingerprint
 from lsp_agent.tools.process import head_tail, run_process
 from lsp_agent.tools.verify_detect import command_label, detect_commands
 from lsp_agent.tools.verify_envelope import MAX_ENVELOPE_FAILURES, CheckResult, Failure, VerifyEnvelope, envelope_status
@@ -123,8 +123,15 @@ class VerifyProject(Tool[VerifyProjectArgs]):
             text = (f"ERROR: verify not run — unsaved edits could not be written to disk ({reason}), so "
                     "nothing was run. Re-read the files you edited, redo the edit if needed, then verify again.")
             return self._result(envelope, _stable(text, root), ErrorKind.TOOL_FAILURE, limits)
+        degraded = ""
         try:
-            revision, clean, fingerprint = await source_fingerprint(root, limits.verify_timeout_s)
+            revision, clean, fingerprint = await source_fingerprint(root, limits.internal_timeout_s)
+        except FingerprintStalled as exc:
+            # git blocked (a FIFO .gitignore, a stalled read): the walk needs no program, and the
+            # envelope says it knows no revision and no cleanliness rather than the run hanging.
+            revision, clean, fingerprint = None, None, await walk_fingerprint(root)
+            degraded = (f"\nNOTE: the sources were fingerprinted without git ({exc}): no revision and no "
+                        "clean state are recorded for this run.")
         except (FingerprintError, OSError) as exc:
             envelope = VerifyEnvelope(status="error", revision=None, clean=None, fingerprint="", checks=[],
                                       error=f"could not fingerprint the sources: {exc}")
@@ -152,7 +159,7 @@ class VerifyProject(Tool[VerifyProjectArgs]):
             kind = ErrorKind.TIMEOUT if any(c.timed_out for c in checks) else ErrorKind.TOOL_FAILURE
         elif envelope.status == "failed":
             kind = ErrorKind.TOOL_FAILURE
-        return self._result(envelope, _stable(_render(envelope, ran, limits), root), kind, limits)
+        return self._result(envelope, _stable(_render(envelope, ran, limits) + degraded, root), kind, limits)
 
     async def _flush(self, ctx: ToolContext) -> ApplyResult:
         try:

@@ -12,6 +12,7 @@ from lsp_agent.core.paths import PathDenied, normalize, resolve_in_root
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult, WriteText
 from lsp_agent.domain.edits import CreateFile, EditPlan, utf8_len
 from lsp_agent.domain.history import ErrorKind
+from lsp_agent.osfiles.regular import NotRegularFile
 
 
 class WriteFileArgs(StrictArgs):
@@ -57,8 +58,11 @@ class WriteFile(Tool[WriteFileArgs]):
                 "smaller files.")
         # An open, unsaved editor buffer counts as existing too.
         blocker = await asyncio.to_thread(_blocker, ctx.root.resolve(), target)
-        if blocker is None and await ctx.documents.read(path) is not None:
-            blocker = "exists"
+        try:
+            if blocker is None and await ctx.documents.read(path) is not None:
+                blocker = "exists"
+        except NotRegularFile:
+            blocker = "exists"  # a FIFO, socket or device by that name: never opened, never replaced
         if blocker == "exists":
             return ToolResult.failure(
                 ErrorKind.TOOL_FAILURE,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,3 +82,20 @@ async def test_rejection_is_the_calls_own_result_and_the_model_sees_it(workspace
     assert "read_file" in results[0].output  # lists the available tools
     assert results[1].ok
     assert result.tool_calls == 2 and result.tool_errors == 1
+
+
+@pytest.mark.parametrize("scripted", [
+    call("write_file", path="new.txt", content="x\n"),
+    call("apply_patch", path="a.txt", old_text="alpha", new_text="beta"),
+    call("apply_patch", patch="*** Begin Patch\n*** Add File: b.txt\n+x\n*** End Patch\n"),
+], ids=["write_file", "apply_patch-replace", "apply_patch-patch"])
+async def test_read_only_mode_refuses_every_edit_and_the_run_goes_on(workspace: Path, scripted: Any) -> None:
+    before = tree_hash(workspace.parent)
+    result, session = await run_script(workspace, [reply(scripted), reply(call("read_file", path="a.txt")),
+                                                   reply(text="done")], sandbox_mode="read-only")
+    assert tree_hash(workspace.parent) == before
+    refused, read = session.history[2].tool_results()[0], session.history[4].tool_results()[0]
+    assert refused.error_kind is not None and refused.error_kind.value == "denied"
+    assert "read-only mode" in refused.output and "--sandbox workspace-write" in refused.output
+    assert read.ok and "alpha" in read.output
+    assert result.tool_errors == 1

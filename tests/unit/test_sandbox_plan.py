@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.sandbox.bwrap import MountPlan, bwrap_argv, toolchain_paths
+from lsp_agent.sandbox.bwrap import PRIVATE_HOME, MountPlan, bwrap_argv, privilege_flags, toolchain_paths
 from lsp_agent.sandbox.env import command_env
+from lsp_agent.sandbox.policy import home_to_hide
 
 
 def _pairs(argv: list[str], flag: str) -> list[str]:
@@ -27,8 +28,9 @@ def test_mount_order_hides_home_and_tmp_then_binds_back(tmp_path: Path) -> None:
     argv = bwrap_argv("bwrap", plan, root, ["python3", "-c", "pass"])
     assert argv[-4:] == ["--", "python3", "-c", "pass"]
     assert {"--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"} <= set(argv)
-    order = [argv.index(x) for x in ("/", str(home), "/tmp", str(tool), str(root))]
-    # root ro, $HOME tmpfs, /tmp tmpfs, then the toolchain (it lives under /tmp here) and the workspace
+    order = [argv.index(x) for x in ("/", "/tmp", str(home), str(tool), str(root))]
+    # root ro, /tmp tmpfs, $HOME tmpfs (made again on the private /tmp, where it lives here), then the
+    # toolchain under it and the workspace
     assert order == sorted(order)
     assert _pairs(argv, "--bind") == [str(root)]
     assert _pairs(argv, "--ro-bind")[-2:] == [str(root / ".git"), str(root / ".lsp-agent")]
@@ -92,3 +94,39 @@ def test_a_toolchain_under_tmp_stays_visible_inside_the_private_tmp(tmp_path: Pa
     if "Operation not permitted" in done.stderr or "No permissions" in done.stderr:
         pytest.skip(f"bwrap cannot create namespaces here: {done.stderr.strip()}")
     assert (done.returncode, done.stdout) == (0, "hello from the toolchain\n"), done.stderr
+
+
+def _plan(root: Path, home: Path | None) -> MountPlan:
+    return MountPlan(root=root, mode="workspace-write", network=False, home=home)
+
+
+def test_home_outside_tmp_is_hidden_before_the_private_tmp(tmp_path: Path) -> None:
+    home = Path("/var/lib/someone")
+    argv = bwrap_argv("bwrap", _plan(tmp_path, home), tmp_path, ["true"])
+    assert _pairs(argv, "--tmpfs").index(str(home)) < _pairs(argv, "--tmpfs").index("/tmp")
+    assert "--dir" not in argv
+
+
+def test_no_home_to_hide_gives_the_command_a_private_one(tmp_path: Path) -> None:
+    argv = bwrap_argv("bwrap", _plan(tmp_path, None), tmp_path, ["true"])
+    assert _pairs(argv, "--dir") == [str(PRIVATE_HOME)]
+    assert argv.index(str(PRIVATE_HOME)) > argv.index("/tmp")  # made on the private /tmp, not the root
+
+
+@pytest.mark.parametrize("as_root", [True, False])
+def test_root_keeps_no_capability(as_root: bool) -> None:
+    flags = privilege_flags(as_root)
+    if as_root:
+        assert flags[flags.index("--cap-drop") + 1] == "ALL"
+    else:
+        assert flags == []  # bubblewrap drops an unprivileged caller's capabilities itself
+
+
+def test_home_to_hide_only_an_existing_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    for raw in (str(tmp_path / "missing"), str(a_file), "/"):
+        monkeypatch.setenv("HOME", raw)
+        assert home_to_hide() is None, raw
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert home_to_hide() == tmp_path.resolve()

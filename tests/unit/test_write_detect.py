@@ -8,6 +8,7 @@ from pathlib import Path
 
 from lsp_agent.cli.sinks import summary_line
 from lsp_agent.core.write_detect import UNKNOWN, changed, not_ignored, snapshot
+from lsp_agent.tools.list_dir import git_ignored_paths
 from tests.helpers import call, git_repo, reply, run_script, verify_config
 
 PY = sys.executable
@@ -94,7 +95,7 @@ async def test_git_ignored_changes_are_not_sources(tmp_path: Path) -> None:
     (root / "new.py").write_text("y = 1\n")
     after = snapshot(root)
     assert changed(before, after) == ["a.py", "build/out.o", "new.py"]
-    assert await not_ignored(root, changed(before, after)) == ["a.py", "new.py"]
+    assert await not_ignored(root, changed(before, after), git_ignored_paths) == ["a.py", "new.py"]
 
 
 def test_deleted_and_unknown(tmp_path: Path) -> None:
