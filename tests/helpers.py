@@ -94,6 +94,16 @@ def git_repo(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def trust_workspace(root: Path) -> None:
+    """The user trusts the workspace's config as it is now (as `lsp-agent trust --yes` would), for
+    tests whose own fixture config sets gated settings (a model, providers, MCP servers)."""
+    from lsp_agent.settings.config import inspect_workspace
+    from lsp_agent.settings.workspace_trust import trust
+
+    view = inspect_workspace(root)
+    trust(view, view.hash)
+
+
 def verify_config(root: Path, argv: list[str], kind: str = "test", parser: str = "generic") -> None:
     config = root / ".lsp-agent" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)

@@ -39,15 +39,19 @@ from lsp_agent.acp.fs import ClientApplier, ClientDocuments, ClientFs
 from lsp_agent.acp.mcp import client_servers
 from lsp_agent.acp.permission import AcpApprover
 from lsp_agent.acp.prompt import prompt_text
+from lsp_agent.acp.trust import ask_trust
 from lsp_agent.acp.updates import UpdateSink, replay
-from lsp_agent.app.runtime import make_provider, mcp_manager, open_environment
+from lsp_agent.app.runtime import make_provider, mcp_manager, model_facts, open_environment
+from lsp_agent.app.toolset import default_registry
+from lsp_agent.app.trust_wire import HOW_TO_TRUST
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError, AgentErrorKind, not_found
 from lsp_agent.core.queue import QueueStatus
 from lsp_agent.domain.events import RunFinish, StopReason
 from lsp_agent.domain.ports import ProviderError, ProviderErrorKind
 from lsp_agent.protocol.errors import INTERNAL, INVALID_PARAMS, UNAVAILABLE, from_core
-from lsp_agent.settings.config import ConfigError, Settings, load_settings
+from lsp_agent.settings.config import ConfigError, Settings, inspect_workspace, load_settings
+from lsp_agent.settings.workspace_trust import TrustChanged, WorkspaceView, ignored_line, trust
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +96,12 @@ class Workspace:
     fs: ClientFs
     #: the MCP servers the client passed last (the `mcp.servers` layer they make)
     client_mcp: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: the workspace's own config as the settings were last made from it
+    trust_view: WorkspaceView | None = None
+    #: the config contents the user was already asked about on this connection (asked once each)
+    trust_asked: set[str] = dataclasses.field(default_factory=set)
+    #: the trust question in flight: a prompt waits for its answer before it runs
+    trust_question: asyncio.Future[None] | None = None
 
 
 class LspAgentAcp:
@@ -135,10 +145,11 @@ class LspAgentAcp:
 
     # --- sessions -------------------------------------------------------------------------------
 
-    def _settings(self, root: Path, client_mcp: dict[str, dict[str, Any]]) -> Settings:
+    def _settings(self, root: Path, client_mcp: dict[str, dict[str, Any]],
+                  view: WorkspaceView | None = None) -> Settings:
         layers = [self.layer] + ([{"mcp": {"servers": client_mcp}}] if client_mcp else [])
         try:
-            return load_settings(root, *layers)
+            return load_settings(root, *layers, view=view)
         except ConfigError as exc:
             raise error(UNAVAILABLE, f"the settings of {root} cannot be used: {exc}", "config") from None
 
@@ -155,7 +166,8 @@ class LspAgentAcp:
                 self._replace_mcp(ws, client_mcp)
             return ws
         assert self.conn is not None and self.sink is not None
-        settings = self._settings(root, client_mcp)
+        view = inspect_workspace(root)
+        settings = self._settings(root, client_mcp, view)
         try:
             provider = make_provider(settings)
         except ProviderError as exc:
@@ -167,7 +179,10 @@ class LspAgentAcp:
         env = open_environment(root, settings, provider, self.sink)
         env = dataclasses.replace(env, documents=documents, applier=ClientApplier(fs, documents),
                                   approver=AcpApprover(self.conn, self.sink))
-        ws = Workspace(root, Agent(env), fs, client_mcp)
+        ws = Workspace(root, Agent(env), fs, client_mcp, view)
+        ignored = ignored_line(view, HOW_TO_TRUST["acp"])
+        if ignored:
+            log.warning("%s", ignored)
         memory.settle_startup()
         self.workspaces[root] = ws
         return ws
@@ -181,6 +196,64 @@ class LspAgentAcp:
         old = ws.agent.env.mcp
         ws.agent.reconfigure(settings=settings, mcp=mcp_manager(settings, ws.root))
         ws.client_mcp = client_mcp
+        if old is not None:
+            task = asyncio.ensure_future(old.aclose())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    # --- workspace trust (docs/security.md) --------------------------------------------------------
+
+    def _offer_trust(self, ws: Workspace, session_id: str) -> None:
+        """Ask once per config content whether to trust the workspace's gated settings; the answer
+        comes in the background (the session is usable at once, with the safe settings)."""
+        view = ws.trust_view
+        if view is None or not view.ignored or view.hash is None or view.hash in ws.trust_asked:
+            return
+        if ws.trust_question is not None and not ws.trust_question.done():
+            return
+        ws.trust_asked.add(view.hash)
+        task = asyncio.ensure_future(self._ask_trust(ws, session_id, view))
+        ws.trust_question = task
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _ask_trust(self, ws: Workspace, session_id: str, view: WorkspaceView) -> None:
+        assert self.conn is not None and self.sink is not None
+        await asyncio.sleep(0)  # after the session/new (or load) answer, so the client knows the session
+        if not await ask_trust(self.conn, self.sink, session_id, view):
+            return
+        try:
+            trust(inspect_workspace(ws.root), view.hash)  # only the content the user was shown
+        except TrustChanged as exc:
+            log.warning("workspace trust not stored: %s", exc)
+            return
+        self._reload(ws)
+
+    def _recheck_trust(self, ws: Workspace, session_id: str) -> None:
+        """Before a prompt: a config changed since (edited, pulled, written by a command the model ran)
+        has another hash, so it is untrusted again; the settings follow and the user is asked."""
+        view = inspect_workspace(ws.root)
+        known = ws.trust_view
+        if known is None or (view.hash, view.state) != (known.hash, known.state):
+            self._reload(ws, view)
+        self._offer_trust(ws, session_id)
+
+    def _reload(self, ws: Workspace, view: WorkspaceView | None = None) -> None:
+        """Settings made again from the files (the workspace's as trusted now); the mode is kept, the
+        provider, tools and MCP servers follow. A provider that cannot be built keeps the old one."""
+        view = view or inspect_workspace(ws.root)
+        current = ws.agent.env.settings
+        try:
+            settings = self._settings(ws.root, ws.client_mcp, view).model_copy(
+                update={"approval_policy": current.approval_policy, "sandbox_mode": current.sandbox_mode})
+            provider = make_provider(settings)
+        except (RequestError, ProviderError) as exc:
+            log.warning("the settings of %s were not reloaded: %s", ws.root, exc)
+            return
+        ws.trust_view = view
+        old = ws.agent.env.mcp
+        ws.agent.reconfigure(settings=settings, provider=provider, registry=default_registry(settings),
+                             model=model_facts(settings), mcp=mcp_manager(settings, ws.root))
         if old is not None:
             task = asyncio.ensure_future(old.aclose())
             self._background.add(task)
@@ -202,6 +275,7 @@ class LspAgentAcp:
         ws = self._workspace(cwd, mcp_servers)
         session = ws.agent.session(None)
         self._bind(ws, session.id)
+        self._offer_trust(ws, session.id)
         return NewSessionResponse(session_id=session.id, modes=modes.state(ws.agent.env.settings))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
@@ -223,6 +297,7 @@ class LspAgentAcp:
                 break
             after = page.next
         await sink.flush()  # the transcript arrives before the answer, as ACP asks
+        self._offer_trust(ws, session_id)
         return LoadSessionResponse(modes=modes.state(ws.agent.env.settings))
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
@@ -245,6 +320,10 @@ class LspAgentAcp:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         ws = self._of(session_id)
         text = prompt_text(prompt)
+        self._recheck_trust(ws, session_id)
+        if ws.trust_question is not None and not ws.trust_question.done():
+            # The run uses what the user decides; no answer within the approval timeout is "not now".
+            await asyncio.wait([ws.trust_question], timeout=ws.agent.env.settings.approval_timeout_s)
         with core_errors():
             session = ws.agent.session(session_id)
             if session.active is None and not session.context.compacting:

@@ -1,4 +1,4 @@
-"""Command line: `serve`, `run`, `demo`, `schema`, `eval`, `skill`, `session`. Logs go to stderr only.
+"""Command line: `serve`, `run`, `demo`, `schema`, `eval`, `skill`, `session`, `acp`, `trust`. Logs go to stderr only.
 
 Start-up matters (`lsp-agent --help` answers in tens of milliseconds, `serve` answers
 `initialize` soon after it starts): this module imports only argparse and sys at the top. Each
@@ -33,6 +33,7 @@ COMMANDS = {
     "skill": "skill candidates from verified work: propose, validate, promote, retire",
     "session": "look at stored sessions (read-only)",
     "acp": "run as an Agent Client Protocol agent on stdio (Zed, CodeCompanion, agent-shell)",
+    "trust": "show, grant or revoke trust in a workspace's own .lsp-agent/config.toml",
 }
 
 
@@ -118,7 +119,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     builders = {"run": _run_parser, "serve": _serve_parser, "schema": _schema_parser, "demo": _demo_parser,
                 "eval": _eval_parser, "skill": _skill_parser, "session": _session_parser,
-                "acp": _acp_parser}
+                "acp": _acp_parser, "trust": _trust_parser}
     for name, help_text in COMMANDS.items():
         if name == command:
             builders[name](sub)
@@ -204,6 +205,12 @@ def _session_parser(sub: Any) -> None:
     add_session_parser(sub)
 
 
+def _trust_parser(sub: Any) -> None:
+    from lsp_agent.cli.trust import add_trust_parser
+
+    add_trust_parser(sub, COMMANDS["trust"])
+
+
 def _acp_parser(sub: Any) -> None:
     acp = sub.add_parser("acp", help=COMMANDS["acp"])
     acp.add_argument("--model", help="provider/model for every session (default: the settings files)")
@@ -266,10 +273,12 @@ async def _run(args: argparse.Namespace) -> int:
         open_environment,
         run_header,
     )
+    from lsp_agent.app.trust_wire import HOW_TO_TRUST
     from lsp_agent.cli.sinks import JsonLinesSink
     from lsp_agent.domain.events import StopReason, VerificationStatus
     from lsp_agent.domain.ports import ProviderError
-    from lsp_agent.settings.config import ConfigError, load_settings
+    from lsp_agent.settings.config import ConfigError, inspect_workspace, load_settings
+    from lsp_agent.settings.workspace_trust import ignored_line
 
     root: Path = args.workspace
     if not args.prompt.strip():
@@ -290,8 +299,12 @@ async def _run(args: argparse.Namespace) -> int:
         layer["sandboxMode"] = args.sandbox
     if args.approval:
         layer["approvalPolicy"] = args.approval
+    view = await asyncio.to_thread(inspect_workspace, root)
+    ignored = ignored_line(view, HOW_TO_TRUST["cli"])
+    if ignored:  # before anything else can fail: the user learns why their settings seem missing
+        print(ignored, file=sys.stderr, flush=True)
     try:
-        settings = load_settings(root, layer, base_urls=_base_urls(args.base_url))
+        settings = load_settings(root, layer, base_urls=_base_urls(args.base_url), view=view)
         provider = make_provider(settings, args.base_url, args.wire)
     except (ConfigError, ProviderError) as exc:
         raise UsageError(str(exc)) from exc
@@ -433,6 +446,10 @@ def main(argv: list[str] | None = None) -> int:
             from lsp_agent.cli.session import handle_session
 
             return handle_session(args)
+        if args.command == "trust":
+            from lsp_agent.cli.trust import handle_trust
+
+            return handle_trust(args)
     except UsageError as exc:
         print(f"lsp-agent: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -24,6 +24,7 @@ from lsp_agent.protocol import (
     models,
     skill_models,
     steering,
+    trust_models,
 )
 
 PROTOCOL_VERSION = 1
@@ -115,6 +116,7 @@ METHODS: tuple[MethodDoc, ...] = (
               "does not implement it, or a save fails, verify_project reports `error: unsaved edits` instead "
               "of testing stale files."),
     MethodDoc(*approval_models.METHOD_DOC),  # approval policy
+    *(MethodDoc(*doc) for doc in trust_models.METHOD_DOCS),  # workspace trust
     MethodDoc(methods.COMMAND_FIX_DIAGNOSTIC, "command", "client → server (workspace/executeCommand)",
               models.FixDiagnosticArgs, models.RunResult,
               "Offered by the code action \"Ask the agent to fix this\" on `lsp-agent` diagnostics; starts "

@@ -28,6 +28,7 @@ from pygls.uris import to_fs_path
 from lsp_agent._startup import memory
 from lsp_agent.app.runtime import make_provider, mcp_manager, model_facts, open_environment
 from lsp_agent.app.toolset import default_registry
+from lsp_agent.app.trust_wire import HOW_TO_TRUST, trust_state
 from lsp_agent.core.agent import Agent, Started
 from lsp_agent.core.session import ModelChoice
 from lsp_agent.domain.events import VerificationStatus
@@ -36,6 +37,7 @@ from lsp_agent.domain.verification import derive
 from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError
 from lsp_agent.protocol.methods import CONFIG_SECTION
 from lsp_agent.protocol.models import RunParams
+from lsp_agent.protocol.trust_models import AGENT_WORKSPACE_TRUST_CHANGED
 from lsp_agent.providers.scripted import Script, ScriptedError, ScriptedProvider, ScriptedReply
 from lsp_agent.server import settings as layered
 from lsp_agent.server.approval import EditorApprover
@@ -45,8 +47,9 @@ from lsp_agent.server.documents import BufferDocuments
 from lsp_agent.server.edits import EditorCaps, LspApplier
 from lsp_agent.server.notify import LspEventSink
 from lsp_agent.server.watch import OwnWrites, Watcher
-from lsp_agent.settings.config import Settings
+from lsp_agent.settings.config import Settings, inspect_workspace
 from lsp_agent.settings.paths import workspace_dir
+from lsp_agent.settings.workspace_trust import WorkspaceView, ignored_line
 from lsp_agent.store.db import Store
 
 if TYPE_CHECKING:
@@ -166,6 +169,8 @@ class AgentServer(LanguageServer):
         self.client_section: Any = None
         self._initialized = False
         self._untold: list[str] = []
+        #: the workspace's own config as last inspected: what of it applies, what is gated
+        self.trust_view: WorkspaceView | None = None
         self._background: set[asyncio.Future[None]] = set()
         self.lifecycle = Lifecycle()
 
@@ -195,7 +200,8 @@ class AgentServer(LanguageServer):
     def _setup(self, params: types.InitializeParams) -> None:
         root = _root_of(params)
         self.init_options = _with_absolute_script(to_plain(params.initialization_options), root)
-        settings, problems = layered.resolve(root, self.init_options, None)
+        self.trust_view = inspect_workspace(root)
+        settings, problems = layered.resolve(root, self.init_options, None, self.trust_view)
         provider, problem = self._provider(settings)
         caps = EditorCaps.of(params.capabilities)
         window = params.capabilities.window
@@ -231,6 +237,19 @@ class AgentServer(LanguageServer):
         told = asyncio.ensure_future(self.tell_sandbox())
         self._background.add(told)
         told.add_done_callback(self._background.discard)
+        self.tell_trust()
+
+    def tell_trust(self) -> None:
+        """When the workspace's own config is (partly) ignored for want of trust: the editor is asked to
+        ask the user (agent/workspaceTrustChanged; the server never waits) and the user is told what."""
+        view = self.trust_view
+        if view is None or not self._initialized:
+            return
+        if view.ignored:
+            self.protocol.notify(AGENT_WORKSPACE_TRUST_CHANGED, trust_state(view).wire())
+        line = ignored_line(view, HOW_TO_TRUST["editor"])
+        if line:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=line))
 
     async def tell_sandbox(self) -> None:
         """Say once, as a warning the editor shows, when commands cannot be sandboxed."""
@@ -296,12 +315,30 @@ class AgentServer(LanguageServer):
         """A new `lspAgent` section: applies to generations started from now on."""
         rt = self.runtime()
         self.client_section = _with_absolute_script(section, rt.root)
-        settings, problems = layered.resolve(rt.root, self.init_options, self.client_section)
+        self.reload_settings()
+
+    def recheck_trust(self) -> WorkspaceView:
+        """The workspace's config inspected again; when its content or the user's trust changed
+        (a file edited, pulled or planted by a command), the settings reload and the editor is told."""
+        view = inspect_workspace(self.runtime().root)
+        known = self.trust_view
+        if known is None or (view.hash, view.state) != (known.hash, known.state):
+            self.reload_settings(view)
+            self.tell_trust()
+        return view
+
+    def reload_settings(self, view: WorkspaceView | None = None) -> WorkspaceView:
+        """Settings from the files (the workspace's as `view` says, default: inspected now) and the
+        editor's layers; the next generations use them, MCP servers follow."""
+        rt = self.runtime()
+        self.trust_view = view = view or inspect_workspace(rt.root)
+        settings, problems = layered.resolve(rt.root, self.init_options, self.client_section, view)
         provider, problem = self._provider(settings)
         rt.provider_problem = problem
         rt.agent.reconfigure(settings=settings, provider=provider, registry=default_registry(settings),
                              model=model_facts(settings), **self._replace_mcp(settings))
         self.tell([*problems, *([problem] if problem else [])])
+        return view
 
     async def pull_configuration(self) -> None:
         rt = self.runtime()
@@ -334,6 +371,7 @@ class AgentServer(LanguageServer):
 
     def start_run(self, params: RunParams) -> Started:
         rt = self.runtime()
+        self.recheck_trust()  # a config changed since (or planted by the last run) is gated before it is used
         base = rt.agent.env
         settings, provider = base.settings, base.provider
         if params.model and params.model != settings.model:

@@ -14,7 +14,7 @@ from lsp_agent.server.framing import TransportLimits
 from lsp_agent.server.transport import serve_stdio, serve_tcp
 
 HANDLER_MODULES = ("context_methods", "lifecycle", "mcp_methods", "methods", "rpc", "skill_methods",
-                   "steering_methods")
+                   "steering_methods", "trust_methods")
 
 
 def import_handlers() -> None:
@@ -25,12 +25,20 @@ def import_handlers() -> None:
 
 def create_server() -> AgentServer:
     # Imported when the first server is built (server/boot.py imports them on a thread ahead of time).
-    from lsp_agent.server import context_methods, lifecycle, mcp_methods, methods, skill_methods, steering_methods
+    from lsp_agent.server import (
+        context_methods,
+        lifecycle,
+        mcp_methods,
+        methods,
+        skill_methods,
+        steering_methods,
+        trust_methods,
+    )
     from lsp_agent.server.rpc import install
 
     server = AgentServer()
     install(server, lifecycle.routes, methods.routes, steering_methods.routes, skill_methods.routes,
-            context_methods.routes, mcp_methods.routes)
+            context_methods.routes, mcp_methods.routes, trust_methods.routes)
     server.lifecycle.participants.append(skill_methods.SkillWatch())
     server.lifecycle.code_actions.append(skill_methods.skill_actions)
     return server

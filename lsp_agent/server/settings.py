@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from lsp_agent.settings.config import ConfigError, Settings, load_settings
+from lsp_agent.settings.workspace_trust import WorkspaceView
 
 _MAX_ROUNDS = 50
 
@@ -59,8 +60,10 @@ def _prune(layer: dict[str, Any], label: str) -> tuple[dict[str, Any], list[str]
     return {}, [*problems, f"{label}: ignored"]
 
 
-def resolve(root: Path | None, init_options: Any, client_section: Any) -> tuple[Settings, list[str]]:
-    """The effective settings and the problems found on the way (empty when all is valid)."""
+def resolve(root: Path | None, init_options: Any, client_section: Any,
+            view: WorkspaceView | None = None) -> tuple[Settings, list[str]]:
+    """The effective settings and the problems found on the way (empty when all is valid). `view`:
+    the workspace's config as inspected (what of it applies depends on the user's trust)."""
     layers: list[tuple[str, dict[str, Any]]] = []
     problems: list[str] = []
     for label, layer in (("initializationOptions", init_options), ("lspAgent setting", client_section)):
@@ -71,7 +74,7 @@ def resolve(root: Path | None, init_options: Any, client_section: Any) -> tuple[
             continue
         layers.append((label, layer))
     try:
-        return load_settings(root, *(layer for _, layer in layers)), problems
+        return load_settings(root, *(layer for _, layer in layers), view=view), problems
     except ConfigError:
         pass
     cleaned: list[dict[str, Any]] = []
@@ -80,7 +83,7 @@ def resolve(root: Path | None, init_options: Any, client_section: Any) -> tuple[
         cleaned.append(pruned)
         problems += found
     try:
-        return load_settings(root, *cleaned), problems
+        return load_settings(root, *cleaned, view=view), problems
     except ConfigError as exc:
         # The files themselves are invalid: the editor's own layers on the defaults.
         problems.append(f"config files ignored: {' '.join(str(exc).split())[:300]}")

@@ -1,11 +1,13 @@
-"""Settings: defaults < user file < workspace `.lsp-agent/config.toml` < editor options < CLI flags.
+"""Settings: defaults < workspace `.lsp-agent/config.toml` < user file < editor options < CLI flags.
 
-Every limit and threshold the harness uses is a field here, with its documented value as default, so a
-workspace tunes it without a code change.
+Every limit and threshold the harness uses is a field here, with its documented value as default.
+The user's own file outranks the repository's; and the repository's file contributes only its safe
+settings until the user trusts the workspace (settings/workspace_gate.py, workspace_trust.py).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import tomllib
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lsp_agent.settings import workspace_trust
 from lsp_agent.settings.mcp_servers import McpSettings
 
 
@@ -180,8 +183,10 @@ class Settings(_Section):
         description="Seconds to wait for an approval; no answer by then is a deny.")
 
 
-#: Settings a workspace's own config file may not set: a repository must not widen the sandbox
-#: its commands run in (only the user, an editor option or a CLI flag can).
+#: Settings a workspace's own config file may not set even when the user trusts the workspace: a
+#: repository must not widen the sandbox its commands run in nor change approvals (only the user,
+#: an editor option or a CLI flag can). Dotted names reach into sections ("tools.x"). Anything not
+#: on the workspace allow-list (settings/workspace_gate.py) is ignored until trusted anyway.
 SANDBOX_KEYS = ("sandbox_mode", "sandboxMode", "sandbox_network", "sandboxNetwork",
                 "sandbox_readable_roots", "sandboxReadableRoots", "approval_policy", "approvalPolicy")
 
@@ -218,19 +223,31 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}") from exc
 
 
+def inspect_workspace(root: Path) -> workspace_trust.WorkspaceView:
+    """What the workspace's own config sets, what of it is gated, and whether the user trusted it."""
+    return workspace_trust.inspect(
+        root, never=SANDBOX_KEYS, limit_defaults={name: f.default for name, f in Limits.model_fields.items()},
+        max_steps_default=Settings.model_fields["max_steps"].default)
+
+
 def load_settings(workspace: Path | None, *layers: dict[str, Any],
-                  base_urls: dict[str, str] | None = None) -> Settings:
+                  base_urls: dict[str, str] | None = None,
+                  view: workspace_trust.WorkspaceView | None = None) -> Settings:
     """Merge the files and the given layers (lowest first) and validate once.
+
+    The workspace's file contributes what `view` (default: the workspace inspected now) says applies:
+    its safe settings, or all but the never-list once the user trusted exactly this content.
 
     `base_urls` fills a provider section that sets other fields but no base URL (e.g.
     `--config providers.X.idleTimeoutS=10` beside `--base-url`, or a tweak of a built-in
     provider): name -> URL, with "*" for any provider."""
-    merged: dict[str, Any] = _read_toml(user_config_path())
+    merged: dict[str, Any] = {}
     if workspace is not None:
-        from_workspace = _read_toml(workspace_config_path(workspace))
-        for key in SANDBOX_KEYS:
-            from_workspace.pop(key, None)
-        merged = deep_merge(merged, from_workspace)
+        view = view or inspect_workspace(workspace)
+        if view.error is not None:
+            raise ConfigError(view.error)
+        merged = copy.deepcopy(view.layer)
+    merged = deep_merge(merged, _read_toml(user_config_path()))
     for layer in layers:
         merged = deep_merge(merged, layer)
     providers = merged.get("providers")

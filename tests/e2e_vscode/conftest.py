@@ -29,6 +29,7 @@ import httpx
 import pytest
 
 from lsp_agent.providers.scripted import Script, ScriptedReply
+from tests.helpers import trust_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "vscode-client"
@@ -143,6 +144,7 @@ def workspace_config(root: Path, script: Path, verify_argv: list[str] | None = N
                   f"parser = {json.dumps(parser)}"]
     (root / ".lsp-agent").mkdir(parents=True, exist_ok=True)
     (root / ".lsp-agent" / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    trust_workspace(root)  # its model and script are gated settings: trusted as the test's user would
 
 
 def user_settings(autosave: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:

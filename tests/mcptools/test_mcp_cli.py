@@ -12,6 +12,7 @@ from typing import Any
 
 from lsp_agent.eval.manifest import Arm
 from lsp_agent.eval.runner import config_pairs
+from tests.helpers import trust_workspace
 from tests.mcptools.conftest import FAULT_SERVER, PY
 
 
@@ -30,6 +31,7 @@ def _workspace(tmp_path: Path) -> Path:
         "[mcp.servers.ghost]\n"
         f"command = {_toml_str(str(tmp_path / 'no-such-server'))}\n", encoding="utf-8")
     (ws / "notes.txt").write_text("hello\n")
+    trust_workspace(ws)  # the MCP servers of a workspace start only once the user trusts it
     return ws
 
 

@@ -393,6 +393,9 @@ def write_workspace(root: Path, files: dict[str, str], config: str = "") -> Path
         path = root / ".lsp-agent" / "config.toml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(config, encoding="utf-8")
+        from tests.helpers import trust_workspace
+
+        trust_workspace(root)  # the test's own config, trusted as its user would
     return root
 
 

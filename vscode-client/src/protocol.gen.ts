@@ -143,6 +143,15 @@ export interface FixDiagnosticArgs {
   sessionID?: string | null;
 }
 
+export interface GatedSettingOut {
+  /** The dotted setting, e.g. `mcp.servers.evil`. */
+  setting: string;
+  /** The workspace-relative file that sets it. */
+  file: string;
+  /** What it would do, in the words the user should read before trusting. */
+  effect: string;
+}
+
 export interface HandoffParams {
   /** The idle session to hand off from. */
   sessionID: string;
@@ -751,6 +760,26 @@ export interface ValidateParams {
 
 export type VerificationStatus = 'verified' | 'failed' | 'not_run';
 
+export interface WorkspaceTrustParams {
+  /** `show`: report the state; `trust`: trust exactly the content shown (`hash` required); `revoke`: forget the trust (the gated settings are ignored again). */
+  action: 'show' | 'trust' | 'revoke';
+  /** With `trust`: the `hash` of the state the user was shown. */
+  hash?: string | null;
+}
+
+export interface WorkspaceTrustState {
+  /** The workspace's real path (the key of the trust decision). */
+  root: string;
+  /** `trusted`; `untrusted`; `changed` (trusted before, the files changed since: asked again); `nothing_to_trust` (no gated settings: nothing is ignored). */
+  state: 'trusted' | 'untrusted' | 'changed' | 'nothing_to_trust';
+  /** SHA-256 of the files below; what `trust` must send back. */
+  hash?: string | null;
+  /** Workspace-relative files the hash covers. */
+  files: string[];
+  /** What is ignored while untrusted (what trusting would apply), in a stable order. */
+  gated: GatedSettingOut[];
+}
+
 /** Every custom method, notification and command, with its params and result types. */
 export interface MethodTypes {
   'agent/run': { kind: 'request'; params: RunParams; result: RunResult };
@@ -772,6 +801,8 @@ export interface MethodTypes {
   'agent/queueChanged': { kind: 'notification'; params: QueueChangedParams; result: void };
   'agent/saveDocuments': { kind: 'request'; params: SaveDocumentsParams; result: SaveDocumentsResult };
   'agent/requestApproval': { kind: 'request'; params: RequestApprovalParams; result: RequestApprovalResult };
+  'agent/workspaceTrust': { kind: 'request'; params: WorkspaceTrustParams; result: WorkspaceTrustState };
+  'agent/workspaceTrustChanged': { kind: 'notification'; params: WorkspaceTrustState; result: void };
   'lsp-agent.fixDiagnostic': { kind: 'command'; params: FixDiagnosticArgs; result: RunResult };
   'agent/compact': { kind: 'request'; params: CompactParams; result: CompactResult };
   'agent/handoff': { kind: 'request'; params: HandoffParams; result: HandoffResult };
@@ -793,7 +824,7 @@ export type MethodName = keyof MethodTypes;
 
 /** The documented JSON-RPC error codes (docs/protocol.md, "Errors"). */
 export const ERROR_CODES = [
-  { code: -32602, name: 'InvalidParams', status: 400, kinds: ['invalid_params', 'not_steerable'] },
+  { code: -32602, name: 'InvalidParams', status: 400, kinds: ['invalid_params', 'not_steerable', 'trust_changed'] },
   { code: -32602, name: 'InvalidParams', status: 413, kinds: ['too_large'] },
   { code: -32004, name: 'NotFound', status: 404, kinds: ['unknown_session', 'unknown_message', 'not_found'] },
   { code: -32009, name: 'Conflict', status: 409, kinds: ['busy', 'conflict', 'steer_conflict', 'compaction_in_progress'] },
