@@ -158,7 +158,8 @@ class Generation:
         emit = self.env.sink.emit
         desk = ApprovalDesk(self.env.settings.approval_policy, self.env.approver,
                             self.env.settings.approval_timeout_s, self.env.store, session.id, self.id,
-                            self.cancel_event, emit, session.approvals)
+                            self.cancel_event, emit, session.approvals,
+                            self.env.settings.approvals.rules())
         self.calls = CallRunner(session.gate, self.cancel_event, emit, self._base(),
                                 self.env.settings.limits.result_chars, desk)
         self._stream_task: asyncio.Future[AssistantReply] | None = None

@@ -13,9 +13,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lsp_agent.settings import workspace_trust
+from lsp_agent.settings.approval_rules import AllowRule, parse_rule
 from lsp_agent.settings.mcp_servers import McpSettings
 
 
@@ -143,6 +144,24 @@ class ModelInfo(_Section):
     max_output_tokens: int | None = Field(None, ge=1, alias="maxOutputTokens")
 
 
+class Approvals(_Section):
+    allow: list[str] = Field(
+        default_factory=list,
+        description="Commands that run without asking, as argv patterns (settings/approval_rules.py: words match "
+                    "exactly; a lone final `*` allows any further words). User config only: a workspace's own "
+                    "config cannot set them.")
+
+    @field_validator("allow")
+    @classmethod
+    def _every_rule_parses(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            parse_rule(pattern)  # a ValueError is the setting's error, with what is wrong
+        return patterns
+
+    def rules(self) -> tuple[AllowRule, ...]:
+        return tuple(parse_rule(p) for p in self.allow)
+
+
 class Settings(_Section):
     model: str = "scripted/demo"
     max_steps: int = Field(40, ge=1, le=10_000, alias="maxSteps")
@@ -181,14 +200,18 @@ class Settings(_Section):
     approval_timeout_s: float = Field(
         300, gt=0, le=86_400, alias="approvalTimeoutS",
         description="Seconds to wait for an approval; no answer by then is a deny.")
+    approvals: Approvals = Field(default_factory=Approvals,
+                                 description="The user's standing approvals (user config only).")
 
 
 #: Settings a workspace's own config file may not set even when the user trusts the workspace: a
-#: repository must not widen the sandbox its commands run in nor change approvals (only the user,
-#: an editor option or a CLI flag can). Dotted names reach into sections ("tools.x"). Anything not
-#: on the workspace allow-list (settings/workspace_gate.py) is ignored until trusted anyway.
+#: repository must not widen the sandbox its commands run in, change approvals nor grant itself
+#: any (only the user, an editor option or a CLI flag can). Dotted names reach into sections
+#: ("tools.x"). Anything not on the workspace allow-list (settings/workspace_gate.py) is ignored
+#: until trusted anyway.
 SANDBOX_KEYS = ("sandbox_mode", "sandboxMode", "sandbox_network", "sandboxNetwork",
-                "sandbox_readable_roots", "sandboxReadableRoots", "approval_policy", "approvalPolicy")
+                "sandbox_readable_roots", "sandboxReadableRoots", "approval_policy", "approvalPolicy",
+                "approvals")
 
 
 def user_config_path() -> Path:
