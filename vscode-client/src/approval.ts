@@ -12,7 +12,7 @@ export const REQUEST_APPROVAL = 'agent/requestApproval';
 
 export type Decision = gen.RequestApprovalResult['decision'];
 /** `sessionScope` is optional here: a server from before it existed sends none (the button then says less). */
-export type RequestApprovalParams = gen.RequestApprovalParams & { sessionScope?: string | null };
+export type RequestApprovalParams = Omit<gen.RequestApprovalParams, 'sessionScope'> & { sessionScope?: string | null };
 export type RequestApprovalResult = gen.RequestApprovalResult;
 
 /** The part of `vscode.window` the dialog needs (a stand-in in tests). */

@@ -5,11 +5,13 @@
 // trusted the folder to VS Code), only said. Free of `vscode`, so the flows are unit-tested.
 
 import type { Host, PickItem } from './host.js';
+import type { MethodName } from './protocol.gen.js';
+import type * as gen from './protocol.gen.js';
 import { errorFacts } from './rpc.js';
 import { ProtocolMismatch } from './wire.js';
 
-export const WORKSPACE_TRUST = 'agent/workspaceTrust';
-export const WORKSPACE_TRUST_CHANGED = 'agent/workspaceTrustChanged';
+export const WORKSPACE_TRUST = 'agent/workspaceTrust' satisfies MethodName;
+export const WORKSPACE_TRUST_CHANGED = 'agent/workspaceTrustChanged' satisfies MethodName;
 
 /** The command "LSP Agent: Manage Workspace Trust". */
 export const TRUST_COMMAND = 'lspAgent.manageWorkspaceTrust';
@@ -21,22 +23,11 @@ export const NOT_NOW = 'Not now';
 export const ASKED_KEY = 'lspAgent.trust.askedHashes';
 const ASKED_KEPT = 20;
 
-export type TrustStateName = 'trusted' | 'untrusted' | 'changed' | 'nothing_to_trust';
+export type TrustStateName = gen.WorkspaceTrustState['state'];
+export type GatedSetting = gen.GatedSettingOut;
 
-export interface GatedSetting {
-  setting: string;
-  file: string;
-  /** what it would do, in the words the user should read */
-  effect: string;
-}
-
-export interface WorkspaceTrustState {
-  root: string;
-  state: TrustStateName;
-  hash: string | null;
-  files: string[];
-  gated: GatedSetting[];
-}
+/** As the client keeps it: `hash` always present (null when the server has none). */
+export type WorkspaceTrustState = Omit<gen.WorkspaceTrustState, 'hash'> & { hash: string | null };
 
 const STATES = new Set<string>(['trusted', 'untrusted', 'changed', 'nothing_to_trust']);
 
