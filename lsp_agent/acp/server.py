@@ -43,7 +43,6 @@ from lsp_agent.acp.trust import ask_trust
 from lsp_agent.acp.updates import UpdateSink, replay
 from lsp_agent.app.runtime import make_provider, mcp_manager, model_facts, open_environment
 from lsp_agent.app.toolset import default_registry
-from lsp_agent.app.trust_wire import HOW_TO_TRUST
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError, AgentErrorKind, not_found
 from lsp_agent.core.queue import QueueStatus
@@ -51,7 +50,7 @@ from lsp_agent.domain.events import RunFinish, StopReason
 from lsp_agent.domain.ports import ProviderError, ProviderErrorKind
 from lsp_agent.protocol.errors import INTERNAL, INVALID_PARAMS, UNAVAILABLE, from_core
 from lsp_agent.settings.config import ConfigError, Settings, inspect_workspace, load_settings
-from lsp_agent.settings.workspace_trust import TrustChanged, WorkspaceView, ignored_line, trust
+from lsp_agent.settings.workspace_trust import HOW_TO_TRUST, TrustChanged, WorkspaceView, ignored_line, trust
 
 log = logging.getLogger(__name__)
 

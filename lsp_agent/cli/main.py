@@ -273,12 +273,11 @@ async def _run(args: argparse.Namespace) -> int:
         open_environment,
         run_header,
     )
-    from lsp_agent.app.trust_wire import HOW_TO_TRUST
     from lsp_agent.cli.sinks import JsonLinesSink
     from lsp_agent.domain.events import StopReason, VerificationStatus
     from lsp_agent.domain.ports import ProviderError
     from lsp_agent.settings.config import ConfigError, inspect_workspace, load_settings
-    from lsp_agent.settings.workspace_trust import ignored_line
+    from lsp_agent.settings.workspace_trust import HOW_TO_TRUST, ignored_line
 
     root: Path = args.workspace
     if not args.prompt.strip():

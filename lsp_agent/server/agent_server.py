@@ -28,7 +28,7 @@ from pygls.uris import to_fs_path
 from lsp_agent._startup import memory
 from lsp_agent.app.runtime import make_provider, mcp_manager, model_facts, open_environment
 from lsp_agent.app.toolset import default_registry
-from lsp_agent.app.trust_wire import HOW_TO_TRUST, trust_state
+from lsp_agent.app.trust_wire import trust_state
 from lsp_agent.core.agent import Agent, Started
 from lsp_agent.core.session import ModelChoice
 from lsp_agent.domain.events import VerificationStatus
@@ -49,7 +49,7 @@ from lsp_agent.server.notify import LspEventSink
 from lsp_agent.server.watch import OwnWrites, Watcher
 from lsp_agent.settings.config import Settings, inspect_workspace
 from lsp_agent.settings.paths import workspace_dir
-from lsp_agent.settings.workspace_trust import WorkspaceView, ignored_line
+from lsp_agent.settings.workspace_trust import HOW_TO_TRUST, WorkspaceView, ignored_line
 from lsp_agent.store.db import Store
 
 if TYPE_CHECKING:

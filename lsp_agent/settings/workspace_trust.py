@@ -117,6 +117,15 @@ def revoke(root: Path) -> None:
     trust_store.forget(root.resolve())
 
 
+#: How each front end's user reviews and applies the gated settings (the end of `ignored_line`).
+HOW_TO_TRUST = {
+    "cli": "review and apply with `lsp-agent trust`",
+    "editor": "review and apply with \"lsp-agent: Manage Workspace Trust\" (VS Code), :LspAgentTrust (Neovim) "
+              "or `lsp-agent trust`",
+    "acp": "review and apply with `lsp-agent trust`, or answer the agent's trust question",
+}
+
+
 def ignored_line(view: WorkspaceView, how_to_trust: str) -> str | None:
     """One line naming what is ignored and how to apply it, or None when nothing is."""
     if not view.ignored and not view.refused:

@@ -124,6 +124,7 @@ class Editor:
         self.applied: list[dict[str, Any]] = []  # every applyEdit params the server sent
         self.save_requests: list[list[str]] = []
         self.diagnostics: list[tuple[str, list[dict[str, Any]]]] = []  # every publish, in order
+        self.trust_changes: list[dict[str, Any]] = []  # every agent/workspaceTrustChanged, in order
         self.refuse: str | None = None  # refuse applyEdit with this reason
         self.keystroke_on_apply: tuple[str, str] | None = None  # (path, text typed before applying)
         self.save_mode = "save"  # save | fail | unsupported
@@ -326,6 +327,10 @@ def make_client(editor_ref: list[Editor]) -> LanguageClient:
     @client.feature("agent/event")
     def agent_event(ls: LanguageClient, params: Any) -> None:
         editor_ref[0].on_event(params)
+
+    @client.feature("agent/workspaceTrustChanged")
+    def trust_changed(ls: LanguageClient, params: Any) -> None:
+        editor_ref[0].trust_changes.append(plain(params))
 
     @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def diagnostics(ls: LanguageClient, params: types.PublishDiagnosticsParams) -> None:

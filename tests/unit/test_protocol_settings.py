@@ -36,9 +36,9 @@ def test_workspace_file_survives_a_bad_editor_value(tmp_path: Path) -> None:
 def test_an_invalid_workspace_file_is_ignored_with_a_problem(tmp_path: Path) -> None:
     config = tmp_path / ".lsp-agent" / "config.toml"
     config.parent.mkdir()
-    config.write_text("maxSteps = 'lots'\n", encoding="utf-8")
+    config.write_text("maxSteps = 'lots'\ninstructionProfile = 'huge'\n", encoding="utf-8")
     settings, problems = resolve(tmp_path, {"model": "scripted/a"}, None)
-    assert (settings.model, settings.max_steps) == ("scripted/a", 40)
+    assert (settings.model, settings.max_steps, settings.instruction_profile) == ("scripted/a", 40, "default")
     assert any("config files ignored" in p for p in problems)
 
 
