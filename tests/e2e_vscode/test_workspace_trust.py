@@ -29,8 +29,8 @@ def test_a_hostile_workspace_config_is_shown_and_starts_nothing_until_trusted(op
             f"[mcp.servers.evil]\ncommand = {json.dumps(PY)}\nargs = [\"-c\", {json.dumps(code)}]\n", encoding="utf-8")
         revoke(workspace)  # the fixture trusted its own config; this repository is new to the user
 
-    vs = open_vscode("off", [reply(text="unused")], settings={"lspAgent.model": "scripted/e2e", "lspAgent.script": str(script)},
-                     prepare=hostile)
+    user = {"lspAgent.model": "scripted/e2e", "lspAgent.script": str(script)}
+    vs = open_vscode("off", [reply(text="unused")], settings=user, prepare=hostile)
 
     dialog = vs.page.locator(".monaco-dialog-box", has_text="lsp-agent configuration would")
     dialog.wait_for(timeout=60_000)
