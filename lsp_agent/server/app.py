@@ -40,6 +40,7 @@ def create_server() -> AgentServer:
     install(server, lifecycle.routes, methods.routes, steering_methods.routes, skill_methods.routes,
             context_methods.routes, mcp_methods.routes, trust_methods.routes)
     server.lifecycle.participants.append(skill_methods.SkillWatch())
+    server.lifecycle.participants.append(trust_methods.TrustWatch())
     server.lifecycle.code_actions.append(skill_methods.skill_actions)
     return server
 

@@ -77,3 +77,10 @@ async def test_a_hostile_repository_in_the_editor_starts_nothing_until_trusted(
     repo.canary.unlink(missing_ok=True)
     await _run(editor, repo)
     repo.assert_nothing_started_and_no_key_sent()
+
+    # Edited while the editor is open, no run: the editor is told (and can ask) at once.
+    told = len(editor.trust_changes)
+    repo.config.write_text(repo.config.read_text() + "\n# edited in the editor\n", encoding="utf-8")
+    await wait_for(lambda: len(editor.trust_changes) > told, TIMEOUT)
+    assert editor.trust_changes[-1]["state"] == "untrusted"
+    assert editor.trust_changes[-1]["hash"] not in (first["hash"], shown["hash"])
