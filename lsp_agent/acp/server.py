@@ -47,8 +47,9 @@ from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError, AgentErrorKind, not_found
 from lsp_agent.core.queue import QueueStatus
 from lsp_agent.domain.events import RunFinish, StopReason
-from lsp_agent.domain.ports import ProviderError, ProviderErrorKind
+from lsp_agent.domain.ports import Provider, ProviderError, ProviderErrorKind
 from lsp_agent.protocol.errors import INTERNAL, INVALID_PARAMS, UNAVAILABLE, from_core
+from lsp_agent.providers.scripted import Script, ScriptedError, ScriptedProvider, ScriptedReply
 from lsp_agent.settings.config import ConfigError, Settings, inspect_workspace, load_settings
 from lsp_agent.settings.workspace_trust import HOW_TO_TRUST, TrustChanged, WorkspaceView, ignored_line, trust
 
@@ -152,6 +153,13 @@ class LspAgentAcp:
         except ConfigError as exc:
             raise error(UNAVAILABLE, f"the settings of {root} cannot be used: {exc}", "config") from None
 
+    def _settings_without_workspace(self, client_mcp: dict[str, dict[str, Any]]) -> Settings:
+        layers = [self.layer] + ([{"mcp": {"servers": client_mcp}}] if client_mcp else [])
+        try:
+            return load_settings(None, *layers)
+        except ConfigError:
+            return Settings()
+
     def _workspace(self, cwd: str, mcp_servers: list[Any] | None = None) -> Workspace:
         root = Path(cwd)
         if not root.is_absolute() or not root.is_dir():
@@ -239,16 +247,21 @@ class LspAgentAcp:
 
     def _reload(self, ws: Workspace, view: WorkspaceView | None = None) -> None:
         """Settings made again from the files (the workspace's as trusted now); the mode is kept, the
-        provider, tools and MCP servers follow. A provider that cannot be built keeps the old one."""
+        provider, tools and MCP servers follow. It fails closed: a workspace config that cannot be used
+        is left out, and a model that cannot be built refuses the next prompt (never the old ones)."""
         view = view or inspect_workspace(ws.root)
         current = ws.agent.env.settings
         try:
-            settings = self._settings(ws.root, ws.client_mcp, view).model_copy(
-                update={"approval_policy": current.approval_policy, "sandbox_mode": current.sandbox_mode})
-            provider = make_provider(settings)
-        except (RequestError, ProviderError) as exc:
-            log.warning("the settings of %s were not reloaded: %s", ws.root, exc)
-            return
+            settings = self._settings(ws.root, ws.client_mcp, view)
+        except RequestError as exc:
+            log.warning("%s; the workspace's config is left out", exc)
+            settings = self._settings_without_workspace(ws.client_mcp)
+        settings = settings.model_copy(
+            update={"approval_policy": current.approval_policy, "sandbox_mode": current.sandbox_mode})
+        try:
+            provider: Provider = make_provider(settings)
+        except ProviderError as exc:
+            provider = _refusing(f"model {settings.model!r} cannot be used: {exc.message}")
         ws.trust_view = view
         old = ws.agent.env.mcp
         ws.agent.reconfigure(settings=settings, provider=provider, registry=default_registry(settings),
@@ -425,6 +438,12 @@ class LspAgentAcp:
         await asyncio.gather(*self._background, return_exceptions=True)
         if self.sink is not None:
             await self.sink.aclose()
+
+
+def _refusing(problem: str) -> Provider:
+    """A provider that fails every request with `problem` (a prompt then ends with that error)."""
+    failure = ScriptedError(kind=ProviderErrorKind.CONFIG, message=problem, status=None)
+    return ScriptedProvider(Script(label="unconfigured", replies=[ScriptedReply(error=failure)], repeat_last=True))
 
 
 def _not_found(session_id: str) -> tuple[int, str, dict[str, Any]]:

@@ -70,8 +70,9 @@ def handle_trust(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     code = EXIT_OK
     if not (args.revoke or args.show) and view.state in ("untrusted", "changed"):
-        sys.stdout.write(render(trust_state(view).wire()))
-        sys.stdout.flush()
+        shown = sys.stderr if args.json else sys.stdout  # --json keeps stdout to the one JSON object
+        shown.write(render(trust_state(view).wire()))
+        shown.flush()
         if args.yes or _ask("Trust this workspace and apply these settings? [y/N] "):
             try:
                 trust(view, view.hash)  # exactly what was shown

@@ -24,8 +24,13 @@ def _path(real_root: Path) -> Path:
 
 def trusted_hash(real_root: Path) -> str | None:
     """The hash the user trusted for this workspace, or None (never trusted, or revoked)."""
+    path = _path(real_root)
+    if path.resolve().is_relative_to(real_root):
+        # A state directory inside the workspace (LSP_AGENT_STATE_DIR=./state) is writable by the
+        # repository and the model's commands: a decision found there is nobody's.
+        return None
     try:
-        record = json.loads(read_regular_text(_path(real_root), 64 * 1024))
+        record = json.loads(read_regular_text(path, 64 * 1024))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("root") != str(real_root):

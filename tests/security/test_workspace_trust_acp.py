@@ -67,3 +67,37 @@ async def test_a_hostile_repository_over_acp_is_asked_about_and_ignored_unless_t
     assert await _session_and_prompt(repo, client) == "end_turn"
     assert inspect_workspace(repo.workspace).state == "trusted"  # stored like `lsp-agent trust`
     repo.assert_applied()
+
+
+async def test_a_config_changed_during_an_acp_connection_is_ignored_until_trusted_again(repo: HostileRepo) -> None:
+    """One connection: trusted, then the file changes (asked again, "Not now"), then it becomes unusable:
+    each later prompt runs without the gated settings — never with the ones trusted before."""
+    client = RecordingClient(answer="trust")
+    args = ["-m", "lsp_agent", "acp", "--model", MODEL]
+    async with spawn_agent_process(client, sys.executable, *args, env={**os.environ, **repo.env()}) as (conn, _):
+        caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False, write_text_file=False))
+        await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps),
+                               TIMEOUT)
+        session = await asyncio.wait_for(conn.new_session(cwd=str(repo.workspace), mcp_servers=[]), TIMEOUT)
+
+        async def prompt() -> None:
+            repo.user.queue(Reply(chunks=[turn("chat", text="Done.")], chunk_delay=0))
+            result = await asyncio.wait_for(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("look around")]), TIMEOUT)
+            assert result.stop_reason == "end_turn"
+
+        await asyncio.wait_for(client.permission_asked.wait(), TIMEOUT)
+        await prompt()
+        repo.assert_applied()
+
+        client.answer = "not_now"
+        repo.canary.unlink()
+        trusted_text = repo.config.read_text()
+        repo.config.write_text("this is [ not toml\n", encoding="utf-8")
+        await prompt()
+        repo.assert_nothing_started_and_no_key_sent()
+
+        repo.config.write_text(trusted_text + "\n# changed\n", encoding="utf-8")
+        await prompt()
+        assert len(client.permissions) == 2  # asked again about the new content
+        repo.assert_nothing_started_and_no_key_sent()

@@ -172,3 +172,11 @@ def test_no_config_or_only_safe_settings_has_nothing_to_trust(tmp_path: Path) ->
     _repo(tmp_path, '[[tools.verify]]\nkind = "test"\nargv = ["python3", "t.py"]\n[limits]\nread_lines = 10\n')
     view = inspect_workspace(tmp_path)
     assert view.state == "nothing_to_trust" and not view.ignored and view.hash is not None
+
+
+def test_a_trust_record_inside_the_workspace_is_nobodys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the state directory inside the workspace, a command could write the record itself."""
+    root = _settings_without_unknown_sections(tmp_path)
+    monkeypatch.setenv("LSP_AGENT_STATE_DIR", str(root / "state"))
+    _trust_now(root)
+    assert inspect_workspace(root).state == "untrusted" and load_settings(root).mcp.servers == {}
