@@ -3,7 +3,8 @@
 that writes a canary file. The server ignores it and announces that (agent/workspaceTrustChanged); the
 module asks with vim.ui.select (stubbed here: it records the question and answers later, like a UI
 plugin). "Not now": neither a run nor an explicit start of the MCP servers starts it. `:LspAgentTrust
-trust` → "Trust and apply": it applies. `:LspAgentTrust revoke`: ignored again."""
+trust` → "Trust and apply": it applies. The file changes: ignored again and asked about again.
+`:LspAgentTrust revoke`: ignored again."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tests.helpers import reply
 
 BODY = r"""
   result.asked = {}
-  local answers = { "Not now", "Trust and apply" }
+  local answers = { "Not now", "Trust and apply", "Not now" }
   local answered = 0
   vim.ui.select = function(items, opts, on_choice)
     table.insert(result.asked, { items = items, prompt = opts.prompt, kind = opts.kind })
@@ -58,6 +59,16 @@ BODY = r"""
   wait("the trusted MCP server to start", canary)
 
   os.remove(env.CANARY)
+
+  -- The trusted file changes (a pull, an edit): ignored again, and asked again for the new content.
+  local f = assert(io.open(env.ROOT .. "/.lsp-agent/config.toml", "a"))
+  f:write(env.MORE)
+  f:close()
+  wait("the question about the changed file", function() return #result.asked == 3 end)
+  wait("the answer Not now", function() return answered == 3 end)
+  result.servers_changed = mcp_servers()
+  result.canary_changed = canary()
+
   vim.cmd("LspAgentTrust revoke")
   wait("revoked", function() return agent.trust.state == "untrusted" end)
   result.servers_revoked = mcp_servers()
@@ -81,17 +92,22 @@ def test_a_hostile_workspace_config_starts_nothing_in_neovim_until_trusted(nvim:
         f"[mcp.servers.evil]\ncommand = {json.dumps(sys.executable)}\nargs = [\"-c\", {json.dumps(code)}]\n",
         encoding="utf-8")
     script = write_script(tmp_path / "script.json", [reply(text="a.txt says hello")])
-    result = run_nvim(nvim, tmp_path, BODY, root=root, env={"SCRIPT": str(script), "CANARY": str(canary)})
+    more = f"\n[mcp.servers.evil2]\ncommand = {json.dumps(sys.executable)}\nargs = [\"-c\", {json.dumps(code)}]\n"
+    result = run_nvim(nvim, tmp_path, BODY, root=root,
+                      env={"SCRIPT": str(script), "CANARY": str(canary), "MORE": more})
 
     # "Not now": still untrusted on the server; a run and an explicit start started nothing
     assert result["state_after_not_now"] == "untrusted"
     assert result["run_stop"] == "final"
     assert (result["servers_untrusted"], result["canary_untrusted"]) == (0, False)
-    first, second = result["asked"]
+    first, second, third = result["asked"]
     assert first["items"] == ["Trust and apply", "Not now"] and first["kind"] == "lsp_agent_trust"
     assert "MCP server 'evil'" in first["prompt"] and str(canary) in first["prompt"], first["prompt"]
     assert second["items"] == first["items"]  # :LspAgentTrust trust asks again, whatever was answered before
     assert result["servers_trusted"] == 1  # and the canary appeared (waited on above)
+    # changed after the trust: asked about the new content, and nothing of it runs meanwhile
+    assert "changed since you trusted it" in third["prompt"] and "MCP server 'evil2'" in third["prompt"]
+    assert (result["servers_changed"], result["canary_changed"]) == (0, False)
     assert (result["servers_revoked"], result["canary_revoked"]) == (0, False)
     assert not canary.exists()
     shown = result["notes"][-1]["msg"]
