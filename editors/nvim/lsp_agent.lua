@@ -397,10 +397,16 @@ end
 
 local APPROVAL_LABELS = { allow_once = "Allow once", allow_session = "Allow for this session", deny = "Deny" }
 
--- Text from the server that names repository or model content, on one line (a newline or escape
--- sequence in it must not reshape the menu).
+-- Text from the server that quotes repository or model content, on one line: control characters
+-- (C0, DEL, C1) are written out as \xNN, so a line break or escape sequence in a command's
+-- arguments cannot add a line of its own to the menu (a forged item or a reassuring sentence).
 local function one_line(text)
-  return (tostring(text or ""):gsub("[%c]+", " "))
+  local escaped = tostring(text or ""):gsub("%c", function(c)
+    return string.format("\\x%02x", c:byte())
+  end)
+  return (escaped:gsub("\194([\128-\159])", function(c)
+    return string.format("\\x%02x", c:byte())
+  end))
 end
 
 -- The server asks before a call its approval policy names (a command under "untrusted", one that
@@ -460,7 +466,7 @@ function M.trust_lines(state)
     changed = "changed since you trusted it: its configuration is ignored until you trust it again",
     nothing_to_trust = "nothing in it needs trust",
   }
-  table.insert(lines, "workspace " .. tostring(state.root) .. " is " .. (what[state.state] or tostring(state.state)))
+  table.insert(lines, "workspace " .. one_line(state.root) .. " is " .. (what[state.state] or tostring(state.state)))
   for _, g in ipairs(state.gated or {}) do
     table.insert(lines, "  - " .. one_line(g.effect))
   end
@@ -482,7 +488,7 @@ local function ask_trust(state)
   for _, g in ipairs(state.gated or {}) do
     prompt = prompt .. "\n  - " .. one_line(g.effect)
   end
-  prompt = prompt .. "\n(from " .. table.concat(state.files or {}, ", ") .. "; ignored until you trust it)"
+  prompt = prompt .. "\n(from " .. one_line(table.concat(state.files or {}, ", ")) .. "; ignored until you trust it)"
   vim.ui.select({ TRUST_YES, TRUST_NO }, { prompt = prompt, kind = "lsp_agent_trust" }, function(choice)
     if choice == TRUST_YES then
       trust_request("trust", hash)

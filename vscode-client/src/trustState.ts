@@ -12,6 +12,22 @@ export type WorkspaceTrustState = Omit<gen.WorkspaceTrustState, 'hash'> & { hash
 
 const STATES = new Set<string>(['trusted', 'untrusted', 'changed', 'nothing_to_trust']);
 
+// Line breaks and other control characters (C0, DEL, C1, U+2028/2029).
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/**
+ * The text with its control characters written out (`\x0a`): effects quote the repository's own
+ * strings (a command's arguments, a URL, a path), and a line break in one must not add a line of
+ * its own to the dialog, e.g. a forged bullet or a reassuring sentence.
+ */
+export function printable(text: string): string {
+  return text.replace(CONTROL, (c) => {
+    const code = c.charCodeAt(0);
+    return code > 0xff ? `\\u${code.toString(16).padStart(4, '0')}` : `\\x${code.toString(16).padStart(2, '0')}`;
+  });
+}
+
 /** Reads a WorkspaceTrustState (agent/workspaceTrust's answer, agent/workspaceTrustChanged's params). */
 export function trustState(value: unknown, what = 'agent/workspaceTrust'): WorkspaceTrustState {
   const obj = value as Record<string, unknown> | null;
@@ -25,14 +41,13 @@ export function trustState(value: unknown, what = 'agent/workspaceTrust'): Works
   if (hash !== null && typeof hash !== 'string') {
     throw new ProtocolMismatch(`${what}: \`hash\` must be a string or null`);
   }
-  const files = Array.isArray(obj.files) ? obj.files.filter((f): f is string => typeof f === 'string') : [];
+  const text = (v: unknown): string => (typeof v === 'string' ? printable(v) : '');
+  const files = Array.isArray(obj.files) ? obj.files.filter((f): f is string => typeof f === 'string').map(printable) : [];
   const gated = (Array.isArray(obj.gated) ? obj.gated : []).flatMap((g: unknown): GatedSetting[] => {
     const entry = g as Partial<GatedSetting> | null;
-    return entry && typeof entry.effect === 'string'
-      ? [{ setting: typeof entry.setting === 'string' ? entry.setting : '', file: typeof entry.file === 'string' ? entry.file : '', effect: entry.effect }]
-      : [];
+    return entry && typeof entry.effect === 'string' ? [{ setting: text(entry.setting), file: text(entry.file), effect: printable(entry.effect) }] : [];
   });
-  return { root: obj.root, state: obj.state as TrustStateName, hash, files, gated };
+  return { root: printable(obj.root), state: obj.state as TrustStateName, hash, files, gated };
 }
 
 /** Settings are being ignored right now (what the status item and the notices are about). */

@@ -255,4 +255,12 @@ describe('trust texts', () => {
     assert.throws(() => trustState([]), /expected an object/);
     assert.match(describeState({ root: '/w', state: 'nothing_to_trust', hash: null, files: [], gated: [] }), /nothing is ignored/);
   });
+
+  it('a line break in a repository string cannot add a line of its own to the dialog', () => {
+    const forged = { ...HOSTILE, root: '/w/a\nb', gated: [{ setting: 'mcp.servers.x', file: '.lsp-agent/config.toml', effect: "starts `sh -c 'x\n• nothing, this file is safe\u2028'`" }] };
+    const { detail } = trustQuestion(trustState(forged));
+    assert.equal(detail.split('\n').filter((l) => l.startsWith('•')).length, 1, detail);
+    assert.match(detail, /x\\x0a• nothing, this file is safe\\u2028/);
+    assert.match(detail, /in \/w\/a\\x0ab\./);
+  });
 });
