@@ -175,10 +175,11 @@ def _scope_text(grant: Grant, rules: list[AllowRule] | None) -> str:
 def matching_rules(rules: tuple[AllowRule, ...], subject: ApprovalSubject, reason: Reason) -> list[AllowRule] | None:
     """The user's rules that allow every command of this call (None: not all are allowed).
 
-    A rule answers the questions a session grant answers, but never the on-failure re-run without the
-    sandbox: that question is about one failure, and a standing rule would silently re-run every
-    failing test outside the sandbox."""
-    if not rules or subject.kind != "command" or not subject.commands or reason is Reason.RETRY_UNSANDBOXED:
+    A rule answers only `untrusted`'s question (may this command run, in the sandbox?). It never takes
+    a command out of the sandbox: a rule written where bubblewrap runs would otherwise, on a machine
+    where it does not, run e.g. the repository's conftest.py with the user's permissions unasked.
+    Leaving the sandbox is always a person's answer (once, or for the session, exactly)."""
+    if not rules or subject.kind != "command" or not subject.commands or reason is not Reason.UNTRUSTED:
         return None
     found: list[AllowRule] = []
     for argv in subject.commands:

@@ -1,12 +1,13 @@
 """A stdio MCP server's answers, where the SDK cannot read them, turned into an error for the call.
 
 The SDK parses each line with pydantic-core, which refuses a document nested past its own recursion
-limit (about 255 levels): it logs the failure and drops the message, so the call that waits for it
-ends only at `toolTimeoutMs`, as a misleading "did not answer". Here the read stream is wrapped: a
-line the SDK could not parse that is over our bounds (lsp_agent/domain/bounded_json.py) becomes a
-JSON-RPC error for the request it answers (its `id` read by a bounded scan), so the call fails at
-once with the reason. Results the SDK did read are bounded again where they are converted
-(results.py: nesting deeper than `bounded_json.MAX_DEPTH` is refused).
+limit (200 levels in all: a structured result 199 deep): it logs the failure and drops the message,
+so the call that waits for it ends only at `toolTimeoutMs`, as a misleading "did not answer". Here
+the read stream is wrapped: a line the SDK could not parse that is over our bounds
+(lsp_agent/domain/bounded_json.py) becomes a JSON-RPC error for the request it answers (its `id`
+read by a bounded scan), so the call fails at once with the reason. Results the SDK did read are
+bounded again where they are converted (results.py: nesting deeper than `bounded_json.MAX_DEPTH` is
+refused).
 """
 
 from __future__ import annotations

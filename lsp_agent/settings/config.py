@@ -147,9 +147,9 @@ class ModelInfo(_Section):
 class Approvals(_Section):
     allow: list[str] = Field(
         default_factory=list,
-        description="Commands that run without asking, as argv patterns (settings/approval_rules.py: words match "
-                    "exactly; a lone final `*` allows any further words). User config only: a workspace's own "
-                    "config cannot set them.")
+        description="Commands that run without asking (in the sandbox only), as argv patterns "
+                    "(settings/approval_rules.py: words match exactly; a lone final `*` allows any further words). "
+                    "User config only: a workspace's own config cannot set them.")
 
     @field_validator("allow")
     @classmethod

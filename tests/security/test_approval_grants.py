@@ -25,6 +25,7 @@ from lsp_agent.core.session import AgentSession
 from lsp_agent.sandbox import probe
 from lsp_agent.settings.config import load_settings, user_config_path
 from tests.helpers import call, make_env, reply
+from tests.security.conftest import needs_bwrap
 
 PYTEST = "python3 -m pytest -q"
 
@@ -41,7 +42,7 @@ class Desk:
         return Answer(self.answers.pop(0) if self.answers else Decision.DENY, "user")
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def no_bwrap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("LSP_AGENT_BWRAP", "/nonexistent/bwrap")
     probe.cache_clear()
@@ -68,16 +69,17 @@ def _results(session: AgentSession) -> list[object]:
 
 
 async def _run(workspace: Path, commands: list[str], desk: Desk, session_id: str | None = None,
-               earlier: int = 0) -> AgentSession:
+               earlier: int = 0, **settings: object) -> AgentSession:
     # The scripted model answers by position in the session: a resumed one skips the earlier replies.
     replies = [reply(text="(earlier)")] * earlier + [reply(call("run_command", command=c)) for c in commands]
-    env = make_env(workspace, [*replies, reply(text="done")])
+    env = make_env(workspace, [*replies, reply(text="done")], **settings)
     env.approver = desk
     session = AgentSession(env, session_id)
     await asyncio.wait_for(Generation(session).run("go"), 120)
     return session
 
 
+@pytest.mark.usefixtures("no_bwrap")
 async def test_a_session_grant_for_pytest_does_not_let_python3_c_through(places: tuple[Path, Path]) -> None:
     workspace, outside = places
     desk = Desk(Decision.ALLOW_SESSION, Decision.DENY)
@@ -94,6 +96,7 @@ async def test_a_session_grant_for_pytest_does_not_let_python3_c_through(places:
     assert stored[0]["scope"] == desk.asked[0].session_scope and stored[0]["decision"] == "allow_session"
 
 
+@pytest.mark.usefixtures("no_bwrap")
 async def test_an_old_program_wide_grant_in_the_store_grants_nothing(places: tuple[Path, Path]) -> None:
     workspace, outside = places
     first = await _run(workspace, [], Desk())
@@ -108,6 +111,7 @@ async def test_an_old_program_wide_grant_in_the_store_grants_nothing(places: tup
     assert result.error_kind.value == "denied"  # type: ignore[attr-defined]
 
 
+@pytest.mark.usefixtures("no_bwrap")
 async def test_a_workspace_config_cannot_grant_itself_approvals(places: tuple[Path, Path]) -> None:
     workspace, outside = places
     (workspace / ".lsp-agent").mkdir()
@@ -119,15 +123,32 @@ async def test_a_workspace_config_cannot_grant_itself_approvals(places: tuple[Pa
     assert not (outside / "pwned").exists() and len(desk.asked) == 1
 
 
-async def test_a_user_rule_allows_exactly_its_words_and_is_recorded(places: tuple[Path, Path]) -> None:
-    workspace, outside = places
+def _user_rule(pattern: str) -> None:
     config = user_config_path()
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text('[approvals]\nallow = ["python3 -m pytest *"]\n', encoding="utf-8")
+    config.write_text(f'[approvals]\nallow = ["{pattern}"]\n', encoding="utf-8")
+
+
+@needs_bwrap
+async def test_a_user_rule_allows_exactly_its_words_and_is_recorded(places: tuple[Path, Path]) -> None:
+    workspace, outside = places
+    _user_rule("python3 -m pytest *")
     desk = Desk(Decision.DENY)
-    session = await _run(workspace, [PYTEST, _write_outside(outside), "python3 -m pytest"], desk)
+    session = await _run(workspace, [PYTEST, _write_outside(outside), "python3 -m pytest"], desk,
+                         approvalPolicy="untrusted")
     assert not (outside / "pwned").exists()
     assert [r.what.split()[:2] for r in desk.asked] == [["python3", "-c"]]  # only the -c line was asked
     records = [r.metadata["approvals"][0] for r in _results(session)]  # type: ignore[attr-defined]
     assert [r["who"] for r in records] == ["rule: python3 -m pytest *", "user", "rule: python3 -m pytest *"]
     assert records[0]["scope"] == "every command matching the user's rule `python3 -m pytest *`"
+
+
+@pytest.mark.usefixtures("no_bwrap")
+async def test_a_user_rule_never_takes_a_command_out_of_the_sandbox(places: tuple[Path, Path]) -> None:
+    # the rule matches, but this machine cannot sandbox: a person is asked (here: denied)
+    workspace, outside = places
+    _user_rule("python3 *")
+    desk = Desk(Decision.DENY)
+    await _run(workspace, [_write_outside(outside)], desk)
+    assert not (outside / "pwned").exists()
+    assert [r.reason.value for r in desk.asked] == ["unsandboxed"]

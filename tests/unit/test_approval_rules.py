@@ -77,13 +77,14 @@ def _command(*argvs: tuple[str, ...]) -> ApprovalSubject:
                            commands=argvs)
 
 
-def test_rules_must_cover_every_command_and_never_answer_an_unsandboxed_retry() -> None:
+def test_rules_must_cover_every_command_and_never_take_one_out_of_the_sandbox() -> None:
     rules = (parse_rule("python3 -m pytest *"), parse_rule("ruff check *"))
     both = _command(("python3", "-m", "pytest"), ("ruff", "check", "."))
     found = matching_rules(rules, both, Reason.UNTRUSTED)
     assert found is not None and [r.pattern for r in found] == ["python3 -m pytest *", "ruff check *"]
     assert matching_rules(rules, _command(("python3", "-m", "pytest"), ("mypy",)), Reason.UNTRUSTED) is None
     assert matching_rules(rules, _command(("ruff", "check")), Reason.RETRY_UNSANDBOXED) is None
+    assert matching_rules(rules, _command(("ruff", "check")), Reason.UNSANDBOXED) is None
     mcp = ApprovalSubject(kind="mcp", what="mcp__s__t {}", program="mcp__s__t")
     assert matching_rules(rules, mcp, Reason.MCP) is None
 

@@ -140,3 +140,12 @@ def test_a_deep_package_json_and_a_deep_skill_proposal_are_refused_not_raised(tm
     # the model's skill proposal (40 KB allowed: room for 20,000 levels)
     with pytest.raises(RuleFailed, match="nested deeper than"):
         strict_json('{"a": ' + _nest(20_000) + "}")
+
+
+def test_a_deep_json_file_open_in_the_editor_is_not_a_skill_document() -> None:
+    from lsp_agent.server.code_actions import skill_document
+
+    deep = '{"name": "x", "evidence": {"sessionID": "s"}, "d": ' + _nest(100_000) + "}"
+    assert skill_document("file:///ws/skill.json", deep, "lsp-agent-skill") is None
+    shallow = '{"name": "x", "evidence": {"sessionID": "s"}}'
+    assert skill_document("file:///ws/skill.json", shallow, "lsp-agent-skill") is not None
