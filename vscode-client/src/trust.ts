@@ -6,7 +6,7 @@
 
 import type { Host, PickItem } from './host.js';
 import type { MethodName } from './protocol.gen.js';
-import { errorFacts } from './rpc.js';
+import { describeError, errorFacts, isMethodNotFound } from './rpc.js';
 import { STATE_WORDS, describeState, isIgnoring, trustQuestion, trustState } from './trustState.js';
 import type { WorkspaceTrustState } from './trustState.js';
 
@@ -257,6 +257,10 @@ export class WorkspaceTrust {
       }
       await this.run(picked.action);
     } catch (error) {
+      if (isMethodNotFound(error)) {
+        await this.o.host.showWarning(`LSP Agent: ${describeError('Manage Workspace Trust', error)}`);
+        return;
+      }
       await this.o.host.showError(`LSP Agent: Manage Workspace Trust failed: ${errorFacts(error).message}`);
     }
   }

@@ -235,10 +235,13 @@ describe('Manage Workspace Trust', () => {
     assert.match(host.last('flash')!, /revoked/);
   });
 
-  it('a server without the method: an error message, not a throw', async () => {
-    const { trust, host } = setup();
+  it('a server without the method says so (update lsp-agent); another failure is an error message, not a throw', async () => {
+    const { trust, host, rpc } = setup();
     await trust.manage();
-    assert.match(host.last('error')!, /Manage Workspace Trust failed/);
+    assert.match(host.last('warning')!, /does not support it yet \(update lsp-agent\)/);
+    rpc.answer(WORKSPACE_TRUST, rpcError(-32603, 'boom'));
+    await trust.manage();
+    assert.match(host.last('error')!, /Manage Workspace Trust failed: boom/);
   });
 });
 
