@@ -248,11 +248,12 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}") from exc
 
 
-def inspect_workspace(root: Path) -> workspace_trust.WorkspaceView:
-    """What the workspace's own config sets, what of it is gated, and whether the user trusted it."""
+def inspect_workspace(root: Path, *, editor_distrusts: bool = False) -> workspace_trust.WorkspaceView:
+    """What the workspace's own config sets, what of it is gated, and whether the user trusted it
+    (`editor_distrusts`: the editor does not trust the folder, so no stored trust applies)."""
     return workspace_trust.inspect(
         root, never=SANDBOX_KEYS, limit_defaults={name: f.default for name, f in Limits.model_fields.items()},
-        max_steps_default=Settings.model_fields["max_steps"].default)
+        max_steps_default=Settings.model_fields["max_steps"].default, editor_distrusts=editor_distrusts)
 
 
 def load_settings(workspace: Path | None, *layers: dict[str, Any],

@@ -184,7 +184,12 @@ export class ServerManager implements vscode.Disposable {
       outputChannel: this.log.channel,
       traceOutputChannel: this.log.traceChannel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: () => this.sync.initializationOptions(currentServerSettings()),
+      // editorTrusted is what VS Code knows of the folder, not a setting: in Restricted Mode the
+      // server applies no trust the user stored earlier from another front end.
+      initializationOptions: () => ({
+        ...this.sync.initializationOptions(currentServerSettings()),
+        editorTrusted: vscode.workspace.isTrusted,
+      }),
       middleware: {
         // The fix code action's command goes from VS Code straight to the server: show its prompt
         // line and follow the run it started.

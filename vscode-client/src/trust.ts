@@ -172,7 +172,8 @@ export class WorkspaceTrust {
           'Trust the folder in VS Code to review it.',
       );
     } else if (state.state === 'trusted' && state.gated.length > 0) {
-      // Trusted earlier (another front end, or before the folder became restricted): say so, offer to undo.
+      // Only an older server (one that ignores initializationOptions.editorTrusted) still applies a
+      // trust stored earlier in Restricted Mode: say so, offer to undo.
       this.told.add(key);
       const choice = await this.o.host.showWarning(
         'LSP Agent: VS Code is in Restricted Mode, but you trusted this workspace\'s lsp-agent configuration earlier, so it applies. Revoke that trust?',
