@@ -78,7 +78,7 @@ SPAWNING_FILES = frozenset({
 #: Single tests that start processes in a file that otherwise stays in-process.
 SPAWNING_TESTS: dict[str, frozenset[str]] = {
     "unit/test_approval.py": frozenset({
-        "test_allow_session_is_remembered_per_program_and_survives_resume",
+        "test_allow_session_grants_exactly_the_command_shown_and_survives_resume",
         "test_on_failure_offers_an_unsandboxed_rerun",
         "test_on_request_asks_nothing_for_sandboxed_commands_and_file_tools",
         "test_without_a_sandbox_allow_runs_it_unsandboxed_and_deny_refuses"}),

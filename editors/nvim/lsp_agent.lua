@@ -5,12 +5,15 @@
 --   agent.setup({ init_options = { model = "ollama/qwen2.5-coder" } })
 --
 -- Commands: :AgentRun {prompt}  :AgentSteer {text}  :AgentSteerNow  :AgentQueue  :AgentCancel  :AgentMcp
---           :AgentEvents  :AgentNew
+--           :AgentEvents  :AgentNew  :LspAgentTrust [show|trust|revoke]
 -- Events stream into the scratch buffer `lsp-agent://events`; edits arrive as workspace/applyEdit
 -- (built in, with undo); before a check the server asks to save the buffers it edited
 -- (agent/saveDocuments), answered here with :write. A prompt typed while a generation runs is
 -- queued (agent/queue/add); :AgentQueue shows the queue in `lsp-agent://queue`. Calls the approval
--- policy names are put to the user with vim.ui.select (agent/requestApproval).
+-- policy names are put to the user with vim.ui.select (agent/requestApproval). The workspace's own
+-- .lsp-agent configuration that would start programs, pick endpoints or keys, widen allow-lists or
+-- lift limits is ignored by the server until you trust it: asked with vim.ui.select when the server
+-- says so (agent/workspaceTrustChanged), or with :LspAgentTrust.
 -- The workspace is the nearest directory above the current file (or the start directory) holding one
 -- of `root_markers` (default `.git`, `.lsp-agent`); without one the server is not started (pass
 -- `root_dir` to choose it yourself). Failed runs and their errors are shown with vim.notify; the
@@ -35,6 +38,8 @@ local M = {
   next_prompts = {},  -- texts of waiting rows just sent: the prompts of the generations starting next
   corrections = {},   -- clientID -> text of a correction :AgentSteer sent, until it is applied or rejected
   stopped = {},       -- generation -> its stop reason, from its run_finish
+  trust = nil,        -- the workspace trust state the server last reported (agent/workspaceTrust)
+  trust_asked = {},   -- hash -> true once the user was asked about those files (asked once per hash)
 }
 
 local steer_seq = 0
@@ -392,6 +397,18 @@ end
 
 local APPROVAL_LABELS = { allow_once = "Allow once", allow_session = "Allow for this session", deny = "Deny" }
 
+-- Text from the server that quotes repository or model content, on one line: control characters
+-- (C0, DEL, C1) are written out as \xNN, so a line break or escape sequence in a command's
+-- arguments cannot add a line of its own to the menu (a forged item or a reassuring sentence).
+local function one_line(text)
+  local escaped = tostring(text or ""):gsub("%c", function(c)
+    return string.format("\\x%02x", c:byte())
+  end)
+  return (escaped:gsub("\194([\128-\159])", function(c)
+    return string.format("\\x%02x", c:byte())
+  end))
+end
+
 -- The server asks before a call its approval policy names (a command under "untrusted", one that
 -- would run without a sandbox, an MCP tool that may change things). vim.ui.select may answer later
 -- (UI plugins); vim.wait keeps the event loop running until it does. No choice means deny, and so
@@ -401,10 +418,15 @@ handlers["agent/requestApproval"] = function(_, params, _)
   local options = params.options or { "allow_once", "allow_session", "deny" }
   append("?? approval asked: " .. params.tool .. ": " .. first_line(params.what))
   local prompt = "lsp-agent asks to approve " .. params.tool .. ": " .. params.what .. " (why: " .. params.why .. ")"
+  -- "for this session" says what it covers: the server's sessionScope (absent from older servers)
+  local scope = value(params.sessionScope)
   vim.ui.select(options, {
     prompt = prompt,
     kind = "lsp_agent_approval",
     format_item = function(item)
+      if item == "allow_session" and type(scope) == "string" and scope ~= "" then
+        return APPROVAL_LABELS.allow_session .. ": " .. one_line(scope)
+      end
       return APPROVAL_LABELS[item] or item
     end,
   }, function(choice)
@@ -424,6 +446,125 @@ local function on_reply(what)
       notify(what .. " failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
     end
     return result
+  end
+end
+
+-- workspace trust (agent/workspaceTrust, agent/workspaceTrustChanged) ---------------------------
+
+local TRUST_YES, TRUST_NO = "Trust and apply", "Not now"
+
+local function ignoring(state)
+  return state ~= nil and (state.state == "untrusted" or state.state == "changed") and #(state.gated or {}) > 0
+end
+
+-- The effects of the ignored settings, one per line, in the server's order.
+function M.trust_lines(state)
+  local lines = {}
+  local what = {
+    trusted = "trusted: its configuration applies",
+    untrusted = "not trusted: its own configuration is ignored",
+    changed = "changed since you trusted it: its configuration is ignored until you trust it again",
+    nothing_to_trust = "nothing in it needs trust",
+  }
+  table.insert(lines, "workspace " .. one_line(state.root) .. " is " .. (what[state.state] or tostring(state.state)))
+  for _, g in ipairs(state.gated or {}) do
+    table.insert(lines, "  - " .. one_line(g.effect))
+  end
+  return lines
+end
+
+local trust_request
+
+-- Ask with vim.ui.select; "Trust and apply" trusts exactly the hash that was shown.
+local function ask_trust(state)
+  local hash = value(state.hash)
+  if not hash then
+    return
+  end
+  M.trust_asked[hash] = true
+  local head = state.state == "changed" and "lsp-agent: this workspace's own configuration changed since you trusted it. It would:"
+    or "lsp-agent: this workspace's own configuration would:"
+  local prompt = head
+  for _, g in ipairs(state.gated or {}) do
+    prompt = prompt .. "\n  - " .. one_line(g.effect)
+  end
+  prompt = prompt .. "\n(from " .. one_line(table.concat(state.files or {}, ", ")) .. "; ignored until you trust it)"
+  vim.ui.select({ TRUST_YES, TRUST_NO }, { prompt = prompt, kind = "lsp_agent_trust" }, function(choice)
+    if choice == TRUST_YES then
+      trust_request("trust", hash)
+    else
+      notify("the workspace configuration stays ignored (:LspAgentTrust trust to trust it)")
+    end
+  end)
+end
+
+-- One agent/workspaceTrust request; the answer is the new state. A trust refused because the files
+-- changed since they were shown shows them again.
+trust_request = function(action, hash, on_state)
+  local c = client()
+  if not c then
+    return
+  end
+  request(c, "agent/workspaceTrust", { action = action, hash = hash }, function(err, state)
+    if err then
+      local data = value(err.data)
+      if action == "trust" and type(data) == "table" and data.kind == "trust_changed" then
+        notify("the workspace configuration changed since it was shown; here it is again", vim.log.levels.WARN)
+        trust_request("show", nil, function(fresh)
+          if ignoring(fresh) then
+            ask_trust(fresh)
+          end
+        end)
+        return
+      end
+      on_reply("agent/workspaceTrust " .. action)(err)
+      return
+    end
+    M.trust = state
+    if action == "trust" then
+      notify("workspace configuration trusted and applied")
+    elseif action == "revoke" then
+      notify("workspace trust revoked; its configuration is ignored again")
+    end
+    if on_state then
+      on_state(state)
+    end
+  end)
+end
+
+-- The server ignores the workspace's gated settings: ask once per hash (the agent works meanwhile;
+-- the server never waits for this answer).
+handlers["agent/workspaceTrustChanged"] = function(_, params, _)
+  M.trust = params
+  local hash = value(params.hash)
+  if not ignoring(params) or not hash or M.trust_asked[hash] then
+    return
+  end
+  M.trust_asked[hash] = true
+  vim.schedule(function()
+    ask_trust(params)
+  end)
+end
+
+-- :LspAgentTrust [show|trust|revoke]
+function M.trust_command(action)
+  action = (action == nil or action == "") and "show" or action
+  if action == "show" then
+    trust_request("show", nil, function(state)
+      notify(table.concat(M.trust_lines(state), "\n"))
+    end)
+  elseif action == "trust" then
+    trust_request("show", nil, function(state)
+      if ignoring(state) then
+        ask_trust(state)
+      else
+        notify(table.concat(M.trust_lines(state), "\n"))
+      end
+    end)
+  elseif action == "revoke" then
+    trust_request("revoke")
+  else
+    notify("usage: :LspAgentTrust [show|trust|revoke]", vim.log.levels.ERROR)
   end
 end
 
@@ -750,6 +891,12 @@ function M.setup(opts)
   vim.api.nvim_create_user_command("AgentCancel", function() M.cancel() end, { nargs = 0 })
   vim.api.nvim_create_user_command("AgentEvents", function() M.show_events() end, { nargs = 0 })
   vim.api.nvim_create_user_command("AgentMcp", function() M.show_mcp() end, { nargs = 0 })
+  vim.api.nvim_create_user_command("LspAgentTrust", function(c) M.trust_command(c.args) end, {
+    nargs = "?",
+    complete = function()
+      return { "show", "trust", "revoke" }
+    end,
+  })
   vim.api.nvim_create_user_command("AgentNew", function()
     M.session_id, M.generation, M.queue, M.next_prompts = nil, nil, {}, {}
   end, { nargs = 0 })

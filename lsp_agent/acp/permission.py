@@ -20,6 +20,23 @@ OPTIONS = {
 }
 
 
+#: the longest session scope put into an option's name (the full text goes in the tool call's raw input)
+SCOPE_IN_NAME = 120
+
+
+def options_for(request: ApprovalRequest) -> list[PermissionOption]:
+    """The offered options; "allow always" is named by what it grants, so the user reads the scope."""
+    chosen = []
+    for decision in request.options:
+        option = OPTIONS[decision]
+        if decision is Decision.ALLOW_SESSION and request.session_scope:
+            scope = request.session_scope
+            shown = scope if len(scope) <= SCOPE_IN_NAME else scope[:SCOPE_IN_NAME - 1] + "…"
+            option = option.model_copy(update={"name": f"Allow for this session: {shown}"})
+        chosen.append(option)
+    return chosen
+
+
 class PermissionClient(Protocol):
     async def request_permission(self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption],
                                  **kwargs: Any) -> Any: ...
@@ -37,11 +54,12 @@ class AcpApprover:
         await self.sink.flush()
         call = ToolCallUpdate(tool_call_id=ident, title=title_of(request.tool, {}) + f": {request.what}"[:200],
                               kind=kind_of(request.tool), status="pending",
-                              raw_input={"what": request.what, "why": request.why, "reason": request.reason.value})
+                              raw_input={"what": request.what, "why": request.why, "reason": request.reason.value,
+                                         "sessionScope": request.session_scope})
         try:
             answer = await self.client.request_permission(
-                request.session_id, call, [OPTIONS[o] for o in request.options],
-                lspAgent={"why": request.why, "reason": request.reason.value})
+                request.session_id, call, options_for(request),
+                lspAgent={"why": request.why, "reason": request.reason.value, "sessionScope": request.session_scope})
         except Exception as exc:  # an error reply or a closed connection: nothing runs
             return Answer(Decision.DENY, f"client error ({type(exc).__name__}: {exc})"[:200])
         outcome = getattr(answer, "outcome", None)

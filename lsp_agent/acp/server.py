@@ -35,6 +35,7 @@ from acp.schema import (
 
 from lsp_agent._startup import memory
 from lsp_agent.acp import modes
+from lsp_agent.acp.bounded_lines import BoundedLineReader
 from lsp_agent.acp.fs import ClientApplier, ClientDocuments, ClientFs
 from lsp_agent.acp.mcp import client_servers
 from lsp_agent.acp.permission import AcpApprover
@@ -463,10 +464,12 @@ LINE_LIMIT = 50 * 1024 * 1024
 
 async def _stdio(out: Any) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    reader = BoundedLineReader(limit=LINE_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out)
-    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    reader.writer = writer
+    return reader, writer
 
 
 async def _serve(layer: dict[str, Any], out: Any) -> None:

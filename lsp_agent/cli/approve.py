@@ -28,6 +28,7 @@ def question(request: ApprovalRequest) -> str:
     return (f"\nlsp-agent asks for approval: {request.tool}\n"
             f"  {request.what}\n"
             f"  why: {request.why}\n"
+            f"  for this session means: {request.session_scope}\n"
             "  allow [o]nce, allow for this [s]ession, or [d]eny? (default: deny) ")
 
 

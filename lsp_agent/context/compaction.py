@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_agent.context.view import HANDOFF, compaction_of
+from lsp_agent.domain import bounded_json
 from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
 from lsp_agent.osfiles.regular import read_regular_text
 
@@ -100,7 +101,7 @@ def _user_text(text: str) -> str:
 
 def _args_short(arguments: str, limit: int = 160) -> str:
     try:
-        parsed = json.loads(arguments or "{}")
+        parsed = bounded_json.loads(arguments or "{}")
         arguments = json.dumps(parsed, ensure_ascii=False, separators=(",", ":"))
     except json.JSONDecodeError:
         pass

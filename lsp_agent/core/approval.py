@@ -15,14 +15,21 @@ is approved first.
 
 A decision is asked through the `Approver` port (the editor, a TTY, or nobody); no answer within
 `approvalTimeoutS` is a deny, cancelling the generation while it waits cancels the call.
-`allow_session` is remembered per session and per (tool, program, reason). Every decision is stored
-(a store event with the time) and emitted as a `notice` event of kind `approval`; the call's result
-carries it in its metadata (never sent to the model, so results stay free of timestamps).
+`allow_session` grants exactly what the dialog showed, and says so (`session_scope`): a command's
+whole argv (verify_project: its exact checks), for the same reason; an MCP tool whatever its arguments
+(the user configured the server and the tool is one declared operation, where a command line is a
+whole language: `python3 -m pytest -q` granted must not grant `python3 -c ...`). The user's own
+`[approvals] allow` rules (settings/approval_rules.py) answer matching commands without asking. Every
+decision is stored with its scope (a store event with the time) and emitted as a `notice` event of
+kind `approval`; the call's result carries it in its metadata (never sent to the model, so results
+stay free of timestamps).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +37,7 @@ from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from lsp_agent.domain import events
+from lsp_agent.settings.approval_rules import AllowRule, first_match
 
 ApprovalPolicy = Literal["untrusted", "on-request", "on-failure", "never"]
 APPROVAL_EVENT = "approval"
@@ -59,8 +67,11 @@ class ApprovalSubject:
     kind: Literal["command", "mcp", "edit"]
     #: what the user is shown: the argv joined like a shell, the tool and its arguments, or a diff
     what: str
-    #: the program (commands) or tool name: what `allow_session` is remembered for
+    #: the program (commands) or tool name
     program: str
+    #: every argv that would run (run_command: one; verify_project: each check), exactly: what an
+    #: `allow_session` grants and what `[approvals] allow` rules are matched against. Empty for MCP.
+    commands: tuple[tuple[str, ...], ...] = ()
     #: why the command would run without a sandbox (None: it will be sandboxed, or no sandbox is wanted)
     unsandboxed: str | None = None
     #: a command that ran in the sandbox and failed may be re-run without it (on-failure)
@@ -80,6 +91,8 @@ class ApprovalRequest:
     reason: Reason
     kind: Literal["command", "mcp", "edit"] = "command"
     options: tuple[Decision, ...] = OPTIONS
+    #: what `allow_session` would allow without asking again, in the words the user reads
+    session_scope: str = ""
 
 
 @dataclass(frozen=True)
@@ -132,10 +145,62 @@ def why(reason: Reason, subject: ApprovalSubject) -> str:
     return "approvalPolicy is untrusted: every command is approved before it runs"
 
 
-def _key(tool: str, subject: ApprovalSubject, reason: Reason) -> str:
+#: A session grant's key starts with this. Keys stored before grants were exact ("tool, program,
+#: reason": a program-wide grant) lack it and are never read back as grants.
+GRANT_PREFIX = "exact/2\x1f"
+
+
+@dataclass(frozen=True)
+class Grant:
+    #: what the store remembers; equal keys grant each other
+    key: str
+    #: the same, as the user reads it
+    scope: str
+
+
+def grant_of(tool: str, subject: ApprovalSubject, reason: Reason) -> Grant:
+    """Exactly what an `allow_session` answer to this question allows from now on."""
     # An unsandboxed retry and an unsandboxed first run grant the same thing.
     grant = Reason.UNSANDBOXED if reason is Reason.RETRY_UNSANDBOXED else reason
-    return f"{tool}\x1f{subject.program}\x1f{grant.value}"
+    unsandboxed = ", even without a sandbox" if grant is Reason.UNSANDBOXED else ""
+    if subject.kind == "mcp":
+        # The tool whatever its arguments: see the module docstring.
+        return Grant(f"{GRANT_PREFIX}{tool}\x1f{grant.value}\x1f*",
+                     f"every call of {tool}, whatever its arguments{unsandboxed}")
+    if subject.kind == "command" and subject.commands:
+        exact = json.dumps([list(argv) for argv in subject.commands], ensure_ascii=False)
+        shown = "; ".join(f"`{shlex.join(argv)}`" for argv in subject.commands)
+        what = (f"exactly {shown} in {tool}" if len(subject.commands) == 1
+                else f"exactly these checks together in {tool}: {shown}")
+        return Grant(f"{GRANT_PREFIX}{tool}\x1f{grant.value}\x1f{exact}", what + unsandboxed)
+    # Anything else is granted as the exact text shown.
+    return Grant(f"{GRANT_PREFIX}{tool}\x1f{grant.value}\x1f{json.dumps(subject.what, ensure_ascii=False)}",
+                 f"exactly this {subject.kind} in {tool}{unsandboxed}")
+
+
+def _scope_text(grant: Grant, rules: list[AllowRule] | None) -> str:
+    if rules:
+        return "; ".join(f"every command matching the user's rule `{r.pattern}`" for r in rules)
+    return grant.scope
+
+
+def matching_rules(rules: tuple[AllowRule, ...], subject: ApprovalSubject, reason: Reason) -> list[AllowRule] | None:
+    """The user's rules that allow every command of this call (None: not all are allowed).
+
+    A rule answers only `untrusted`'s question (may this command run, in the sandbox?). It never takes
+    a command out of the sandbox: a rule written where bubblewrap runs would otherwise, on a machine
+    where it does not, run e.g. the repository's conftest.py with the user's permissions unasked.
+    Leaving the sandbox is always a person's answer (once, or for the session, exactly)."""
+    if not rules or subject.kind != "command" or not subject.commands or reason is not Reason.UNTRUSTED:
+        return None
+    found: list[AllowRule] = []
+    for argv in subject.commands:
+        rule = first_match(rules, argv)
+        if rule is None:
+            return None
+        if rule not in found:
+            found.append(rule)
+    return found
 
 
 class Store(Protocol):
@@ -145,9 +210,11 @@ class Store(Protocol):
 
 
 def remembered(store: Store, session_id: str) -> set[str]:
-    """The `allow_session` grants of a stored session (a resumed session keeps them)."""
+    """The `allow_session` grants of a stored session (a resumed session keeps them): exact grants
+    only; an older program-wide key grants nothing (the user is asked again)."""
     return {str(e["key"]) for e in store.events(session_id, APPROVAL_EVENT)
-            if e.get("decision") == Decision.ALLOW_SESSION.value and isinstance(e.get("key"), str)}
+            if e.get("decision") == Decision.ALLOW_SESSION.value and isinstance(e.get("key"), str)
+            and str(e["key"]).startswith(GRANT_PREFIX)}
 
 
 @dataclass
@@ -163,22 +230,29 @@ class ApprovalDesk:
     cancel: asyncio.Event
     emit: Callable[[Any], None]
     granted: set[str] = field(default_factory=set)
+    #: the user's `[approvals] allow` rules
+    rules: tuple[AllowRule, ...] = ()
 
     async def decide(self, tool: str, call_id: str, subject: ApprovalSubject, reason: Reason) -> dict[str, Any]:
         """Ask (or recall) one decision; returns its record. Raises CancelledError when the
         generation is cancelled while waiting (the call is then cancelled, never run)."""
-        key = _key(tool, subject, reason)
+        grant = grant_of(tool, subject, reason)
         request = ApprovalRequest(self.session_id, self.generation, call_id, tool, subject.what,
-                                  why(reason, subject), reason, subject.kind)
-        if key in self.granted:
+                                  why(reason, subject), reason, subject.kind, session_scope=grant.scope)
+        rules = matching_rules(self.rules, subject, reason)
+        if rules:
+            # Allowed for this call by the user's standing rule; nothing is added to the session.
+            answer = Answer(Decision.ALLOW_ONCE, "; ".join(f"rule: {r.pattern}" for r in rules))
+        elif grant.key in self.granted:
             answer = Answer(Decision.ALLOW_SESSION, "session")
         else:
             answer = await self._ask(request)
         if answer.decision is Decision.ALLOW_SESSION:
-            self.granted.add(key)
+            self.granted.add(grant.key)
         record = {"generation": self.generation, "callID": call_id, "tool": tool, "what": subject.what,
                   "why": request.why, "reason": reason.value, "decision": answer.decision.value,
-                  "who": answer.who, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "key": key}
+                  "who": answer.who, "scope": _scope_text(grant, rules),
+                  "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "key": grant.key}
         # Stored before it is shown or acted on: the record survives a crash that follows.
         self.store.record_event(self.session_id, APPROVAL_EVENT, record)
         shown = {k: v for k, v in record.items() if k != "key"}

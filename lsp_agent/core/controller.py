@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from lsp_agent.core.paths import PathDenied, check_writable, resolve_in_root
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import Access, StrictArgs, Tool, ToolContext
+from lsp_agent.domain import bounded_json
 from lsp_agent.domain.history import ErrorKind, ToolCallPart
 
 
@@ -70,7 +71,11 @@ def check(call: ToolCallPart, registry: ToolRegistry, ctx: ToolContext) -> Accep
                          f"there is no tool named '{call.name}'. Available tools: {', '.join(registry.names())}.")
     raw = call.arguments.strip() or "{}"
     try:
-        parsed = json.loads(raw)
+        parsed = bounded_json.loads(raw)
+    except bounded_json.JsonTooLarge as exc:
+        return Rejection(ErrorKind.INVALID_JSON,
+                         f"the arguments are refused: {exc.reason} (at character {exc.pos}). Resend them as one "
+                         "plain JSON object: values nested a few levels at most, text as strings.")
     except json.JSONDecodeError as exc:
         return Rejection(ErrorKind.INVALID_JSON,
                          f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}). "

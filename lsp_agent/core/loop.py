@@ -31,7 +31,7 @@ from lsp_agent.core.loop_guard import LoopGuard
 from lsp_agent.core.session import AgentSession, Environment
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import ToolContext
-from lsp_agent.domain import events, verification
+from lsp_agent.domain import bounded_json, events, verification
 from lsp_agent.domain.appendonly import same_objects
 from lsp_agent.domain.events import StopReason
 from lsp_agent.domain.history import (
@@ -72,7 +72,7 @@ def _cut_short_note(calls: int) -> str:
 
 def _input_of(call: ToolCallPart) -> dict[str, Any] | str:
     try:
-        parsed = json.loads(call.arguments or "{}")
+        parsed = bounded_json.loads(call.arguments or "{}")
     except json.JSONDecodeError:
         return call.arguments
     return parsed if isinstance(parsed, dict) else call.arguments
@@ -158,7 +158,8 @@ class Generation:
         emit = self.env.sink.emit
         desk = ApprovalDesk(self.env.settings.approval_policy, self.env.approver,
                             self.env.settings.approval_timeout_s, self.env.store, session.id, self.id,
-                            self.cancel_event, emit, session.approvals)
+                            self.cancel_event, emit, session.approvals,
+                            self.env.settings.approvals.rules())
         self.calls = CallRunner(session.gate, self.cancel_event, emit, self._base(),
                                 self.env.settings.limits.result_chars, desk)
         self._stream_task: asyncio.Future[AssistantReply] | None = None

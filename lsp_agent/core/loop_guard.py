@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
+from lsp_agent.domain import bounded_json
 from lsp_agent.domain.history import ToolCallPart
 
 
 def call_key(call: ToolCallPart) -> str:
     try:
-        canonical = json.dumps(json.loads(call.arguments or "{}"), sort_keys=True, separators=(",", ":"))
+        canonical = json.dumps(bounded_json.loads(call.arguments or "{}"), sort_keys=True, separators=(",", ":"))
     except json.JSONDecodeError:
         canonical = call.arguments
     return f"{call.name}\x00{canonical}"

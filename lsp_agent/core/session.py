@@ -140,7 +140,7 @@ class AgentSession:
         self.requests = RequestBytes()
         #: the compact tool specs last sent and their digest (see Generation._tools_digest)
         self.sent_tools: tuple[list[ToolSpec], str] = ([], "")
-        #: `allow_session` approvals (tool, program, reason keys); a resumed session keeps its own
+        #: `allow_session` grants (exact keys, core/approval.py `grant_of`); a resumed session keeps its own
         self.approvals: set[str] = set()
         if session_id is None:
             self.id = ids.session_id()

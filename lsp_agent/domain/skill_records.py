@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from lsp_agent.domain import bounded_json
 from lsp_agent.domain.history import Role
 from lsp_agent.domain.skill_rules import Rule, RuleFailed, check_name
 from lsp_agent.domain.wire import WireModel
@@ -153,6 +154,7 @@ def strict_json(data: bytes | str) -> dict[str, Any]:
                                                   "bytes are accepted. Shorten the procedure")
     try:
         text = raw.decode("utf-8")
+        bounded_json.check(text)  # the model's text: a deep one would recurse in the parser
         value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise RuleFailed(Rule.PROPOSAL_NOT_JSON, "the proposal is not UTF-8 text") from None

@@ -18,6 +18,7 @@ from typing import Any
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 
+from lsp_agent.mcp.bounded_stdio import BoundedStdio
 from lsp_agent.mcp.schema import DESCRIPTION_MAX, SchemaProblem, check_schema, qualified_name
 from lsp_agent.settings.mcp_servers import McpServerConfig
 
@@ -85,13 +86,13 @@ class Connection:
     def transport(self) -> str:
         return "stdio" if self.config.command is not None else "http"
 
-    def _target(self) -> StdioServerParameters | str:
+    def _target(self) -> BoundedStdio | str:
         if self.config.url is not None:
             return self.config.url
         assert self.config.command is not None
         cwd = self.root / self.config.cwd if self.config.cwd else self.root
-        return StdioServerParameters(command=self.config.command, args=self.config.args,
-                                     env=self.config.env or None, cwd=str(cwd))
+        return BoundedStdio(StdioServerParameters(command=self.config.command, args=self.config.args,
+                                                  env=self.config.env or None, cwd=str(cwd)))
 
     async def start(self) -> None:
         """Connect and list the tools within the startup timeout (a failure is recorded, not raised)."""

@@ -9,6 +9,7 @@ from typing import Any
 import mcp_types as types
 
 from lsp_agent.core.tools import ToolResult
+from lsp_agent.domain import bounded_json
 from lsp_agent.domain.history import ErrorKind
 
 
@@ -48,6 +49,13 @@ def bound(text: str, limit: int) -> tuple[str, bool]:
 
 
 def to_tool_result(qualified: str, result: types.CallToolResult, limit: int) -> ToolResult:
+    # What the SDK read may still nest past our bound (its own parser allows more): converting it
+    # (json.dumps of structured content, later copies) would recurse that deep.
+    if bounded_json.nested_deeper_than(result.model_dump(mode="python", exclude_none=True), bounded_json.MAX_DEPTH):
+        return ToolResult.failure(
+            ErrorKind.TOOL_FAILURE,
+            f"ERROR: tool_failure: {qualified} returned a result nested deeper than {bounded_json.MAX_DEPTH} "
+            "levels; it was not read. Ask the tool for less, or continue without it.", mcp=True)
     text, truncated = bound(body_of(result), limit)
     blocks = len(result.content)
     if result.is_error:

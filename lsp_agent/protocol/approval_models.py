@@ -35,6 +35,11 @@ class RequestApprovalParams(Result):
                     "that failed in the sandbox without it), `sensitive_path` (an edit of a file other programs run "
                     "when the workspace is opened: `tools.sensitive_paths`).")
     options: list[DecisionName] = Field(description="The answers offered, in display order.")
+    session_scope: str = Field(
+        description="What `allow_session` would allow without asking again, in the words the user reads, e.g. "
+                    "\"exactly `python3 -m pytest -q` in run_command\": a command's whole argv (verify_project: "
+                    "its exact checks together), for the same reason; an MCP tool whatever its arguments. "
+                    "Front ends label the allow-for-session choice with it.")
 
 
 class RequestApprovalResult(WireModel):
@@ -43,7 +48,7 @@ class RequestApprovalResult(WireModel):
 
     decision: DecisionName = Field(
         description="`allow_once`: run this call; `allow_session`: run it and do not ask again in this session "
-                    "for the same tool, program and reason; `deny`: do not run it.")
+                    "for what `sessionScope` says (nothing broader); `deny`: do not run it.")
 
 
 METHOD_DOC: tuple[str, Literal["request"], str, type[BaseModel], type[BaseModel], str] = (
@@ -53,6 +58,7 @@ METHOD_DOC: tuple[str, Literal["request"], str, type[BaseModel], type[BaseModel]
     "by a trusted server; under `on-failure` also a re-run without the sandbox of a command that failed in it. "
     "The call waits for the answer. An error reply, a malformed answer, no answer within `approvalTimeoutS` "
     "(default 300 s) or a client without this method is a deny; cancelling the run while it waits cancels the call. "
-    "Every decision is stored and announced as a `notice` event of kind `approval` (`data`: what, why, decision, "
-    "who, at).",
+    "A command matching one of the user's `[approvals] allow` rules is not asked (recorded with who "
+    "`rule: <pattern>`). Every decision is stored and announced as a `notice` event of kind `approval` "
+    "(`data`: what, why, decision, who, scope, at).",
 )

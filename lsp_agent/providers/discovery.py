@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from lsp_agent.domain import bounded_json
 from lsp_agent.providers.http_client import httpx, new_client
 from lsp_agent.settings.config import ProviderConfig
 
@@ -77,7 +78,8 @@ async def _json(client: httpx.AsyncClient, method: str, url: str, headers: dict[
                 body: dict[str, Any] | None = None) -> Any:
     try:
         response = await client.request(method, url, headers=headers, json=body)
-        return response.json() if response.is_success else None
+        # the model server's JSON, bounded like every answer from it
+        return bounded_json.loads(response.content) if response.is_success else None
     except (httpx.HTTPError, ValueError):
         return None
 

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, ClassVar, Protocol, TypedDict
 
+from lsp_agent.domain import bounded_json
 from lsp_agent.domain.appendonly import extends, same_objects
 from lsp_agent.domain.history import Message, ToolResultPart
 from lsp_agent.domain.ports import (
@@ -140,7 +141,7 @@ def valid_arguments(arguments: str) -> str:
     (unchanged bytes keep the prefix cache), else the raw text wrapped in one (servers such as
     llama.cpp refuse a history with invalid argument JSON). The record keeps the raw text."""
     try:
-        if isinstance(json.loads(arguments), dict):
+        if isinstance(bounded_json.loads(arguments), dict):
             return arguments
     except ValueError:
         pass
@@ -306,7 +307,7 @@ def error_message(raw: bytes) -> str:
     if not text:
         return "(empty error body)"
     try:
-        found = find_error_message(json.loads(text))
+        found = find_error_message(bounded_json.loads(text))
     except ValueError:
         found = None
     return _clip(found or text)
@@ -331,7 +332,7 @@ def request_is_the_problem(status: int, detail: str) -> bool:
 def _numbers(raw: bytes) -> tuple[int | None, int | None]:
     """(prompt tokens, context) from a context-overflow body: llama.cpp's fields or OpenAI's text."""
     try:
-        data = json.loads(raw)
+        data = bounded_json.loads(raw)
     except ValueError:
         data = None
     error = as_dict(as_dict(data).get("error")) or as_dict(data)
@@ -393,7 +394,9 @@ def http_error(status: int, raw: bytes, *, url: str, base_url: str, protocol: st
 def load_event_object(data: str) -> dict[str, Any]:
     """One event's JSON object; anything else is a malformed stream."""
     try:
-        value = json.loads(data)
+        value = bounded_json.loads(data)
+    except bounded_json.JsonTooLarge as exc:
+        raise StreamProblem(ProviderErrorKind.MALFORMED, f"an event is refused: {exc.reason}: {_clip(data)}") from exc
     except ValueError as exc:
         raise StreamProblem(ProviderErrorKind.MALFORMED, f"an event is not valid JSON ({exc}): {_clip(data)}") from exc
     if not isinstance(value, dict):

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lsp_agent.domain import ids
+from lsp_agent.domain import bounded_json, ids
 from lsp_agent.domain.history import ToolCallPart
 from lsp_agent.domain.ports import AssistantReply, ModelRequest
 
@@ -42,7 +42,7 @@ class TextCall:
 
 def _call_from(body: str, span: tuple[int, int], fenced: bool) -> TextCall | None:
     try:
-        data: Any = json.loads(body)
+        data: Any = bounded_json.loads(body)
     except ValueError:
         found = _NAME.search(body)
         if fenced:
@@ -53,7 +53,7 @@ def _call_from(body: str, span: tuple[int, int], fenced: bool) -> TextCall | Non
     arguments = data.get("arguments", data.get("parameters", {}))
     if isinstance(arguments, str):
         try:
-            valid = isinstance(json.loads(arguments), dict)
+            valid = isinstance(bounded_json.loads(arguments), dict)
         except ValueError:
             valid = False
         return TextCall(data["name"], arguments, valid, span)

@@ -171,6 +171,8 @@ class AgentServer(LanguageServer):
         self._untold: list[str] = []
         #: the workspace's own config as last inspected: what of it applies, what is gated
         self.trust_view: WorkspaceView | None = None
+        #: the editor said it does not trust the folder (`editorTrusted: false` at initialize)
+        self.editor_distrusts = False
         self._background: set[asyncio.Future[None]] = set()
         self.lifecycle = Lifecycle()
 
@@ -199,8 +201,9 @@ class AgentServer(LanguageServer):
 
     def _setup(self, params: types.InitializeParams) -> None:
         root = _root_of(params)
-        self.init_options = _with_absolute_script(to_plain(params.initialization_options), root)
-        self.trust_view = inspect_workspace(root)
+        self.editor_distrusts, options = _editor_trust(to_plain(params.initialization_options))
+        self.init_options = _with_absolute_script(options, root)
+        self.trust_view = self.inspect_trust(root)
         settings, problems = layered.resolve(root, self.init_options, None, self.trust_view)
         provider, problem = self._provider(settings)
         caps = EditorCaps.of(params.capabilities)
@@ -317,10 +320,13 @@ class AgentServer(LanguageServer):
         self.client_section = _with_absolute_script(section, rt.root)
         self.reload_settings()
 
+    def inspect_trust(self, root: Path) -> WorkspaceView:
+        return inspect_workspace(root, editor_distrusts=self.editor_distrusts)
+
     def recheck_trust(self) -> WorkspaceView:
         """The workspace's config inspected again; when its content or the user's trust changed
         (a file edited, pulled or planted by a command), the settings reload and the editor is told."""
-        view = inspect_workspace(self.runtime().root)
+        view = self.inspect_trust(self.runtime().root)
         known = self.trust_view
         if known is None or (view.hash, view.state) != (known.hash, known.state):
             self.reload_settings(view)
@@ -331,7 +337,7 @@ class AgentServer(LanguageServer):
         """Settings from the files (the workspace's as `view` says, default: inspected now) and the
         editor's layers; the next generations use them, MCP servers follow."""
         rt = self.runtime()
-        self.trust_view = view = view or inspect_workspace(rt.root)
+        self.trust_view = view = view or self.inspect_trust(rt.root)
         settings, problems = layered.resolve(rt.root, self.init_options, self.client_section, view)
         provider, problem = self._provider(settings)
         rt.provider_problem = problem
@@ -412,6 +418,18 @@ def _root_of(params: types.InitializeParams) -> Path:
         return Path(params.root_path)
     log.warning("no usable workspace root from the client; using the current directory")
     return Path.cwd()
+
+
+def _editor_trust(options: Any) -> tuple[bool, Any]:
+    """(whether the editor distrusts the folder, the settings layer without that fact).
+
+    `editorTrusted` is not a setting: it is what the editor knows about the folder (VS Code's
+    Restricted Mode), and only `false` changes anything, so an editor that does not send it keeps
+    the trust the user stored."""
+    if not isinstance(options, dict) or "editorTrusted" not in options:
+        return False, options
+    rest = {k: v for k, v in options.items() if k != "editorTrusted"}
+    return options["editorTrusted"] is False, rest
 
 
 def _with_absolute_script(layer: Any, root: Path) -> Any:

@@ -33,7 +33,7 @@ class EditorApprover:
         params = RequestApprovalParams(
             session_id=request.session_id, generation=request.generation, call_id=request.call_id,
             tool=request.tool, kind=request.kind, what=request.what, why=request.why, reason=request.reason.value,
-            options=[o.value for o in request.options])
+            options=[o.value for o in request.options], session_scope=request.session_scope)
         try:
             raw = await self.server.protocol.send_request_async(AGENT_REQUEST_APPROVAL, params.wire())  # type: ignore[misc]
         except Exception as exc:  # method not found, an error reply, a closed connection

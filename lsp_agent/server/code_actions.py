@@ -9,12 +9,12 @@ is idle (it already knows the task), else in a new session.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 from lsprotocol import types
 
+from lsp_agent.domain import bounded_json
 from lsp_agent.protocol.methods import COMMAND_FIX_DIAGNOSTIC, DIAGNOSTIC_SOURCE
 from lsp_agent.protocol.models import FixDiagnosticArgs
 
@@ -68,7 +68,7 @@ def skill_document(uri: str, text: str | None, view_scheme: str) -> SkillDocumen
     if not uri.lower().endswith(".json") or not text:
         return None
     try:
-        data = json.loads(text)
+        data = bounded_json.loads(text)  # a workspace file: a deep one is just not a skill document
     except ValueError:
         return None
     evidence = data.get("evidence") if isinstance(data, dict) else None

@@ -7,9 +7,10 @@ into error responses — one per request whose `id` is usable, `id: null` when n
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from lsp_agent.domain import bounded_json
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -50,7 +51,13 @@ def usable_id(value: object) -> MsgId | None:
 def check_body(body: bytes) -> list[Verdict]:
     """Verdicts for one frame body: one per message (a batch is rejected element by element)."""
     try:
-        value = json.loads(body)
+        value = bounded_json.loads(body)
+    except bounded_json.JsonTooLarge as exc:
+        # Valid JSON perhaps, but over a bound: refused before it is parsed (a deep one would
+        # raise RecursionError in the parser or, shallower, in pygls' converters). A request is
+        # answered by its id (read by a bounded scan), so the client does not wait forever.
+        return [Reject(usable_id(bounded_json.top_level_scalar(body, "id")), INVALID_REQUEST,
+                       f"Invalid Request: the message is refused: {exc.reason}")]
     except (ValueError, RecursionError):
         return [Reject(None, PARSE_ERROR, "Parse error: the frame body is not JSON")]
     if isinstance(value, list):

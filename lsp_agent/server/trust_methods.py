@@ -74,6 +74,10 @@ def agent_workspace_trust(ls: AgentServer, params: WorkspaceTrustParams) -> Work
         if params.hash is None:
             raise ProtocolError(INVALID_PARAMS, f"{AGENT_WORKSPACE_TRUST}: `trust` needs the `hash` the user was "
                                 "shown", field="hash")
+        if ls.editor_distrusts:
+            raise ProtocolError(INVALID_PARAMS, "the editor does not trust this folder (Restricted Mode): trust the "
+                                "folder in the editor first; its own config is ignored until then",
+                                kind="editor_distrusts")
         try:
             trust(inspect_workspace(root), params.hash)
         except TrustChanged as exc:

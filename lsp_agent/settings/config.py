@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lsp_agent.settings import workspace_trust
+from lsp_agent.settings.approval_rules import AllowRule, parse_rule
 from lsp_agent.settings.mcp_servers import McpSettings
 
 
@@ -176,6 +177,24 @@ class ModelInfo(_Section):
     max_output_tokens: int | None = Field(None, ge=1, alias="maxOutputTokens")
 
 
+class Approvals(_Section):
+    allow: list[str] = Field(
+        default_factory=list,
+        description="Commands that run without asking (in the sandbox only), as argv patterns "
+                    "(settings/approval_rules.py: words match exactly; a lone final `*` allows any further words). "
+                    "User config only: a workspace's own config cannot set them.")
+
+    @field_validator("allow")
+    @classmethod
+    def _every_rule_parses(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            parse_rule(pattern)  # a ValueError is the setting's error, with what is wrong
+        return patterns
+
+    def rules(self) -> tuple[AllowRule, ...]:
+        return tuple(parse_rule(p) for p in self.allow)
+
+
 class Settings(_Section):
     model: str = "scripted/demo"
     max_steps: int = Field(40, ge=1, le=10_000, alias="maxSteps")
@@ -214,6 +233,8 @@ class Settings(_Section):
     approval_timeout_s: float = Field(
         300, gt=0, le=86_400, alias="approvalTimeoutS",
         description="Seconds to wait for an approval; no answer by then is a deny.")
+    approvals: Approvals = Field(default_factory=Approvals,
+                                 description="The user's standing approvals (user config only).")
 
 
 #: Settings a workspace's own config file may not set even when the user trusts the workspace: a
@@ -223,7 +244,7 @@ class Settings(_Section):
 #: (settings/workspace_gate.py) is ignored until trusted anyway.
 SANDBOX_KEYS = ("sandbox_mode", "sandboxMode", "sandbox_network", "sandboxNetwork",
                 "sandbox_readable_roots", "sandboxReadableRoots", "approval_policy", "approvalPolicy",
-                "tools.sensitive_paths")
+                "approvals", "tools.sensitive_paths")
 
 
 def user_config_path() -> Path:
@@ -258,11 +279,12 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}") from exc
 
 
-def inspect_workspace(root: Path) -> workspace_trust.WorkspaceView:
-    """What the workspace's own config sets, what of it is gated, and whether the user trusted it."""
+def inspect_workspace(root: Path, *, editor_distrusts: bool = False) -> workspace_trust.WorkspaceView:
+    """What the workspace's own config sets, what of it is gated, and whether the user trusted it
+    (`editor_distrusts`: the editor does not trust the folder, so no stored trust applies)."""
     return workspace_trust.inspect(
         root, never=SANDBOX_KEYS, limit_defaults={name: f.default for name, f in Limits.model_fields.items()},
-        max_steps_default=Settings.model_fields["max_steps"].default)
+        max_steps_default=Settings.model_fields["max_steps"].default, editor_distrusts=editor_distrusts)
 
 
 def load_settings(workspace: Path | None, *layers: dict[str, Any],

@@ -46,6 +46,9 @@ class WorkspaceView:
     refused: list[str] = field(default_factory=list)  # set in the workspace, never applied from one
     layer: dict[str, Any] = field(default_factory=dict)  # the workspace layer that applies now
     error: str | None = None  # the config cannot be used at all (unreadable, not TOML)
+    #: the editor itself does not trust the folder (VS Code's Restricted Mode): a trust the user
+    #: stored earlier, from another front end, does not apply in this session
+    editor_distrusts: bool = False
 
     @property
     def ignored(self) -> bool:
@@ -80,7 +83,7 @@ def content_hash(files: Mapping[str, bytes]) -> str | None:
 
 
 def inspect(root: Path, *, never: Iterable[str], limit_defaults: Mapping[str, Any],
-            max_steps_default: int) -> WorkspaceView:
+            max_steps_default: int, editor_distrusts: bool = False) -> WorkspaceView:
     real = root.resolve()
     files, error = _read(real)
     digest = content_hash(files)
@@ -93,7 +96,7 @@ def inspect(root: Path, *, never: Iterable[str], limit_defaults: Mapping[str, An
     if error is not None:
         return WorkspaceView(real, "nothing_to_trust", digest, sorted(files), [], error=error)
     parts = split(raw, never=never, limit_defaults=limit_defaults, max_steps_default=max_steps_default)
-    stored = trust_store.trusted_hash(real)
+    stored = None if editor_distrusts else trust_store.trusted_hash(real)
     state: State
     if not parts.gated:
         state = "nothing_to_trust"
@@ -102,7 +105,8 @@ def inspect(root: Path, *, never: Iterable[str], limit_defaults: Mapping[str, An
     else:
         state = "untrusted" if stored is None else "changed"
     layer = parts.trusted if state == "trusted" else parts.safe
-    return WorkspaceView(real, state, digest, sorted(files), parts.gated, parts.refused, layer)
+    return WorkspaceView(real, state, digest, sorted(files), parts.gated, parts.refused, layer,
+                         editor_distrusts=editor_distrusts)
 
 
 def trust(view: WorkspaceView, shown_hash: str | None) -> None:
@@ -120,7 +124,7 @@ def revoke(root: Path) -> None:
 #: How each front end's user reviews and applies the gated settings (the end of `ignored_line`).
 HOW_TO_TRUST = {
     "cli": "review and apply with `lsp-agent trust`",
-    "editor": "review and apply with \"lsp-agent: Manage Workspace Trust\" (VS Code), :LspAgentTrust (Neovim) "
+    "editor": "review and apply with \"LSP Agent: Manage Workspace Trust\" (VS Code), :LspAgentTrust (Neovim) "
               "or `lsp-agent trust`",
     "acp": "review and apply with `lsp-agent trust`, or answer the agent's trust question",
 }
@@ -132,7 +136,8 @@ def ignored_line(view: WorkspaceView, how_to_trust: str) -> str | None:
         return None
     parts: list[str] = []
     if view.ignored:
-        why = "changed since you trusted it" if view.state == "changed" else "not trusted"
+        why = ("not trusted by the editor (Restricted Mode)" if view.editor_distrusts
+               else "changed since you trusted it" if view.state == "changed" else "not trusted")
         names = ", ".join(g.setting for g in view.gated)
         parts.append(f"{CONFIG_FILE} is {why}; ignored: {names} ({how_to_trust})")
     if view.refused:

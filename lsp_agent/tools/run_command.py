@@ -91,7 +91,7 @@ class RunCommand(Tool[RunCommandArgs]):
         if shutil.which(argv[0]) is None:
             return None
         sandbox = Sandbox.from_settings(ctx.settings, ctx.root)
-        return ApprovalSubject(kind="command", what=shlex.join(argv), program=argv[0],
+        return ApprovalSubject(kind="command", what=shlex.join(argv), program=argv[0], commands=(tuple(argv),),
                                unsandboxed=sandbox.needs_approval(),
                                retryable=sandbox.mode != "danger-full-access")
 

@@ -7,7 +7,6 @@ asks which tools are installed; it never runs anything.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
 import sys
@@ -15,6 +14,7 @@ import tomllib
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from lsp_agent.domain import bounded_json
 from lsp_agent.osfiles.regular import read_regular_bytes
 from lsp_agent.settings.config import VerifyCommand
 
@@ -98,7 +98,7 @@ def _python_tool(module: str) -> list[str] | None:
 
 def _npm_test_script(root: Path) -> bool:
     try:
-        data = json.loads(read_regular_bytes(root / "package.json").decode("utf-8"))
+        data = bounded_json.loads(read_regular_bytes(root / "package.json"))  # the repository's file
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     scripts = data.get("scripts") if isinstance(data, dict) else None

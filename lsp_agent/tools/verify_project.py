@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shlex
 import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -106,8 +107,9 @@ class VerifyProject(Tool[VerifyProjectArgs]):
         if not commands:
             return None
         # Not retryable under on-failure: a failing check is this tool's normal answer, not a sandbox problem.
-        return ApprovalSubject(kind="command", what="; ".join(command_label(c) for c in commands),
-                               program="verify_project",
+        # The user sees (and a session grant covers) every check's exact argv, not its short label.
+        return ApprovalSubject(kind="command", what="; ".join(shlex.join(c.argv) for c in commands),
+                               program="verify_project", commands=tuple(tuple(c.argv) for c in commands),
                                unsandboxed=Sandbox.from_settings(ctx.settings, root).needs_approval())
 
     async def run(self, args: VerifyProjectArgs, ctx: ToolContext) -> ToolResult:

@@ -34,6 +34,8 @@ class RecordingClient:
     answer: str | None = "allow_once"
     updates: list[tuple[str, Any]] = field(default_factory=list)
     permissions: list[Any] = field(default_factory=list)
+    #: each permission request's options by id: the names the client shows
+    option_names: list[dict[str, str]] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     writes: list[tuple[str, str]] = field(default_factory=list)
     ext: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
@@ -43,6 +45,7 @@ class RecordingClient:
     async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
                                  **kwargs: Any) -> RequestPermissionResponse:
         self.permissions.append((tool_call, [o.option_id for o in options]))
+        self.option_names.append({o.option_id: o.name for o in options})
         self.permission_asked.set()
         if self.hold_permission is not None:
             await self.hold_permission.wait()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -143,6 +144,9 @@ async def test_permission_request_is_the_approval_front_end(tmp_path: Path, answ
     assert result.stop_reason == "end_turn"
     [(call, options)] = client.permissions
     assert options == ["allow_once", "allow_session", "deny"]
+    # "allow always" says what it grants: exactly this command line
+    assert client.option_names[0]["allow_session"] == \
+        f"Allow for this session: exactly `{shlex.join(shlex.split(TOUCH))}` in run_command"
     assert call.kind == "execute" and "made.txt" in call.title
     # The permission names the tool call the client was told of just before.
     starts = client.of("tool_call")

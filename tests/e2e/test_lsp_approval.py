@@ -5,6 +5,7 @@ cancel while the editor is asked cancels the call."""
 from __future__ import annotations
 
 import asyncio
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,32 @@ async def test_allow_runs_the_command_and_the_decision_is_recorded(workspace: Pa
     assert (record["decision"], record["who"]) == ("allow_once", "user (editor)") and record["at"]
     (notice,) = _approval_notices(editor, started["generation"])
     assert notice["data"]["decision"] == "allow_once" and notice["data"]["callID"] == params["callID"]
+
+
+async def test_allow_session_says_its_scope_and_grants_exactly_that_command(workspace: Path,
+                                                                           start_editor: StartEditor) -> None:
+    other = "python3 -c \"open('other.txt', 'w').write('x')\""
+    editor = await start_editor(workspace, [reply(call("run_command", command=TOUCH)),
+                                            reply(call("run_command", command=TOUCH)),
+                                            reply(call("run_command", command=other)), reply(text="done")],
+                                init_options={"approvalPolicy": "untrusted", "approvalTimeoutS": 30})
+    answers = iter(["allow_session", "deny"])
+    asked: list[dict[str, Any]] = []
+
+    @editor.client.feature(AGENT_REQUEST_APPROVAL)  # type: ignore[untyped-decorator]
+    async def on_request(ls: Any, params: Any) -> dict[str, Any]:
+        asked.append(params)
+        return {"decision": next(answers)}
+
+    started = await editor.run("make the files")
+    assert (await editor.finished(started["generation"]))["stopReason"] == "final"
+    # the same argv rode on the grant; another python3 line was asked again and denied
+    assert [p["what"] for p in asked] == [shlex.join(shlex.split(TOUCH)), shlex.join(shlex.split(other))]
+    assert asked[0]["sessionScope"] == f"exactly `{shlex.join(shlex.split(TOUCH))}` in run_command"
+    assert (workspace / "made.txt").exists() and not (workspace / "other.txt").exists()
+    whos = [n["data"]["who"] for n in _approval_notices(editor, started["generation"])]
+    assert whos == ["user (editor)", "session", "user (editor)"]
+    assert _approval_notices(editor, started["generation"])[1]["data"]["scope"] == asked[0]["sessionScope"]
 
 
 async def test_deny_runs_nothing(workspace: Path, start_editor: StartEditor) -> None:

@@ -50,7 +50,10 @@ def test_neovim_asks_with_vim_ui_select_and_the_run_follows_the_answer(nvim: str
     result = run_nvim(nvim, tmp_path, BODY, root=root, env={"SCRIPT": str(script)})
     first, second = result["asked"]
     assert first["items"] == ["allow_once", "allow_session", "deny"]
-    assert first["labels"] == ["Allow once", "Allow for this session", "Deny"]
+    # the session item says what it would allow without asking again (the server's sessionScope)
+    assert first["labels"][0::2] == ["Allow once", "Deny"]
+    assert first["labels"][1].startswith("Allow for this session: exactly `python3 -c ")
+    assert "made.txt" in first["labels"][1] and first["labels"][1].endswith("` in run_command"), first["labels"]
     assert "run_command" in first["prompt"] and "made.txt" in first["prompt"] and "untrusted" in first["prompt"]
     assert first["kind"] == "lsp_agent_approval" and "other.txt" in second["prompt"]
     assert result["made"] is True and (root / "made.txt").exists()

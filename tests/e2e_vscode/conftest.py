@@ -289,7 +289,7 @@ class VSCode:
 
 
 def _start_code_server(tools: Tools, extensions: Path, root: Path, workspace: Path,
-                       settings: dict[str, Any]) -> CodeServer:
+                       settings: dict[str, Any], restricted: bool = False) -> CodeServer:
     user = root / "user-data"
     (user / "User").mkdir(parents=True, exist_ok=True)
     (user / "User" / "settings.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
@@ -298,7 +298,9 @@ def _start_code_server(tools: Tools, extensions: Path, root: Path, workspace: Pa
     with log.open("wb") as out:
         process = subprocess.Popen(
             [str(tools.code_server), "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
-             "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+             "--disable-telemetry", "--disable-update-check",
+             # Restricted Mode needs VS Code's own workspace trust; every other test turns it off.
+             *([] if restricted else ["--disable-workspace-trust"]),
              "--disable-getting-started-override", "--user-data-dir", str(user),
              "--extensions-dir", str(extensions), str(workspace)],
             stdout=out, stderr=subprocess.STDOUT, env=_isolated_env(root), start_new_session=True)
@@ -337,15 +339,15 @@ OpenVSCode = Callable[..., VSCode]
 @pytest.fixture
 def open_vscode(tools: Tools, extensions_dir: Path, browser: Any, tmp_path: Path,
                 request: pytest.FixtureRequest) -> Iterator[OpenVSCode]:
-    """`open_vscode(autosave, replies, files=…, verify=…, settings=…, prepare=…)`: a window on a fresh
-    workspace (`prepare(workspace)` runs before code-server starts), the extension active (status bar
-    `Agent: idle`)."""
+    """`open_vscode(autosave, replies, files=…, verify=…, settings=…, prepare=…, restricted=…)`: a window on
+    a fresh workspace (`prepare(workspace)` runs before code-server starts; `restricted`: VS Code does not
+    trust the folder), the extension active (status bar `Agent: idle`)."""
     started: list[tuple[CodeServer, Any, VSCode]] = []
 
     def open_(autosave: str, replies: list[ScriptedReply], *, files: dict[str, str] | None = None,
               verify: list[str] | None = None, kind: str = "test", parser: str = "generic",
               settings: dict[str, Any] | None = None,
-              prepare: Callable[[Path], None] | None = None) -> VSCode:
+              prepare: Callable[[Path], None] | None = None, restricted: bool = False) -> VSCode:
         root = tmp_path / f"host-{len(started)}"
         workspace = root / "workspace"
         workspace.mkdir(parents=True)
@@ -355,7 +357,11 @@ def open_vscode(tools: Tools, extensions_dir: Path, browser: Any, tmp_path: Path
         if prepare is not None:
             prepare(workspace)
         t0 = time.monotonic()
-        server = _start_code_server(tools, extensions_dir, root, workspace, user_settings(autosave, settings))
+        if restricted:  # the folder opens untrusted, without VS Code's own question
+            settings = {"security.workspace.trust.enabled": True, "security.workspace.trust.startupPrompt": "never",
+                        "security.workspace.trust.emptyWindow": False, **(settings or {})}
+        server = _start_code_server(tools, extensions_dir, root, workspace, user_settings(autosave, settings),
+                                    restricted)
         t1 = time.monotonic()
         context = browser.new_context(viewport={"width": 1400, "height": 900})
         page = context.new_page()

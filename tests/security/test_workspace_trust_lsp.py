@@ -13,7 +13,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from tests.e2e.conftest import Editor, StartEditor, start_editor
-from tests.helpers import wait_for
+from tests.helpers import trust_workspace, wait_for
 from tests.providers.loopback import Reply, turn
 from tests.security.hostile_repo import MODEL, HostileRepo, close, make_hostile_repo
 
@@ -84,3 +84,31 @@ async def test_a_hostile_repository_in_the_editor_starts_nothing_until_trusted(
     await wait_for(lambda: len(editor.trust_changes) > told, TIMEOUT)
     assert editor.trust_changes[-1]["state"] == "untrusted"
     assert editor.trust_changes[-1]["hash"] not in (first["hash"], shown["hash"])
+
+
+async def test_an_editor_that_distrusts_the_folder_keeps_a_stored_trust_from_applying(
+        repo: HostileRepo, start_editor: StartEditor) -> None:
+    # The user trusted this config earlier (another front end); now the editor opens the folder in
+    # Restricted Mode: nothing of it applies in this session, and it cannot be trusted from here.
+    trust_workspace(repo.workspace)
+    editor = await start_editor(repo.workspace, init_options={"model": MODEL, "editorTrusted": False})
+    await wait_for(lambda: bool(editor.trust_changes), TIMEOUT)
+    assert editor.trust_changes[0]["state"] == "untrusted"
+    await wait_for(lambda: any("Restricted Mode" in m.message for m in editor.client.messages), TIMEOUT)
+    assert not any("editorTrusted" in m.message for m in editor.client.messages)  # not reported as a setting
+    await _run(editor, repo)
+    repo.assert_nothing_started_and_no_key_sent()
+    shown = await editor.request("agent/workspaceTrust", {"action": "show"})
+    with pytest.raises(JsonRpcException) as refused:
+        await editor.request("agent/workspaceTrust", {"action": "trust", "hash": shown["hash"]})
+    assert refused.value.code == -32602 and refused.value.data["kind"] == "editor_distrusts"
+    await _run(editor, repo)
+    repo.assert_nothing_started_and_no_key_sent()
+
+
+async def test_an_editor_that_trusts_the_folder_applies_the_stored_trust(
+        repo: HostileRepo, start_editor: StartEditor) -> None:
+    trust_workspace(repo.workspace)
+    editor = await start_editor(repo.workspace, init_options={"model": MODEL, "editorTrusted": True})
+    await _run(editor, repo)
+    repo.assert_applied()

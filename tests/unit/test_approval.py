@@ -8,6 +8,7 @@ are real processes; "no sandbox" is a real missing bwrap (LSP_AGENT_BWRAP pointe
 from __future__ import annotations
 
 import asyncio
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,6 +54,10 @@ def _touch(name: str) -> str:
     return f"python3 -c \"open('{name}', 'w').write('x')\""
 
 
+def _shown(name: str) -> str:
+    return shlex.join(shlex.split(_touch(name)))
+
+
 async def _run(root: Path, replies: list[object], desk: Desk, sink: RecordingSink | None = None,
                **settings: object) -> tuple[object, AgentSession]:
     env = make_env(root, replies, sink, **settings)  # type: ignore[arg-type]
@@ -87,23 +92,29 @@ async def test_untrusted_asks_before_every_command_and_deny_runs_nothing(tmp_pat
     assert "tool_start" not in [t for t in sink.types() if t == "tool_start"]  # nothing started
 
 
-async def test_allow_session_is_remembered_per_program_and_survives_resume(tmp_path: Path) -> None:
+async def test_allow_session_grants_exactly_the_command_shown_and_survives_resume(tmp_path: Path) -> None:
     desk = Desk(Decision.ALLOW_SESSION, Decision.ALLOW_ONCE, Decision.DENY)
-    replies = [reply(call("run_command", command=_touch("a"))), reply(call("run_command", command=_touch("b"))),
-               reply(call("run_command", command="ls")), reply(text="done")]
+    replies = [reply(call("run_command", command=_touch("a"))), reply(call("run_command", command=_touch("a"))),
+               reply(call("run_command", command=_touch("b"))), reply(call("run_command", command="ls")),
+               reply(text="done")]
     _, session = await _run(tmp_path, replies, desk, approvalPolicy="untrusted")
     assert (tmp_path / "a").exists() and (tmp_path / "b").exists()
-    assert [r.what.split()[0] for r in desk.asked] == ["python3", "ls"]  # python3 asked once
-    whos = [r.metadata["approvals"][0]["who"] for r in _results(session)]  # type: ignore[attr-defined]
-    assert whos == ["user", "session", "user"]
-    # A resumed session keeps its allow_session grants; a new session does not.
-    # (the scripted model answers by position in the session: the first four replies were used)
-    env = make_env(tmp_path, [*replies, reply(call("run_command", command=_touch("c"))), reply(text="done")],
+    # the same argv is granted; another python3 line is asked again
+    assert [r.what for r in desk.asked] == [_shown("a"), _shown("b"), "ls"]
+    assert desk.asked[0].session_scope == f"exactly `{_shown('a')}` in run_command"
+    records = [r.metadata["approvals"][0] for r in _results(session)]  # type: ignore[attr-defined]
+    assert [r["who"] for r in records] == ["user", "session", "user", "user"]
+    assert records[1]["scope"] == f"exactly `{_shown('a')}` in run_command"
+    # A resumed session keeps its exact allow_session grants; a new session does not.
+    # (the scripted model answers by position in the session: the first five replies were used)
+    env = make_env(tmp_path, [*replies, reply(call("run_command", command=_touch("a"))),
+                              reply(call("run_command", command=_touch("c"))), reply(text="done")],
                    approvalPolicy="untrusted")
-    env.approver = desk
+    again_desk = Desk(Decision.DENY)
+    env.approver = again_desk
     again = AgentSession(env, session.id)
     await Generation(again).run("more")
-    assert (tmp_path / "c").exists() and len(desk.asked) == 2
+    assert [r.what for r in again_desk.asked] == [_shown("c")] and not (tmp_path / "c").exists()
 
 
 async def test_no_answer_before_the_timeout_is_a_deny(tmp_path: Path) -> None:

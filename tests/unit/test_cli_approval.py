@@ -83,6 +83,8 @@ def test_on_a_terminal_the_user_is_asked_and_allow_runs_it(tmp_path: Path) -> No
     ws, script = _setup(tmp_path)
     stdout, terminal = _run_on_pty(_argv(ws, script, "--approval", "untrusted"), b"o\n")
     assert "lsp-agent asks for approval: run_command" in terminal and "python3 -c" in terminal
+    # what "session" would cover is said before the user answers
+    assert "for this session means: exactly `python3 -c" in terminal and "` in run_command" in terminal
     state = _tool_use(stdout)
     assert state["output"].startswith("OK: exit=0"), state
     record = state["metadata"]["approvals"][0]

@@ -86,15 +86,16 @@ async def test_a_denied_edit_writes_nothing_and_a_plain_edit_asks_nothing(tmp_pa
     assert outs[0].startswith("ERROR: refused") and outs[1].startswith("OK: created src/ok.py")
 
 
-async def test_a_session_grant_covers_the_same_paths_only(tmp_path: Path) -> None:
+async def test_a_session_grant_covers_exactly_the_edit_shown(tmp_path: Path) -> None:
     desk = Desk(Decision.ALLOW_SESSION, Decision.DENY)
     patch = "*** Begin Patch\n*** Add File: .husky/pre-commit\n+npm test\n*** End Patch\n"
-    again = "*** Begin Patch\n*** Update File: .husky/pre-commit\n@@\n-npm test\n+npm run lint\n*** End Patch\n"
-    await _edit(tmp_path, [call("apply_patch", patch=patch), call("apply_patch", patch=again),
-                           call("write_file", path=".nvimrc", content="set exrc\n")], desk)
-    assert [r.what.splitlines()[1] for r in desk.asked] == ["*** Add File: .husky/pre-commit", "+++ b/.nvimrc"]
-    assert (tmp_path / ".husky" / "pre-commit").read_text() == "npm run lint\n"
-    assert not (tmp_path / ".nvimrc").exists()
+    other = "*** Begin Patch\n*** Update File: .husky/pre-commit\n@@\n-npm test\n+npm run lint\n*** End Patch\n"
+    session = await _edit(tmp_path, [call("apply_patch", patch=patch), call("apply_patch", patch=other)], desk)
+    assert [r.what.splitlines()[1] for r in desk.asked] == ["*** Add File: .husky/pre-commit",
+                                                             "*** Update File: .husky/pre-commit"]
+    assert "exactly this edit" in desk.asked[0].session_scope
+    assert (tmp_path / ".husky" / "pre-commit").read_text() == "npm test\n"  # the other edit was denied
+    assert _outputs(session)[1].startswith("ERROR: refused")
 
 
 async def test_never_refuses_with_a_reason_and_asks_no_one(tmp_path: Path) -> None:
@@ -221,7 +222,8 @@ def test_the_editor_request_carries_the_sensitive_path_reason() -> None:
 
     params = RequestApprovalParams(session_id="s", generation="g", call_id="c", tool="write_file", kind="edit",
                                    what="--- /dev/null\n+++ b/.envrc\n", why="w",
-                                   reason=Reason.SENSITIVE_PATH.value, options=[o.value for o in OPTIONS])
+                                   reason=Reason.SENSITIVE_PATH.value, options=[o.value for o in OPTIONS],
+                                   session_scope="exactly this edit in write_file")
     assert params.wire()["reason"] == "sensitive_path"
 
 

@@ -55,9 +55,8 @@ def _trust_now(root: Path) -> None:
 
 
 def _settings_without_unknown_sections(root: Path) -> Path:
-    # `approvals` is not a setting yet on this branch: trusted, it would be invalid; the untrusted cases
-    # keep it to show that an unknown (future) field is gated by default. `tools.sensitive_paths` is on
-    # the never-list (refused, trusted or not: see test_sensitive_paths.py).
+    # Neither `approvals` nor `tools.sensitive_paths` is taken from a workspace, trusted or not (the
+    # never-list); left out here to keep the trusted cases about the rest.
     return _repo(root, HOSTILE.replace("sensitive_paths = []\n", "").split("[approvals]")[0])
 
 
@@ -66,9 +65,11 @@ def test_an_untrusted_repository_contributes_only_its_safe_settings(tmp_path: Pa
     assert view.state == "untrusted" and view.ignored
     gated = {g.setting for g in view.gated}
     assert {"model", "maxSteps", "limits.command_timeout_max_s", "tools.allowed_programs", "mcp.servers.evil",
-            "providers.openai.baseUrl", "providers.openai.apiKeyEnv", "providers.openai.headers",
-            "approvals"} <= gated
-    assert "tools.sensitive_paths" in view.refused  # never from a workspace, trusted or not
+            "providers.openai.baseUrl", "providers.openai.apiKeyEnv", "providers.openai.headers"} <= gated
+    # the user's standing approval rules and the sensitive paths are never taken from a workspace,
+    # trusted or not
+    assert {"approvals", "tools.sensitive_paths"} <= set(view.refused)
+    assert "approvals" not in gated and "tools.sensitive_paths" not in gated
     assert "limits.read_lines" not in gated  # a limit it tightens applies
     settings = load_settings(tmp_path)
     assert settings.model == "scripted/demo" and settings.max_steps == 40

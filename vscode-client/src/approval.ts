@@ -2,14 +2,17 @@
 // "untrusted", a command that would run without a sandbox, an MCP tool that may change things).
 // Shown as a modal warning with the command (or the diff) and the reason; the buttons are the
 // options the server offers. Closing the dialog, malformed params or any error answer `deny`;
-// the server also denies by itself when no answer comes within approvalTimeoutS.
+// the server also denies by itself when no answer comes within approvalTimeoutS. The "for session"
+// button names what it would allow without asking again (`sessionScope`), so a grant is never
+// broader than the user read.
 
 import type * as gen from './protocol.gen.js';
 
 export const REQUEST_APPROVAL = 'agent/requestApproval';
 
 export type Decision = gen.RequestApprovalResult['decision'];
-export type RequestApprovalParams = gen.RequestApprovalParams;
+/** `sessionScope` is optional here: a server from before it existed sends none (the button then says less). */
+export type RequestApprovalParams = Omit<gen.RequestApprovalParams, 'sessionScope'> & { sessionScope?: string | null };
 export type RequestApprovalResult = gen.RequestApprovalResult;
 
 /** The part of `vscode.window` the dialog needs (a stand-in in tests). */
@@ -25,6 +28,23 @@ export const DECISION_LABELS: Record<Decision, string> = {
 
 const DECISIONS = new Set<string>(Object.keys(DECISION_LABELS));
 
+/** Longest scope shown on the button itself; the whole text is always in the detail. */
+export const SCOPE_BUTTON_CHARS = 60;
+
+/** The button of one option: "Allow for session" carries its scope, cut to fit a button. */
+export function optionLabel(option: Decision, sessionScope: string | undefined): string {
+  if (option !== 'allow_session' || !sessionScope) {
+    return DECISION_LABELS[option];
+  }
+  const flat = sessionScope.replace(/\s+/g, ' ').trim();
+  const cut = flat.length > SCOPE_BUTTON_CHARS ? `${flat.slice(0, SCOPE_BUTTON_CHARS - 1)}…` : flat;
+  return `${DECISION_LABELS.allow_session}: ${cut}`;
+}
+
+function scopeOf(params: RequestApprovalParams): string | undefined {
+  return typeof params.sessionScope === 'string' && params.sessionScope.trim() !== '' ? params.sessionScope : undefined;
+}
+
 function parse(params: unknown): RequestApprovalParams | undefined {
   const p = params as Partial<RequestApprovalParams> | null;
   if (!p || typeof p.tool !== 'string' || typeof p.what !== 'string' || typeof p.why !== 'string') {
@@ -37,9 +57,11 @@ function parse(params: unknown): RequestApprovalParams | undefined {
 /** The dialog's text: a one-line question, and the command or diff with the reason as detail. */
 export function approvalText(params: RequestApprovalParams): { message: string; detail: string } {
   const subject = params.kind === 'edit' ? 'apply this edit' : params.kind === 'mcp' ? `call the MCP tool ${params.tool}` : `run ${params.tool}`;
+  const scope = scopeOf(params);
+  const session = scope && params.options.includes('allow_session') ? `\n\n"Allow for session" allows without asking again: ${scope}` : '';
   return {
     message: `LSP Agent wants to ${subject}`,
-    detail: `${params.what}\n\nWhy you are asked: ${params.why}`,
+    detail: `${params.what}\n\nWhy you are asked: ${params.why}${session}`,
   };
 }
 
@@ -49,7 +71,8 @@ export async function requestApproval(params: unknown, window: ApprovalWindow): 
     return { decision: 'deny' };
   }
   const { message, detail } = approvalText(request);
-  const byLabel = new Map(request.options.map((o) => [DECISION_LABELS[o], o] as const));
+  const scope = scopeOf(request);
+  const byLabel = new Map(request.options.map((o) => [optionLabel(o, scope), o] as const));
   try {
     // Modal: VS Code adds its own Cancel button; cancelling (undefined) is a deny.
     const picked = await window.showWarningMessage(message, { modal: true, detail }, ...byLabel.keys());

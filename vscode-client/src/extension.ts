@@ -19,6 +19,8 @@ import { VscodeHost } from './vscodeHost.js';
 import { VscodeReviewEditor } from './views/reviewEditor.js';
 import { QUEUE_VIEW_ID, QueueView } from './views/queueView.js';
 import { StatusBar } from './views/statusBar.js';
+import { TrustStatus } from './views/trustStatus.js';
+import { TRUST_COMMAND, WorkspaceTrust } from './trust.js';
 import { TRANSCRIPT_VIEW_ID, TranscriptView } from './views/transcriptView.js';
 
 const SESSION_KEY = 'lspAgent.sessionID';
@@ -60,6 +62,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const cmds: AgentCommands = new AgentCommands(host, agent, transcript, log.logger);
   const queue = new QueueView(agent);
   const status = new StatusBar(agent, () => server.state);
+  // Workspace trust (trust.ts): VS Code's Restricted Mode first, then the project's own config.
+  const trust = new WorkspaceTrust({
+    host,
+    modal: vscode.window,
+    send: (method, params) => agent.send(method, params),
+    editorTrusted: () => vscode.workspace.isTrusted,
+    memory: context.workspaceState,
+    log: log.logger,
+  });
+  server.onWorkspaceTrustChanged = (params: unknown): void => void trust.onTrustChanged(params);
+  const trustStatus = new TrustStatus(trust);
 
   context.subscriptions.push(
     log.channel,
@@ -68,7 +81,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     transcript,
     queue,
     status,
+    trustStatus,
     reviewEditor,
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      trustStatus.update();
+      // Restart so restricted settings (the interpreter, providers) are read again, now trusted;
+      // the new server announces what it ignores and trust.ts asks.
+      void server.restart('workspace trusted in VS Code').then(() => trust.onEditorTrustGranted());
+    }),
     changes.onDidChange(() => {
       const run = changes.latest();
       void host.setContext(REVIEWING_CONTEXT, Boolean(run && [...run.files.values()].some((f) => f.state === 'pending')));
@@ -76,6 +96,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.registerWebviewViewProvider(TRANSCRIPT_VIEW_ID, transcript, { webviewOptions: { retainContextWhenHidden: true } }),
     server.onDidChangeState((state) => {
       status.update();
+      if (state === 'starting') {
+        trust.reset();
+      }
       if (state === 'ready') {
         void restoreSession(context, agent, log.logger);
       }
@@ -125,6 +148,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(SkillCommandIds.list, () => skills.list());
   const mcp = new McpCommands(host, agent, log.logger);
   register(McpCommandIds.list, () => mcp.list());
+  register(TRUST_COMMAND, () => trust.manage());
 
   // Settings: a new interpreter needs a new process; the rest goes to the running server.
   let restartTimer: NodeJS.Timeout | undefined;

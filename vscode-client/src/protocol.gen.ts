@@ -425,10 +425,12 @@ export interface RequestApprovalParams {
   reason: 'untrusted' | 'unsandboxed' | 'mcp' | 'retry_unsandboxed' | 'sensitive_path';
   /** The answers offered, in display order. */
   options: ('allow_once' | 'allow_session' | 'deny')[];
+  /** What `allow_session` would allow without asking again, in the words the user reads, e.g. "exactly `python3 -m pytest -q` in run_command": a command's whole argv (verify_project: its exact checks together), for the same reason; an MCP tool whatever its arguments. Front ends label the allow-for-session choice with it. */
+  sessionScope: string;
 }
 
 export interface RequestApprovalResult {
-  /** `allow_once`: run this call; `allow_session`: run it and do not ask again in this session for the same tool, program and reason; `deny`: do not run it. */
+  /** `allow_once`: run this call; `allow_session`: run it and do not ask again in this session for what `sessionScope` says (nothing broader); `deny`: do not run it. */
   decision: 'allow_once' | 'allow_session' | 'deny';
 }
 

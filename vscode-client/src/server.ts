@@ -2,6 +2,7 @@
 // hand the connection to the AgentClient, answer agent/saveDocuments and workspace/configuration,
 // push settings changes, restart when the interpreter changes.
 
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 
 import * as vscode from 'vscode';
@@ -19,17 +20,22 @@ import type { Rpc } from './rpc.js';
 import { saveDocuments } from './saveDocuments.js';
 import type { OpenDocuments } from './saveDocuments.js';
 import { probeInterpreter, serverLaunch } from './serverLaunch.js';
-import { SettingsSync, answerConfiguration, pythonCommand, serverSettings } from './settings.js';
+import { SettingsSync, answerConfiguration, insideWorkspace, pythonCommand, serverSettings, userSettingValue } from './settings.js';
 import type { ServerSettings } from './settings.js';
 import type { ServerState } from './status.js';
+import { WORKSPACE_TRUST_CHANGED } from './trust.js';
 
 /** A setting's value when the user set it (in any scope), undefined when only the default applies. */
 export function readUserSetting(key: string): unknown {
-  const inspected = vscode.workspace.getConfiguration(CONFIG_SECTION).inspect(key);
-  if (!inspected) {
-    return undefined;
+  return userSettingValue(key, vscode.workspace.getConfiguration(CONFIG_SECTION).inspect(key), vscode.workspace.isTrusted);
+}
+
+function realpath(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return p;
   }
-  return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue;
 }
 
 export function currentServerSettings(): ServerSettings {
@@ -59,6 +65,8 @@ export class ServerManager implements vscode.Disposable {
   private readonly sync = new SettingsSync();
   /** Told about every workspace/applyEdit before VS Code applies it (Review Changes keeps the before-text). */
   beforeApplyEdit: ((edit: unknown) => void) | undefined;
+  /** agent/workspaceTrustChanged: the server ignores the workspace's gated settings (trust.ts asks). */
+  onWorkspaceTrustChanged: ((params: unknown) => void) | undefined;
 
   constructor(
     private readonly agent: AgentClient,
@@ -139,7 +147,15 @@ export class ServerManager implements vscode.Disposable {
     this.setState('starting');
     const root = workspaceRoot();
     const context = { platform: process.platform, home: os.homedir(), env: process.env, ...(root ? { workspaceFolder: root } : {}) };
-    const python = pythonCommand(vscode.workspace.getConfiguration(CONFIG_SECTION).get('python'), context);
+    const python = pythonCommand(readUserSetting('python'), context);
+    if (!vscode.workspace.isTrusted && root && insideWorkspace(realpath(python), realpath(root))) {
+      // In Restricted Mode the folder's own programs never run, not even as the interpreter.
+      const problem = `VS Code is in Restricted Mode and lspAgent.python (${python}) lies inside the workspace: not started. Trust the folder, or set an interpreter outside it.`;
+      this.log.logger.error(problem);
+      this.setState('failed');
+      void this.host.showError(`LSP Agent: ${problem}`);
+      return;
+    }
     this.log.logger.info(`starting the server (${reason}) with ${python}`);
     const probe = await probeInterpreter(python, { env: process.env, ...(root ? { cwd: root } : {}) });
     if (!probe.ok) {
@@ -168,7 +184,12 @@ export class ServerManager implements vscode.Disposable {
       outputChannel: this.log.channel,
       traceOutputChannel: this.log.traceChannel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: () => this.sync.initializationOptions(currentServerSettings()),
+      // editorTrusted is what VS Code knows of the folder, not a setting: in Restricted Mode the
+      // server applies no trust the user stored earlier from another front end.
+      initializationOptions: () => ({
+        ...this.sync.initializationOptions(currentServerSettings()),
+        editorTrusted: vscode.workspace.isTrusted,
+      }),
       middleware: {
         // The fix code action's command goes from VS Code straight to the server: show its prompt
         // line and follow the run it started.
@@ -214,6 +235,7 @@ export class ServerManager implements vscode.Disposable {
     client.onRequest(ServerRequests.saveDocuments, (params: unknown) => saveDocuments(params, openDocuments));
     // approval policy (approval.ts): a modal with the command or diff; anything but a button is a deny
     client.onRequest(REQUEST_APPROVAL, (params: unknown) => requestApproval(params, vscode.window));
+    client.onNotification(WORKSPACE_TRUST_CHANGED, (params: unknown) => this.onWorkspaceTrustChanged?.(params));
     this.agent.attach(rpc);
     // The language client restarts a crashed server by itself (a few times): follow it.
     client.onDidChangeState((event) => {

@@ -24,6 +24,44 @@ export const SERVER_KEYS = ['model', 'providers', 'maxSteps', 'script', 'approva
 /** Settings that only matter when the server process starts. */
 export const RESTART_KEYS = ['python'] as const;
 
+/**
+ * Settings a repository's `.vscode/settings.json` must not decide while VS Code is in Restricted
+ * Mode: the interpreter that is started, where requests and keys go, limits and approvals. The
+ * manifest lists the same keys in `capabilities.untrustedWorkspaces.restrictedConfigurations`.
+ */
+export const RESTRICTED_KEYS = ['python', 'model', 'providers', 'maxSteps', 'script', 'approvalPolicy', 'approvalTimeoutS'] as const;
+
+/** What `WorkspaceConfiguration.inspect` reports for one setting. */
+export interface InspectedSetting {
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+
+/**
+ * The value the user set: the most specific scope, except that in Restricted Mode a restricted
+ * setting is read from the user's own (global) settings only (`inspect` reports the workspace's
+ * values whatever the trust, so this is decided here, not left to VS Code).
+ */
+export function userSettingValue(key: string, inspected: InspectedSetting | undefined, workspaceTrusted: boolean): unknown {
+  if (!inspected) {
+    return undefined;
+  }
+  if (!workspaceTrusted && (RESTRICTED_KEYS as readonly string[]).includes(key.split('.')[0] ?? key)) {
+    return inspected.globalValue;
+  }
+  return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue;
+}
+
+/** True when the interpreter would be a file inside the workspace (a repository's own program). */
+export function insideWorkspace(python: string, workspaceFolder: string | undefined): boolean {
+  if (!workspaceFolder || !path.isAbsolute(python)) {
+    return false;
+  }
+  const relative = path.relative(path.resolve(workspaceFolder), path.resolve(python));
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
 /** Reads one setting (relative to `lspAgent.`): its value when the user set it, else undefined. */
 export type ReadSetting = (key: string) => unknown;
 

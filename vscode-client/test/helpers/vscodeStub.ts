@@ -47,7 +47,12 @@ export interface StubRecord {
   contentProviders: string[];
 }
 
-export function createVscodeStub(settings: Record<string, unknown>, workspaceFolder: string): { vscode: unknown; record: StubRecord } {
+export function createVscodeStub(
+  settings: Record<string, unknown>,
+  workspaceFolder: string,
+  options: { trusted?: boolean; workspaceSettings?: Record<string, unknown> } = {},
+): { vscode: unknown; record: StubRecord } {
+  const workspaceSettings = options.workspaceSettings ?? {};
   const record: StubRecord = {
     commands: new Map(),
     executed: [],
@@ -151,10 +156,16 @@ export function createVscodeStub(settings: Record<string, unknown>, workspaceFol
       },
       workspace: {
         workspaceFolders: [{ uri: uri(workspaceFolder), name: 'ws', index: 0 }],
+        isTrusted: options.trusted ?? true,
+        onDidGrantWorkspaceTrust: () => disposable,
         textDocuments: [],
         getConfiguration: () => ({
-          get: (key: string) => settings[key],
-          inspect: (key: string) => (key in settings ? { key, globalValue: settings[key] } : { key }),
+          get: (key: string) => workspaceSettings[key] ?? settings[key],
+          inspect: (key: string) => ({
+            key,
+            ...(key in settings ? { globalValue: settings[key] } : {}),
+            ...(key in workspaceSettings ? { workspaceValue: workspaceSettings[key] } : {}),
+          }),
         }),
         onDidChangeConfiguration: () => disposable,
         registerTextDocumentContentProvider: (scheme: string) => {

@@ -13,11 +13,15 @@ import { Editor, fixture, serverMethods, workspace } from './harness.js';
 const offered = serverMethods().has(REQUEST_APPROVAL);
 const TEST = { timeout: 90_000, skip: offered ? false : `this lsp-agent server does not offer ${REQUEST_APPROVAL} yet` };
 
-async function runWith(button: string | undefined): Promise<{ asked: RequestApprovalParams[]; state: Record<string, unknown>; made: boolean }> {
+async function runWith(
+  button: string | undefined | ((items: string[]) => string | undefined),
+): Promise<{ asked: RequestApprovalParams[]; state: Record<string, unknown>; made: boolean }> {
   const root = workspace();
   const editor = await Editor.start(root, { model: 'scripted/demo', script: fixture('approval.json'), approvalPolicy: 'untrusted' });
   const asked: RequestApprovalParams[] = [];
-  const modal: ApprovalWindow = { showWarningMessage: () => Promise.resolve(button) };
+  const modal: ApprovalWindow = {
+    showWarningMessage: (_message, _options, ...items) => Promise.resolve(typeof button === 'function' ? button(items) : button),
+  };
   editor.connection.onRequest(REQUEST_APPROVAL, (params: RequestApprovalParams) => {
     asked.push(params);
     return requestApproval(params, modal);
@@ -53,5 +57,16 @@ describe('protocol: agent/requestApproval with the real server', () => {
       assert.equal(state.errorKind, 'denied');
       assert.equal(made, false);
     }
+  });
+
+  it('Allow for session: the button names the scope the server sent (exactly this command), and it ran', TEST, async () => {
+    let offeredItems: string[] = [];
+    const { asked, made } = await runWith((items) => {
+      offeredItems = items;
+      return items.find((i) => i.startsWith('Allow for session: '));
+    });
+    assert.match(asked[0]!.sessionScope ?? '', /^exactly `python3 -c .*` in run_command$/);
+    assert.ok(offeredItems[1]!.startsWith('Allow for session: exactly `python3 -c '), offeredItems.join(' | '));
+    assert.equal(made, true);
   });
 });

@@ -85,6 +85,10 @@ export class Editor {
   readonly messages: { type: number; message: string }[] = [];
   readonly saveRequests: string[][] = [];
   readonly configurationRequests: unknown[] = [];
+  /** every agent/workspaceTrustChanged, in order */
+  readonly trustNotifications: unknown[] = [];
+  /** told about each agent/workspaceTrustChanged, as the extension's trust.ts is */
+  onTrustChanged: ((params: unknown) => void) | undefined;
   private readonly buffers = new Map<string, OpenBuffer>();
   /** Told about each workspace/applyEdit before it is applied, as the extension's middleware is. */
   beforeApplyEdit: ((edit: unknown) => void) | undefined;
@@ -185,6 +189,10 @@ export class Editor {
     c.onRequest('client/unregisterCapability', () => null);
     c.onNotification('window/showMessage', (params: { type: number; message: string }) => {
       this.messages.push(params);
+    });
+    c.onNotification('agent/workspaceTrustChanged', (params: unknown) => {
+      this.trustNotifications.push(params);
+      this.onTrustChanged?.(params);
     });
     c.onNotification('window/logMessage', () => undefined);
     c.onNotification('$/progress', () => undefined);

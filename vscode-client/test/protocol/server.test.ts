@@ -14,6 +14,7 @@ import { Methods, SkillMethods } from '../../src/protocol.js';
 import type { QueueItem } from '../../src/protocol.js';
 import { errorFacts, isConflict } from '../../src/rpc.js';
 import { SkillCommands } from '../../src/skills.js';
+import { WORKSPACE_TRUST } from '../../src/trust.js';
 import type { SteerEntry } from '../../src/transcript.js';
 import { FakeHost } from '../helpers/fakes.js';
 import { Editor, PYTHON, fixture, serverMethods, workspace } from './harness.js';
@@ -283,6 +284,11 @@ describe('protocol: the real server over vscode-jsonrpc', () => {
     const python = absolutePython();
     const config = `[mcp.servers.time]\ncommand = ${JSON.stringify(python)}\nargs = ["-m", "mcp_server_time"]\nstartupTimeoutMs = 60000\ntrusted = true\n`;
     await withEditor(workspace({ '.lsp-agent/config.toml': config }), { model: 'scripted/demo', script: fixture('mcp.json') }, async (editor) => {
+      // A workspace's MCP servers start only once the user trusts its config (trust.ts).
+      if (methods.has(WORKSPACE_TRUST)) {
+        const shown = await editor.client.send<{ hash: string }>(WORKSPACE_TRUST, { action: 'show' });
+        await editor.client.send(WORKSPACE_TRUST, { action: 'trust', hash: shown.hash });
+      }
       const run = await editor.client.run('what time is it in UTC?');
       const finish = await editor.client.waitForFinish(run.generation);
       assert.equal(finish.stopReason, 'final');

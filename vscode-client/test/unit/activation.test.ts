@@ -108,8 +108,8 @@ describe('the bundled extension, activated against a stand-in vscode', () => {
     const views = Object.values(manifest.contributes.views).flat();
     assert.deepEqual(record.webviewViews, views.filter((v) => v.type === 'webview').map((v) => v.id));
     assert.deepEqual(record.treeViews, views.filter((v) => v.type !== 'webview').map((v) => v.id));
-    // the status, and the Stop button shown while a task runs
-    assert.equal(record.statusItems.length, 2);
+    // the status, the Stop button shown while a task runs, and the "project config ignored" item
+    assert.equal(record.statusItems.length, 3);
     // the before-text of Review Changes' diffs
     assert.deepEqual(record.contentProviders, ['lsp-agent-before']);
   });

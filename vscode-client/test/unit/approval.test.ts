@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { approvalText, requestApproval } from '../../src/approval.js';
+import { SCOPE_BUTTON_CHARS, approvalText, optionLabel, requestApproval } from '../../src/approval.js';
 import type { ApprovalWindow } from '../../src/approval.js';
 import { createVscodeStub } from '../helpers/vscodeStub.js';
 
@@ -77,5 +77,33 @@ describe('requestApproval', () => {
     const stubWindow = (vscode as { window: ApprovalWindow }).window;
     assert.deepEqual(await requestApproval(PARAMS, stubWindow), { decision: 'deny' });
     assert.deepEqual(record.messages, [{ level: 'warning', text: 'LSP Agent wants to run run_command' }]);
+  });
+
+  it('labels "Allow for session" with what it would allow without asking again, and answers allow_session', async () => {
+    const scope = 'exactly `python3 -m pytest -q` in run_command';
+    const ui = window((items) => items[1]);
+    assert.deepEqual(await requestApproval({ ...PARAMS, sessionScope: scope }, ui), { decision: 'allow_session' });
+    const [shown] = ui.shown;
+    assert.deepEqual(shown!.items, ['Allow once', `Allow for session: ${scope}`, 'Deny']);
+    assert.match(shown!.options.detail!, /"Allow for session" allows without asking again: exactly `python3 -m pytest -q` in run_command/);
+  });
+
+  it('a long or multi-line scope is cut on the button, whole in the detail', async () => {
+    const scope = `exactly \`python3 -c "${'x'.repeat(200)}\nprint(1)"\` in run_command`;
+    const label = optionLabel('allow_session', scope);
+    assert.ok(label.length <= 'Allow for session: '.length + SCOPE_BUTTON_CHARS, label);
+    assert.ok(label.endsWith('…') && !label.includes('\n'));
+    const ui = window(() => undefined);
+    await requestApproval({ ...PARAMS, sessionScope: scope }, ui);
+    assert.ok(ui.shown[0]!.options.detail!.includes(scope));
+    assert.equal(ui.shown[0]!.items[1], label);
+  });
+
+  it('no scope (an older server) or no allow_session option: the plain labels, no scope line', async () => {
+    assert.equal(optionLabel('allow_session', undefined), 'Allow for session');
+    assert.equal(optionLabel('allow_once', 'anything'), 'Allow once');
+    const ui = window(() => undefined);
+    await requestApproval({ ...PARAMS, sessionScope: 'exactly x', options: ['allow_once', 'deny'] }, ui);
+    assert.doesNotMatch(ui.shown[0]!.options.detail!, /Allow for session/);
   });
 });

@@ -12,6 +12,8 @@ import {
   leafPaths,
   classifyChange,
   didChangeConfigurationParams,
+  insideWorkspace,
+  userSettingValue,
   pythonCommand,
   serverSettings,
 } from '../../src/settings.js';
@@ -164,5 +166,32 @@ describe('SettingsSync', () => {
   it('leafPaths lists nested keys, keeping empty objects as leaves', () => {
     assert.deepEqual(leafPaths({ a: 1, b: { c: true, d: {} } }), ['a', 'b.c', 'b.d']);
     assert.deepEqual(leafPaths({}), []);
+  });
+});
+
+describe('Restricted Mode settings', () => {
+  const inspected = { globalValue: 'user', workspaceValue: 'repo', workspaceFolderValue: 'folder' };
+
+  it('a trusted workspace: the most specific scope wins', () => {
+    assert.equal(userSettingValue('python', inspected, true), 'folder');
+    assert.equal(userSettingValue('model', { globalValue: 'user', workspaceValue: 'repo' }, true), 'repo');
+  });
+
+  it("untrusted: a restricted setting comes from the user's own settings only; others as before", () => {
+    for (const key of ['python', 'model', 'providers', 'maxSteps', 'script', 'approvalPolicy', 'approvalTimeoutS']) {
+      assert.equal(userSettingValue(key, inspected, false), 'user', key);
+    }
+    assert.equal(userSettingValue('providers', { workspaceValue: { evil: {} } }, false), undefined);
+    assert.equal(userSettingValue('experimental.tailReminders', inspected, false), 'folder');
+    assert.equal(userSettingValue('python', undefined, false), undefined);
+  });
+
+  it('an interpreter inside the workspace is recognised (also through ..), one beside it is not', () => {
+    assert.equal(insideWorkspace('/w/ws/.venv/bin/python', '/w/ws'), true);
+    assert.equal(insideWorkspace('/w/ws/a/../evil', '/w/ws'), true);
+    assert.equal(insideWorkspace('/w/ws-other/python', '/w/ws'), false);
+    assert.equal(insideWorkspace('/usr/bin/python3', '/w/ws'), false);
+    assert.equal(insideWorkspace('python3', '/w/ws'), false);
+    assert.equal(insideWorkspace('/w/ws/x', undefined), false);
   });
 });
