@@ -175,6 +175,16 @@ def wait_for_files(directory: Path, count: int, proc: subprocess.Popen[str], sec
     raise AssertionError(f"{count} attempts did not start: {err}")
 
 
+def _describe(pid: int) -> str:
+    """A surviving process as a failure should show it: its state (T: stopped) and command line."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError as exc:
+        return f"gone ({exc.strerror})"
+    return f"state {stat[stat.rfind(')') + 2:].split()[0]}: {cmdline[:200]}"
+
+
 def test_ctrl_c_cancels_remote_attempts_and_kills_their_trees_on_the_workers(
         cluster: tuple[Cluster, Path], tmp_path: Path) -> None:
     ray_cluster, submitter = cluster
@@ -199,7 +209,8 @@ def test_ctrl_c_cancels_remote_attempts_and_kills_their_trees_on_the_workers(
     deadline = time.monotonic() + 30
     while any(is_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert [p for p in pids if is_alive(p)] == []  # agents and their grandchildren, own sessions included
+    survivors = {p: _describe(p) for p in pids if is_alive(p)}
+    assert survivors == {}, err  # agents and their grandchildren, own sessions included
     lines = lines_of(out)
     assert [line["type"] for line in lines] == ["cohort", "incomplete"]
     assert lines[1]["reason"] == "cancelled" and lines[1]["recorded"] == 0
