@@ -17,6 +17,9 @@ import asyncio
 import contextlib
 import importlib
 import os
+import signal
+import threading
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -66,6 +69,22 @@ async def _wake_up() -> None:
         await asyncio.sleep(_WAKE_S)
 
 
+@contextlib.contextmanager
+def _interrupts_ignored() -> Iterator[None]:
+    """Ray repeats its cancel while the task still runs, each time as another interrupt: one landing
+    in the middle of the tree kill (between stopping the agent's processes and killing them) would
+    leave them stopped and alive for good. The cleanup is short and bounded, so it runs with further
+    interrupts ignored (Ray's interrupt is Python's SIGINT handling: SIG_IGN turns it off)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread receives interrupts (and may change their handling)
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _on_worker(work: Any) -> Any:
     """Run a coroutine to its end; Ray's cancel (a KeyboardInterrupt here) cancels it first.
 
@@ -81,7 +100,7 @@ def _on_worker(work: Any) -> Any:
             return loop.run_until_complete(main)
         except KeyboardInterrupt:
             main.cancel()
-            with contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
+            with _interrupts_ignored(), contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
                 loop.run_until_complete(main)
             raise
     finally:
