@@ -57,7 +57,7 @@ def _toolchain_paths(programs: tuple[str, ...], path_env: str, homes: tuple[Path
     """Directories a command's interpreter or program needs, when they would be hidden under $HOME.
 
     Python here may be a pyenv shim under $HOME: its prefix, base prefix, pyenv root and the
-    prefix of each program's resolved path are bound back read-only, never $HOME itself.
+    prefix of each program found by name on PATH are bound back read-only, never $HOME itself.
     """
     interpreter = Path(os.path.realpath(sys.executable)).parent.parent
     candidates: list[Path] = [Path(sys.prefix), Path(sys.base_prefix), interpreter]
@@ -66,7 +66,11 @@ def _toolchain_paths(programs: tuple[str, ...], path_env: str, homes: tuple[Path
     else:
         candidates += [home / ".pyenv" for home in homes]
     for program in programs:
-        found = shutil.which(program, path=path_env) if "/" not in program else program
+        # Only a bare name, found on the user's own PATH: a path names whatever directory its author
+        # chose (a repository's verify command could name ~/.cargo/bin/cargo to have ~/.cargo, its
+        # credentials included, bound into the sandbox). A program given by path runs only where the
+        # sandbox already shows it (the workspace, the system, the harness's own interpreter).
+        found = shutil.which(program, path=path_env) if "/" not in program else None
         if found:
             real = Path(os.path.realpath(found))
             candidates += [Path(os.path.abspath(found)).parent, real.parent.parent]

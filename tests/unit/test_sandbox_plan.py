@@ -56,6 +56,19 @@ def test_toolchain_paths_never_bind_home_itself(tmp_path: Path) -> None:
     assert home not in found and Path("/usr/bin") not in found  # not hidden: no need to bind
 
 
+def test_a_program_given_by_path_binds_nothing_back(tmp_path: Path) -> None:
+    # A repository's verify command names a program under $HOME by path, to have its prefix (and
+    # whatever else lives there: credentials) shown to the sandbox.
+    home = tmp_path / "home"
+    program = home / ".cargo" / "bin" / "cargo"
+    program.parent.mkdir(parents=True)
+    (home / ".cargo" / "credentials.toml").write_text("token = 'canary'\n")
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    found = toolchain_paths([str(program)], "/usr/bin", home)
+    assert not [p for p in found if home in (p, *p.parents)], found
+
+
 def test_the_environment_is_an_allow_list() -> None:
     env = command_env(source={"PATH": "/usr/bin", "OPENAI_API_KEY": "sk-x", "LANG": "C.UTF-8",
                               "SSH_AUTH_SOCK": "/run/agent", "HOME": "/home/u", "AWS_PROFILE": "p"})
