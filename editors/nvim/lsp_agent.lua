@@ -287,6 +287,9 @@ local function queue_lines(items)
     if item.attachments and #item.attachments > 0 then
       table.insert(notes, #item.attachments .. " attachment(s)")
     end
+    if item.status == "failed" and value(item.error) then
+      table.insert(notes, tostring(item.error))
+    end
     if value(item.steeredInto) then
       table.insert(notes, value(item.steeredAppliedAt) and "steered, applied" or "steered, pending")
     end

@@ -41,7 +41,8 @@ class Agent:
         self.queue = Queue(env.store)
         self.corrections = Corrections(self.queue, env.store, admission_hook, self.session, self._emit)
         self.steering = self.corrections.steering
-        self.follow_ups = FollowUps(self.queue, self.steering, self.session, self._launch, self._emit)
+        self.follow_ups = FollowUps(self.queue, self.steering, self.session, self._launch, self._emit,
+                                    MAX_PROMPT_CHARS)
         self.context_requests = ContextRequests(lambda: self.env, self.session, self._launch, self.follow_ups)
         self.env = replace(env, steering=self.steering)
         #: loaded sessions, least recently used first; idle ones beyond `limits.sessions_in_memory` are dropped

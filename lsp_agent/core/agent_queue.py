@@ -5,10 +5,12 @@ guarded writes, recovery after a crash) are `core.queue`'s."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lsp_agent.core.agent_results import QueueSteerResult, Started
+from lsp_agent.core.attachments import AttachmentRefused, prompt_with_attachments
 from lsp_agent.core.errors import AgentError
 from lsp_agent.core.queue import Queue
 from lsp_agent.core.queue_model import QueueItem, QueueStatus
@@ -40,7 +42,8 @@ def queue_changed(queue: Queue, session_id: str) -> QueueChangedEvent:
 
 class FollowUps:
     def __init__(self, queue: Queue, steering: Steering, session: SessionLookup, launch: Launch,
-                 emit: Emit) -> None:
+                 emit: Emit, max_prompt_chars: int) -> None:
+        self.max_prompt_chars = max_prompt_chars
         self.queue = queue
         self.steering = steering
         self.session = session
@@ -126,15 +129,23 @@ class FollowUps:
 
     def start_next(self, session: AgentSession) -> Started | None:
         """The next queued follow-up becomes the next generation (its row is marked sent in the
-        same transaction as the prompt message, so it can never be sent twice)."""
+        same transaction as the prompt message, so it can never be sent twice). A row that cannot be
+        sent as it is (an attachment the model cannot take) is marked `failed` with the reason, kept
+        visible, and the row after it is tried."""
         if session.active is not None or session.context.compacting:
             return None  # a compaction in flight starts it when done
-        item = self.queue.next_queued(session.id)
-        if item is None:
-            return None
-        started = self.launch(session, item.text, None, item.id)  # a row changed under us raises 409
-        self.changed(session.id)
-        return started
+        while (item := self.queue.next_queued(session.id)) is not None:
+            try:
+                prompt = prompt_with_attachments(item.text, item.attachments, self.max_prompt_chars)
+            except AttachmentRefused as exc:
+                with contextlib.suppress(AgentError):  # changed meanwhile (cancelled): it is not queued either
+                    self.queue.fail(item.id, f"not sent: {exc}")
+                self.changed(session.id)
+                continue
+            started = self.launch(session, prompt, None, item.id)  # a row changed under us raises 409
+            self.changed(session.id)
+            return started
+        return None
 
     def after_generation(self, session: AgentSession, reason: StopReason | None) -> None:
         """A finished run hands over to the next row; one that was stopped pauses the waiting rows."""

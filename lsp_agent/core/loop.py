@@ -94,7 +94,7 @@ def consecutive_tool_failures(history: list[Message]) -> int:
 def resolve_for(env: Environment, history: list[Message]) -> CapabilityResolution:
     facts = env.model
     return resolve_capabilities(facts.info, facts.known, consecutive_tool_failures(history),
-                                user_effort=env.settings.reasoning_effort, settings_effort=None,
+                                user_effort=None, settings_effort=env.settings.reasoning_effort,
                                 protocol=facts.protocol)
 
 

@@ -2,7 +2,8 @@
 
 Every status change is one guarded write (`UPDATE … WHERE status IN (…)`); a write that
 finds the row changed under it is a 409 conflict. Nothing a user typed is dropped: a row
-is `queued`/`paused` (visible, waiting), `sent` (it became a generation's prompt), or
+is `queued`/`paused` (visible, waiting), `sent` (it became a generation's prompt, its
+attachments after its text), `failed` (it could not be sent as it is: `error` says why), or
 `cancelled` — by the user, or because it was steered into a running generation
 (`steeredInto`), in which case `steeredAppliedAt` is stamped in the same transaction as
 the message it became. A steered row whose correction is rejected goes back to the queue.
@@ -115,6 +116,10 @@ class Queue:
         """Move to the front (and un-pause); it still waits for the running generation to end."""
         self.get(item_id)
         return self._guarded(item_id, {"status": QueueStatus.QUEUED}, WAITING, to_front=True)
+
+    def fail(self, item_id: str, reason: str) -> QueueItem:
+        """A queued row that cannot be sent as it is: settled `failed`, its text and attachments kept."""
+        return self._guarded(item_id, {"status": QueueStatus.FAILED, "error": reason}, (QueueStatus.QUEUED,))
 
     def pause_waiting(self, session_id: str) -> int:
         """After an interrupt, nothing starts by itself."""

@@ -19,6 +19,11 @@ from lsp_agent.protocol.models import MAX_PROMPT_CHARS, Int64, Params, Result, R
 #: The steering clientID: a short plain token, since it keys a stored pending correction and comes back in
 #: receipts. Length is part of the pattern so a long ID is an ordinary 400.
 CLIENT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,100}$"
+#: What a queued message may carry besides its text (core/attachments.py sends them).
+ATTACHMENTS_DOC = ("Sent after the text, each under a numbered header: `{\"type\": \"text\", \"text\": ..., "
+                   "\"name\": ...}` (its text as is) or `{\"type\": \"file\", \"path\": ...}` (a workspace file "
+                   "the model is told to read). A row with another kind is not sent: it becomes `failed` with "
+                   "the reason in `error`. A row with any attachment cannot be steered.")
 #: Most attachments one queued message may carry.
 MAX_ATTACHMENTS = 32
 
@@ -102,7 +107,8 @@ def _blocker_optional(schema: dict[str, Any]) -> None:
 class QueueItemOut(_Out):
     """A queued message and its audit trail. Waiting rows are `queued` or `paused` (after an
     interrupt: they never start by themselves); `sent` rows became a generation's prompt;
-    `cancelled` rows with `steeredInto` were steered into that generation."""
+    `cancelled` rows with `steeredInto` were steered into that generation; `failed` rows could not be
+    sent as they are (`error` says why) and are kept."""
 
     model_config = ConfigDict(extra="ignore", json_schema_extra=_blocker_optional)
 
@@ -110,7 +116,7 @@ class QueueItemOut(_Out):
     session_id: str
     kind: str = Field(description="`follow_up`, or another kind such as `command`.")
     text: str
-    attachments: list[Any] = Field(default_factory=list)
+    attachments: list[Any] = Field(default_factory=list, description=ATTACHMENTS_DOC)
     status: QueueStatus
     position: int = Field(description="FIFO order among the session's rows (smaller runs first).")
     created_at: int = Field(description="Milliseconds since the epoch.")
@@ -122,7 +128,8 @@ class QueueItemOut(_Out):
     steered_applied_at: int | None = Field(None, description="Set in the same transaction as the message it "
                                                              "became; absent while the correction is pending.")
     cancelled_at: int | None = None
-    error: str | None = None
+    error: str | None = Field(None, description="Why a `failed` row was not sent (e.g. an attachment the model "
+                                                "cannot take); its text and attachments are kept.")
 
     @computed_field(description="Whether agent/queue/steer would admit this row now: a waiting text "  # type: ignore[prop-decorator]
                                 "follow-up without attachments, not steered yet, at most "
@@ -159,7 +166,7 @@ class QueueAddParams(Params):
     kind: str = Field("follow_up", min_length=1, max_length=100,
                       description="`follow_up` (steerable) or another kind, e.g. `command`.")
     attachments: list[Any] = Field(default_factory=list, max_length=MAX_ATTACHMENTS,
-                                   description="Opaque attachment descriptors; a row with any cannot be steered.")
+                                   description=ATTACHMENTS_DOC)
 
 
 class QueueAddResult(Result):

@@ -117,6 +117,23 @@ def _homes_outside_tmp(plan: MountPlan) -> list[Path]:
     return sorted((h for h in homes if not _within(h, Path("/tmp"))), key=lambda h: len(h.parts))
 
 
+#: how bubblewrap says it failed itself: one line on stderr, exit status 1
+_OWN_FAILURE_PREFIX = "bwrap: "
+_OWN_FAILURE_STATUS = 1
+
+
+def own_failure(exit_code: int | None, output: str) -> str | None:
+    """bubblewrap's reason when the sandbox never ran the program (a mount it could not make, a
+    program it could not execute inside), else None. Told apart from the program's own output by its
+    shape alone: exit status 1 and nothing printed but one `bwrap: ` line. A check that printed just
+    that line and exited 1 would pass for one that never started; that can only make a run `not_run`
+    instead of `failed`, never `verified`."""
+    lines = output.strip().splitlines()
+    if exit_code != _OWN_FAILURE_STATUS or len(lines) != 1 or not lines[0].startswith(_OWN_FAILURE_PREFIX):
+        return None
+    return lines[0][len(_OWN_FAILURE_PREFIX):].strip() or None
+
+
 def bwrap_argv(program: str, plan: MountPlan, cwd: Path, argv: list[str]) -> list[str]:
     as_root = 0 in (os.getuid(), os.geteuid())
     out = [program, "--die-with-parent", "--new-session", *privilege_flags(as_root), "--unshare-pid",

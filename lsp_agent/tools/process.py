@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsp_agent.core.cancel import cancel_signal
+from lsp_agent.sandbox.bwrap import own_failure
 from lsp_agent.sandbox.env import command_env
 from lsp_agent.sandbox.git import git_env, harden_argv
 from lsp_agent.sandbox.policy import Prepared, Sandbox
@@ -52,6 +53,8 @@ class ProcessOutcome:
     cancelled: bool = False
     #: sensitive paths (tools.sensitive_paths) the command created and the harness removed after it
     removed: list[str] = field(default_factory=list)
+    #: the sandbox's own reason when it never ran the program (the exit code is then the sandbox's)
+    start_error: str | None = None
 
 
 async def _pump(stream: asyncio.StreamReader, sink: bytearray, flag: list[bool]) -> None:
@@ -236,15 +239,18 @@ async def _run_prepared(argv: list[str], cwd: Path, timeout_s: float, prepared: 
         await asyncio.wait_for(pump, 2)
     code = proc.returncode
     sig = -code if code is not None and code < 0 else None
+    output = sink.decode("utf-8", errors="replace")
+    never_ran = own_failure(code, output) if prepared.sandboxed and not (timed_out or cancelled) else None
     return ProcessOutcome(
         argv=argv,
         exit_code=None if timed_out or cancelled or sig else code,
         signal=sig,
         timed_out=timed_out,
-        output=sink.decode("utf-8", errors="replace"),
+        output=output,
         output_truncated=truncated[0],
         duration_ms=int((time.monotonic() - started) * 1000),
         cancelled=cancelled,
+        start_error=never_ran,
     )
 
 

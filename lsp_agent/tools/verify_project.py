@@ -171,7 +171,7 @@ class VerifyProject(Tool[VerifyProjectArgs]):
     async def _run_check(self, command: VerifyCommand, root: Path, limits: Limits, sandbox: Sandbox,
                          approved_unsandboxed: bool = False) -> _Ran:
         # the output parsers are imported when a check runs: a run that never verifies does not hold them
-        from lsp_agent.tools.verify_parsers import ParsedOutput, parse_output
+        from lsp_agent.tools.verify_parsers import parse_output
 
         label = command_label(command)
         try:
@@ -180,12 +180,10 @@ class VerifyProject(Tool[VerifyProjectArgs]):
                                         approved_unsandboxed=approved_unsandboxed)
         except OSError as exc:
             # SandboxRefused and GitConfigRefused carry their own message (no strerror).
-            reason = exc.strerror or str(exc) or type(exc).__name__
-            check = CheckResult(kind=command.kind, command=list(command.argv), exit_code=None, signal=None,
-                                timed_out=False, output_truncated=False, duration_ms=0, executed=False,
-                                counts=ParsedOutput().counts, failures=[])
-            return _Ran(command, label, check, ParsedOutput(executed=False), "",
-                        problem=f"could not start {command.kind} command {label}: {reason}", start_error=reason)
+            return self._not_started(command, label, exc.strerror or str(exc) or type(exc).__name__)
+        if outcome.start_error is not None:
+            # The sandbox's own failure (exit 1, a `bwrap:` line) is not the check's verdict on the code.
+            return self._not_started(command, label, f"the sandbox could not run it: {outcome.start_error}")
         parsed = parse_output(command.parser, outcome.output, outcome.exit_code, str(root))
         failures = [Failure(file=f.file, line=f.line, message=_stable(f.message, root))
                     for f in parsed.failures[:MAX_ENVELOPE_FAILURES]]
@@ -202,6 +200,16 @@ class VerifyProject(Tool[VerifyProjectArgs]):
             problem = (f"{command.kind} command {label} timed out after {limits.verify_timeout_s:g} s; "
                        "its process group was killed")
         return _Ran(command, label, check, parsed, outcome.output, problem)
+
+    @staticmethod
+    def _not_started(command: VerifyCommand, label: str, reason: str) -> _Ran:
+        from lsp_agent.tools.verify_parsers import ParsedOutput
+
+        check = CheckResult(kind=command.kind, command=list(command.argv), exit_code=None, signal=None,
+                            timed_out=False, output_truncated=False, duration_ms=0, executed=False,
+                            counts=ParsedOutput().counts, failures=[])
+        return _Ran(command, label, check, ParsedOutput(executed=False), "",
+                    problem=f"could not start {command.kind} command {label}: {reason}", start_error=reason)
 
     def _result(self, envelope: VerifyEnvelope, text: str, kind: ErrorKind | None, limits: Limits) -> ToolResult:
         if len(text) > limits.result_chars:

@@ -250,3 +250,38 @@ async def test_steer_prefix_without_a_generation_sends_only_the_first_row(
     rows = {i["id"]: i for i in await queue(editor, sid)}
     assert rows[y["id"]]["status"] == "paused"  # not promoted: that would reverse the order
     assert await user_texts(editor, sid) == ["first", "x"]
+
+
+async def test_queued_attachments_reach_the_model_and_an_unsendable_row_is_failed(
+        workspace: Path, start_editor: StartEditor) -> None:
+    editor = await start_editor(workspace, SLOW_THEN_OK, repeat_last=True)
+    changes = record(editor, "agent/queueChanged")
+    started = await editor.run("first")
+    sid = started["sessionID"]
+    note = {"type": "text", "name": "build.log", "text": "CANARY-ATTACHED-LOG"}
+    attached = (await editor.request("agent/queue/add", {"sessionID": sid, "text": "",
+                                                         "attachments": [note, {"type": "file", "path": "a.py"}]}))
+    image = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+    unsendable = await editor.request("agent/queue/add", {"sessionID": sid, "text": "and this screenshot",
+                                                          "attachments": [image]})
+    await editor.request("agent/queue/add", {"sessionID": sid, "text": "after"})
+
+    await finishes(editor, 3)  # first, the attachments, "after": the failed row starts nothing
+    await until(lambda: not [i for i in changes[-1]["items"] if i["status"] == "queued"])
+    assert await user_texts(editor, sid) == [
+        "first",
+        "[attachment 1: build.log]\nCANARY-ATTACHED-LOG\n\n[attachment 2: the file a.py — read it with read_file]",
+        "after"]
+    rows = {i["id"]: i for i in await queue(editor, sid)}
+    sent = rows[attached["item"]["id"]]
+    assert sent["status"] == "sent" and sent["attachments"] == [note, {"type": "file", "path": "a.py"}]
+    prompts = [m for m in await messages(editor, sid) if m["role"] == "user"]
+    assert sent["messageID"] == prompts[1]["id"]
+    failed = rows[unsendable["item"]["id"]]
+    assert failed["status"] == "failed" and "messageID" not in failed
+    assert failed["error"] == ("not sent: attachment 1 is of type 'image'; only `text` and `file` attachments can "
+                               "be sent to the model")
+    assert failed["text"] == "and this screenshot" and failed["attachments"] == [image]  # kept, nothing lost
+    # The front ends saw it fail: a queueChanged carried the row with its status and reason.
+    shown = [i for change in changes for i in change["items"] if i["id"] == failed["id"]]
+    assert shown[-1]["status"] == "failed" and shown[-1]["error"] == failed["error"]

@@ -1,7 +1,7 @@
 """Capability resolution through the real loop, seen in the bytes the server receives.
 
 Effort: two consecutive failed tool calls raise the reasoning effort of the next
-request; a success resets it; an explicit user effort always wins. Context pack:
+request; a success resets it; a configured effort is the level it starts from. Context pack:
 in the instructions only for a model with >= 64,000 tokens of context,
 reasoning and tools. The `llm.request` replay events record the same decisions.
 """
@@ -84,8 +84,9 @@ async def test_two_failures_raise_the_effort_of_the_next_request_and_a_success_r
     assert all(r["protocol"] == wire for r in resolutions)
 
 
-async def test_an_explicit_user_effort_wins_over_escalation(server: LoopbackServer, tmp_path: Path,
-                                                           isolated_state: Path) -> None:
+async def test_a_configured_effort_is_the_base_that_escalation_raises(server: LoopbackServer, tmp_path: Path,
+                                                                     isolated_state: Path) -> None:
+    # A configured effort used to be taken for a per-run choice, which switched escalation off.
     root = write_workspace(tmp_path / "ws", {"present.txt": "here\n"}, REASONING_MODEL)
     queue_fail_fail_ok_fail(server, "chat")
 
@@ -93,10 +94,24 @@ async def test_an_explicit_user_effort_wins_over_escalation(server: LoopbackServ
                           model=MODEL)
 
     assert run.returncode == 0, run.stderr
-    assert [effort("chat", r.json()) for r in server.requests] == ["low"] * 5
+    assert [effort("chat", r.json()) for r in server.requests] == ["low", "low", "medium", "low", "low"]
     resolutions = [e["capabilityResolution"] for e in llm_requests(isolated_state, run.finish["sessionID"])]
     assert [r["consecutiveToolFailures"] for r in resolutions] == [0, 1, 2, 0, 1]
-    assert {r["effortSource"] for r in resolutions} == {"user"}
+    assert [r["effortSource"] for r in resolutions] == ["settings", "settings", "escalated", "settings", "settings"]
+
+
+async def test_a_configured_top_effort_stays_at_the_top(server: LoopbackServer, tmp_path: Path,
+                                                         isolated_state: Path) -> None:
+    root = write_workspace(tmp_path / "ws", {"present.txt": "here\n"}, REASONING_MODEL)
+    queue_fail_fail_ok_fail(server, "chat")
+
+    run = await run_agent("Read the files.", root, server.url, "chat", "--config", 'reasoningEffort="high"',
+                          model=MODEL)
+
+    assert run.returncode == 0, run.stderr
+    assert [effort("chat", r.json()) for r in server.requests] == ["high"] * 5
+    resolutions = [e["capabilityResolution"] for e in llm_requests(isolated_state, run.finish["sessionID"])]
+    assert resolutions[2]["effortSource"] == "escalated"
 
 
 @pytest.mark.parametrize(("declaration", "reason"), [

@@ -1,7 +1,9 @@
 """Random interleavings of add / steer / sendNow / cancel / generation end / crash+restart.
 
 Invariant: every submitted text ends exactly once in the history or remains visible in the
-queue (waiting, or cancelled by the user) — never lost, never duplicated. The machine keeps its own
+queue (waiting, cancelled by the user, or failed with its reason) — never lost, never duplicated. A
+row with attachments is sent whole (its attachments in the same prompt) or, when one cannot be sent,
+settles `failed` and never reaches the history. The machine keeps its own
 list of every text it queued and every row it cancelled, so a row that vanishes, or turns up cancelled
 without anyone cancelling it, is caught as well as a text sent twice.
 """
@@ -9,6 +11,7 @@ without anyone cancelling it, is caught as well as a text sent twice.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import sys
 import tempfile
@@ -20,7 +23,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from lsp_agent.app.runtime import open_environment
-from lsp_agent.core.agent import Agent
+from lsp_agent.core.agent import MAX_PROMPT_CHARS, Agent
+from lsp_agent.core.attachments import prompt_with_attachments
 from lsp_agent.core.errors import AgentError
 from lsp_agent.protocol.errors import status_of
 from lsp_agent.providers.scripted import Script, ScriptedProvider
@@ -39,6 +43,9 @@ class QueueMachine(RuleBasedStateMachine):
         #: every text queue_add acknowledged, and those the user (this machine) cancelled
         self.queued: list[str] = []
         self.cancelled: set[str] = set()
+        self.cancelled_ids: set[str] = set()
+        #: rows queued with an attachment: (marker in it, whether it can be sent)
+        self.attached: list[tuple[str, bool]] = []
         self.session_id: str | None = None
         self._boot()
 
@@ -75,6 +82,16 @@ class QueueMachine(RuleBasedStateMachine):
         text = self._text()
         self.agent.follow_ups.add(sid, text)
         self.queued.append(text)
+
+    @rule(kind=st.sampled_from(["text", "file", "image"]), with_text=st.booleans())
+    def queue_with_attachment(self, kind: str, with_text: bool) -> None:
+        sid = self._sid()
+        marker = f"<{self._text()}>"  # bracketed: text-1 would also be found in text-10
+        attachment = {"text": {"type": "text", "name": "note", "text": marker},
+                      "file": {"type": "file", "path": f"{marker}.txt"},
+                      "image": {"type": "image", "data": marker}}[kind]
+        self.agent.follow_ups.add(sid, f"see {marker}" if with_text else "", attachments=[attachment])
+        self.attached.append((marker, kind != "image"))
 
     @rule(index=st.integers(0, 5))
     def steer_row(self, index: int) -> None:
@@ -136,6 +153,7 @@ class QueueMachine(RuleBasedStateMachine):
                 assert status_of(exc) == 409
             else:
                 self.cancelled.add(cancelled.text)
+                self.cancelled_ids.add(cancelled.id)
 
     @rule()
     def steer_prefix(self) -> None:
@@ -174,6 +192,9 @@ class QueueMachine(RuleBasedStateMachine):
             assert texts.count(prompt) == 1
         pending_clients = {c.client_id for s in self.agent.steering._sessions.values() for c in s.pending}
         for item in self.agent.queue.items(self.session_id):
+            if item.attachments:
+                continue  # checked whole by attachments_sent_whole_or_failed
+            assert item.status.value != "failed", item  # only an attachment makes a row unsendable
             seen = texts.count(item.text)
             status = item.status.value
             if status in ("queued", "paused"):
@@ -184,6 +205,28 @@ class QueueMachine(RuleBasedStateMachine):
                 assert seen == 0 and f"queue_{item.id}" in pending_clients, item
             else:  # cancelled by the user
                 assert seen == 0, item
+
+    @invariant()
+    def attachments_sent_whole_or_failed(self) -> None:
+        if self.session_id is None:
+            return
+        history = self.agent.env.store.messages(self.session_id)
+        items = self.agent.queue.items(self.session_id)
+        for marker, deliverable in self.attached:
+            rows = [i for i in items if marker in json.dumps(i.attachments)]
+            assert len(rows) == 1, (marker, rows)
+            item = rows[0]
+            holding = [m for m in history if m.role.value == "user" and marker in m.text()]
+            status = item.status.value
+            if status == "sent":
+                assert deliverable, item
+                assert [m.id for m in holding] == [item.message_id], (item, holding)
+                assert holding[0].text() == prompt_with_attachments(item.text, item.attachments, MAX_PROMPT_CHARS)
+            elif status == "failed":
+                assert not deliverable and holding == [] and item.error and "image" in item.error, item
+            else:
+                assert holding == [], (item, holding)
+                assert status in ("queued", "paused") or item.id in self.cancelled_ids, item
 
     @invariant()
     def every_queued_text_has_one_row_and_one_end(self) -> None:
@@ -224,7 +267,8 @@ class QueueMachine(RuleBasedStateMachine):
         seen: set[str] = set()
         while live := [g for g, t in self.agent.tasks.items() if not t.done()]:
             seen.update(live)
-            assert len(seen) <= len(self.queued) + 1, "generations keep starting: a row is sent again and again"
+            rows = len(self.queued) + len(self.attached)
+            assert len(seen) <= rows + 1, "generations keep starting: a row is sent again and again"
             assert self.loop.time() < deadline, "the generations did not end"
             self._run(asyncio.sleep(0.01))
 
@@ -236,6 +280,7 @@ class QueueMachine(RuleBasedStateMachine):
                 self._settle()
                 for text in self.queued:
                     self._one_end(text, settled=True)
+                self.attachments_sent_whole_or_failed()
         finally:
             self._clean_up()
 

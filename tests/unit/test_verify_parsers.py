@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lsp_agent.sandbox.bwrap import own_failure
 from lsp_agent.tools.verify_envelope import CheckResult, Counts, Failure, VerifyEnvelope, envelope_status
 from lsp_agent.tools.verify_parsers import (
     PARSERS,
@@ -492,3 +493,15 @@ def test_envelope_wire_format_is_camel_case_and_round_trips() -> None:
     assert set(wire["checks"][0]) == {"kind", "command", "exitCode", "signal", "timedOut", "outputTruncated",
                                       "durationMs", "executed", "counts", "failures"}
     assert VerifyEnvelope.model_validate(wire) == envelope
+
+
+@pytest.mark.parametrize(("code", "output", "reason"), [
+    (1, "bwrap: execvp ../x: No such file or directory\n", "execvp ../x: No such file or directory"),
+    (1, "bwrap: Can't mkdir /nope: Read-only file system", "Can't mkdir /nope: Read-only file system"),
+    (1, "bwrap: execvp ./x: No such file\nmore output\n", None),  # the program printed more: it ran
+    (2, "bwrap: execvp ./x: No such file or directory\n", None),  # not bubblewrap's own status
+    (1, "", None),
+    (1, "bwrap:   \n", None),
+])
+def test_only_bubblewraps_own_failure_counts_as_never_started(code: int, output: str, reason: str | None) -> None:
+    assert own_failure(code, output) == reason

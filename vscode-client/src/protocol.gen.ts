@@ -256,7 +256,7 @@ export interface QueueAddParams {
   text: string;
   /** `follow_up` (steerable) or another kind, e.g. `command`. */
   kind?: string;
-  /** Opaque attachment descriptors; a row with any cannot be steered. */
+  /** Sent after the text, each under a numbered header: `{"type": "text", "text": ..., "name": ...}` (its text as is) or `{"type": "file", "path": ...}` (a workspace file the model is told to read). A row with another kind is not sent: it becomes `failed` with the reason in `error`. A row with any attachment cannot be steered. */
   attachments?: unknown[];
 }
 
@@ -282,7 +282,7 @@ export interface QueueEditParams {
   expectedUpdatedAt: number;
 }
 
-/** A queued message and its audit trail. Waiting rows are `queued` or `paused` (after an interrupt: they never start by themselves); `sent` rows became a generation's prompt; `cancelled` rows with `steeredInto` were steered into that generation. */
+/** A queued message and its audit trail. Waiting rows are `queued` or `paused` (after an interrupt: they never start by themselves); `sent` rows became a generation's prompt; `cancelled` rows with `steeredInto` were steered into that generation; `failed` rows could not be sent as they are (`error` says why) and are kept. */
 export interface QueueItemOut {
   /** The `taskID` of the agent/queue/* methods. */
   id: string;
@@ -290,6 +290,7 @@ export interface QueueItemOut {
   /** `follow_up`, or another kind such as `command`. */
   kind: string;
   text: string;
+  /** Sent after the text, each under a numbered header: `{"type": "text", "text": ..., "name": ...}` (its text as is) or `{"type": "file", "path": ...}` (a workspace file the model is told to read). A row with another kind is not sent: it becomes `failed` with the reason in `error`. A row with any attachment cannot be steered. */
   attachments?: unknown[];
   status: QueueStatus;
   /** FIFO order among the session's rows (smaller runs first). */
@@ -307,6 +308,7 @@ export interface QueueItemOut {
   /** Set in the same transaction as the message it became; absent while the correction is pending. */
   steeredAppliedAt?: number | null;
   cancelledAt?: number | null;
+  /** Why a `failed` row was not sent (e.g. an attachment the model cannot take); its text and attachments are kept. */
   error?: string | null;
   /** Whether agent/queue/steer would admit this row now: a waiting text follow-up without attachments, not steered yet, at most 16,000 characters. */
   readonly steerable: boolean;
