@@ -62,6 +62,7 @@ SPAWNING_FILES = frozenset({
     "unit/test_skills_from_cli_runs.py",
     "unit/test_verify_project.py",
     "unit/test_write_detect.py",
+    "providers/test_capability_limits.py",
     "providers/test_capability_loop.py",
     "providers/test_prefix_stability.py",
     "providers/test_replay_records.py",
