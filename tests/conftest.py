@@ -71,6 +71,7 @@ SPAWNING_FILES = frozenset({
     "mcptools/test_mcp_cli.py",
     "mcptools/test_mcp_loop.py",
     "eval/test_eval_cli.py",
+    "eval/test_eval_limits.py",
     "eval/test_ray_executor.py",
     "eval/test_runner.py",
     "bench/test_bench_smoke.py",
