@@ -11,8 +11,15 @@ import pytest
 
 from lsp_agent.core.capabilities import CONTEXT_PACK, estimate_tokens
 from tests.providers.loopback import LoopbackServer, Reply, run_agent, turn, write_workspace
-from tests.providers.test_capability_loop import MODEL, PACK_HEADING, REASONING_MODEL, effort, instructions, \
-    llm_requests, read
+from tests.providers.test_capability_loop import (
+    MODEL,
+    PACK_HEADING,
+    REASONING_MODEL,
+    effort,
+    instructions,
+    llm_requests,
+    read,
+)
 
 
 async def test_escalation_waits_for_the_configured_number_of_failures(
