@@ -28,8 +28,9 @@ def test_defaults_are_the_documented_numbers_and_the_code_constants() -> None:
     limits = Limits()
     assert {name: getattr(limits, name) for name in BOUNDS} == {name: b[0] for name, b in BOUNDS.items()}
     # The constants the code falls back on when no settings are at hand say the same.
-    assert tuple(b[0] for b in BOUNDS.values()) == (MAX_STEER_CHARS, MAX_PENDING, MAX_RECEIPTS, PAGE_PARTS, PART_CHARS, PACK_MIN_CONTEXT,
-            CONTEXT_PACK_MAX_TOKENS, ESCALATE_AFTER_FAILURES)
+    constants = (MAX_STEER_CHARS, MAX_PENDING, MAX_RECEIPTS, PAGE_PARTS, PART_CHARS, PACK_MIN_CONTEXT,
+                 CONTEXT_PACK_MAX_TOKENS, ESCALATE_AFTER_FAILURES)
+    assert tuple(b[0] for b in BOUNDS.values()) == constants
 
 
 @pytest.mark.parametrize("name", list(BOUNDS))
