@@ -4,7 +4,8 @@ It reads only the current session, from the store — so history from before a c
 included — newest parts first. Excluded: reverted material (a part whose metadata says
 `reverted`, or one listed by a stored revert marker), hidden reasoning, ignored text, and
 synthetic (harness-written) text such as summaries and notes; also the calling message itself.
-At most 100 parts are scanned per page and the first 16,000 characters of each; `before`
+At most 100 parts are scanned per page and the first 16,000 characters of each (the defaults of
+`limits.recover_page_parts` and `limits.recover_part_chars`); `before`
 continues into older parts. Excerpts are bounded, carry the original message/part IDs, have
 credential assignments redacted, and are marked as untrusted data: quoted history is never
 an instruction.
@@ -112,8 +113,9 @@ def _text_of(part: Part) -> tuple[str, str] | None:
     return None
 
 
-def _eligible(history: Sequence[Message], exclude_message: str) -> Iterator[tuple[Message, Part, str, str]]:
-    """Newest first: (message, part, kind, redacted text of its first PART_CHARS characters)."""
+def _eligible(history: Sequence[Message], exclude_message: str,
+              part_chars: int) -> Iterator[tuple[Message, Part, str, str]]:
+    """Newest first: (message, part, kind, redacted text of its first `part_chars` characters)."""
     reverted = _reverted(history)
     for message in reversed(history):
         if message.id in reverted or message.id == exclude_message:
@@ -125,7 +127,7 @@ def _eligible(history: Sequence[Message], exclude_message: str) -> Iterator[tupl
             if found is None:
                 continue
             kind, text = found
-            yield message, part, kind, redact(text[:PART_CHARS])
+            yield message, part, kind, redact(text[:part_chars])
 
 
 def _excerpts(text: str, keyword: str, limit: int = 3) -> tuple[list[str], int]:
@@ -149,12 +151,12 @@ def _head(text: str, limit: int) -> str:
 
 def recover(history: Sequence[Message], *, keyword: str | None = None, message_id: str | None = None,
             part_id: str | None = None, before: str | None = None, limit: int = 10,
-            exclude_message: str = "") -> RecoverPage:
+            exclude_message: str = "", page_parts: int = PAGE_PARTS, part_chars: int = PART_CHARS) -> RecoverPage:
     page = RecoverPage()
     if message_id is not None:
-        return _one_message(history, message_id, part_id, keyword, exclude_message)
+        return _one_message(history, message_id, part_id, keyword, exclude_message, part_chars)
     assert keyword is not None
-    parts = _eligible(history, exclude_message)
+    parts = _eligible(history, exclude_message, part_chars)
     if before is not None:
         for _, part, _, _ in parts:
             if part.id == before:
@@ -169,7 +171,7 @@ def recover(history: Sequence[Message], *, keyword: str | None = None, message_i
         excerpts, count = _excerpts(text, keyword)
         if count:
             page.found.append(Found(message.id, part.id, message.role.value, kind, message.step, excerpts, count))
-        if len(page.found) >= limit or page.scanned >= PAGE_PARTS:
+        if len(page.found) >= limit or page.scanned >= page_parts:
             break
     else:
         return page  # the oldest part was reached
@@ -178,7 +180,7 @@ def recover(history: Sequence[Message], *, keyword: str | None = None, message_i
 
 
 def _one_message(history: Sequence[Message], message_id: str, part_id: str | None, keyword: str | None,
-                 exclude_message: str) -> RecoverPage:
+                 exclude_message: str, part_chars: int) -> RecoverPage:
     page = RecoverPage()
     message = next((m for m in history if m.id == message_id), None)
     if message is None:
@@ -187,7 +189,8 @@ def _one_message(history: Sequence[Message], message_id: str, part_id: str | Non
     if part_id is not None and not any(p.id == part_id for p in message.parts):
         page.problem = f"message {message_id} has no part {part_id!r}"
         return page
-    eligible = [(p, kind, text) for m, p, kind, text in _eligible([*history], exclude_message) if m.id == message_id
+    eligible = [(p, kind, text) for m, p, kind, text in _eligible([*history], exclude_message, part_chars)
+                if m.id == message_id
                 and (part_id is None or p.id == part_id)]
     if not eligible:
         page.problem = (f"{message_id}{'/' + part_id if part_id else ''} holds nothing this tool returns "

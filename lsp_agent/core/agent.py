@@ -22,7 +22,7 @@ from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid,
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.queue import Queue
 from lsp_agent.core.session import AgentSession, Environment, ModelChoice
-from lsp_agent.core.steering import AdmissionHook
+from lsp_agent.core.steering import AdmissionHook, SteeringLimits
 from lsp_agent.core.storage import RowChanged
 from lsp_agent.domain.events import RunFinish, SinkEvent, VerificationStatus
 from lsp_agent.domain.verification import derive
@@ -38,8 +38,10 @@ MAX_PROMPT_CHARS = 200_000
 class Agent:
     def __init__(self, env: Environment, admission_hook: AdmissionHook | None = None) -> None:
         #: the stored rows; `follow_ups` works them for the front ends (announcing, auto-starting)
-        self.queue = Queue(env.store)
-        self.corrections = Corrections(self.queue, env.store, admission_hook, self.session, self._emit)
+        # The limits are looked up on each use: `reconfigure` may replace the settings.
+        self.queue = Queue(env.store, lambda: self.env.settings.limits.steer_chars)
+        self.corrections = Corrections(self.queue, env.store, admission_hook, self.session, self._emit,
+                                       self._steering_limits)
         self.steering = self.corrections.steering
         self.follow_ups = FollowUps(self.queue, self.steering, self.session, self._launch, self._emit,
                                     MAX_PROMPT_CHARS)
@@ -56,6 +58,10 @@ class Agent:
         for session in self.sessions.values():
             if session.active is None:
                 session.env = self.env
+
+    def _steering_limits(self) -> SteeringLimits:
+        limits = self.env.settings.limits
+        return SteeringLimits(chars=limits.steer_chars, pending=limits.steer_pending, receipts=limits.steer_receipts)
 
     def _emit(self, event: SinkEvent) -> None:
         self.env.sink.emit(event)  # looked up each time: reconfigure may replace the environment

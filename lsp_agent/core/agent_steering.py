@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from lsp_agent.core.agent_queue import QUEUE_CLIENT, queue_changed
 from lsp_agent.core.queue import Queue
-from lsp_agent.core.steering import AdmissionHook, Receipt, ReceiptStatus, Steering, SteeringView
+from lsp_agent.core.steering import AdmissionHook, Receipt, ReceiptStatus, Steering, SteeringLimits, SteeringView
 from lsp_agent.core.storage import SessionStore
 from lsp_agent.domain.events import ReceiptEvent, SinkEvent
 
@@ -24,11 +24,12 @@ log = logging.getLogger(__name__)
 
 class Corrections:
     def __init__(self, queue: Queue, store: SessionStore, admission_hook: AdmissionHook | None,
-                 session: Callable[[str], AgentSession], emit: Callable[[SinkEvent], None]) -> None:
+                 session: Callable[[str], AgentSession], emit: Callable[[SinkEvent], None],
+                 limits: Callable[[], SteeringLimits] = SteeringLimits) -> None:
         self.queue = queue
         self.session = session
         self.emit = emit
-        self.steering = Steering(queue, store, admission_hook, self._receipt_changed)
+        self.steering = Steering(queue, store, admission_hook, self._receipt_changed, limits)
 
     def recover(self) -> None:
         """After a crash: corrections accepted but never applied, and rows steered but never

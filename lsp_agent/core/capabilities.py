@@ -30,6 +30,8 @@ __all__ = [
     "resolve_capabilities",
 ]
 
+#: The defaults of `limits.context_pack_min_context`, `limits.context_pack_max_tokens` and
+#: `limits.escalate_after_failures`.
 PACK_MIN_CONTEXT = 64_000
 CONTEXT_PACK_MAX_TOKENS = 2_048
 ESCALATE_AFTER_FAILURES = 2
@@ -56,12 +58,17 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def context_pack_decision(info: ModelInfo, known: bool) -> tuple[bool, str]:
-    """Pack when context >= 64,000 tokens, reasoning and tools; an explicit `false` always blocks.
+def context_pack_decision(info: ModelInfo, known: bool, min_context: int = PACK_MIN_CONTEXT,
+                          max_tokens: int = CONTEXT_PACK_MAX_TOKENS) -> tuple[bool, str]:
+    """Pack when context >= `min_context` tokens (64,000 by default), reasoning and tools; an explicit
+    `false` always blocks, and so does a pack larger than `max_tokens` (estimated).
 
     For a model outside the registry the three facts must be declared; for a known
     model they come from the registry (with the user's overrides already applied).
     """
+    size = estimate_tokens(CONTEXT_PACK)
+    if size > max_tokens:
+        return False, f"the context pack is {size} tokens, over the {max_tokens}-token bound"
     blocked = [name for name, value in (("reasoning", info.reasoning), ("tools", info.tools)) if value is False]
     if blocked:
         return False, f"declared without {' and '.join(blocked)} support"
@@ -71,8 +78,8 @@ def context_pack_decision(info: ModelInfo, known: bool) -> tuple[bool, str]:
         who = "known model" if known else "unknown model"
         return False, f"{who}: {', '.join(missing)} not declared (declare all three to enable)"
     assert info.context_window is not None
-    if info.context_window < PACK_MIN_CONTEXT:
-        return False, f"context window {info.context_window} < {PACK_MIN_CONTEXT} tokens"
+    if info.context_window < min_context:
+        return False, f"context window {info.context_window} < {min_context} tokens"
     source = "registry" if known else "declared"
     return True, f"{source}: {info.context_window}-token context, reasoning and tools"
 
@@ -91,15 +98,18 @@ def resolve_capabilities(
     settings_effort: str | None,
     *,
     protocol: str = "chat",
+    pack_min_context: int = PACK_MIN_CONTEXT,
+    pack_max_tokens: int = CONTEXT_PACK_MAX_TOKENS,
+    escalate_after: int = ESCALATE_AFTER_FAILURES,
 ) -> CapabilityResolution:
     """Decide the context pack and the reasoning effort for the next call.
 
     `user_effort` is an explicit choice for this run and always wins; `settings_effort`
     is the configured default and is raised one level (default/medium -> high) after
-    two consecutive structured tool failures, on models that have effort levels.
+    `escalate_after` (2 by default) consecutive structured tool failures, on models that have effort levels.
     The caller resets `failures_since_user` on a successful tool result or a user message.
     """
-    pack, pack_reason = context_pack_decision(info, known)
+    pack, pack_reason = context_pack_decision(info, known, pack_min_context, pack_max_tokens)
     effort: str | None = None
     source: Literal["user", "settings", "escalated"] | None = None
     reason_none: str | None = None
@@ -107,7 +117,7 @@ def resolve_capabilities(
         effort, source = user_effort, "user"
     elif not info.efforts:
         reason_none = "model has no effort levels"
-    elif failures_since_user >= ESCALATE_AFTER_FAILURES:
+    elif failures_since_user >= escalate_after:
         effort, source = _escalate(info.efforts, settings_effort or DEFAULT_EFFORT), "escalated"
     elif settings_effort:
         effort, source = settings_effort, "settings"

@@ -92,10 +92,12 @@ def consecutive_tool_failures(history: list[Message]) -> int:
 
 
 def resolve_for(env: Environment, history: list[Message]) -> CapabilityResolution:
-    facts = env.model
+    facts, limits = env.model, env.settings.limits
     return resolve_capabilities(facts.info, facts.known, consecutive_tool_failures(history),
                                 user_effort=None, settings_effort=env.settings.reasoning_effort,
-                                protocol=facts.protocol)
+                                protocol=facts.protocol, pack_min_context=limits.context_pack_min_context,
+                                pack_max_tokens=limits.context_pack_max_tokens,
+                                escalate_after=limits.escalate_after_failures)
 
 
 def make_request(env: Environment, resolution: CapabilityResolution, messages: list[Message],

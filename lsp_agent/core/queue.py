@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid, not_found
@@ -23,6 +24,7 @@ from lsp_agent.domain import ids
 __all__ = ["MAX_STEER_CHARS", "WAITING", "Queue", "QueueItem", "QueueStatus", "owner_alive", "process_owner",
            "steer_refusal"]
 
+#: The default of `limits.steer_chars`: longest follow-up agent/queue/steer admits.
 MAX_STEER_CHARS = 16_000
 
 
@@ -30,9 +32,10 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def steer_refusal(item: QueueItem) -> AgentError | None:
-    """Why `item` cannot be steered into a running generation, or None when it can. The one
-    statement of the rule: agent/queue/steer enforces it, and the protocol shows it on every row."""
+def steer_refusal(item: QueueItem, max_chars: int = MAX_STEER_CHARS) -> AgentError | None:
+    """Why `item` cannot be steered into a running generation, or None when it can (`max_chars`:
+    `limits.steer_chars`). The one statement of the rule: agent/queue/steer enforces it, and the
+    protocol shows it on every row."""
     if item.steered_into is not None:  # another client steered it first
         return conflict(f"queued item {item.id} was already steered into generation {item.steered_into}")
     if item.status not in WAITING:
@@ -41,8 +44,8 @@ def steer_refusal(item: QueueItem) -> AgentError | None:
         problem = f"only text follow-ups can be steered, not {item.kind!r}"
     elif item.attachments:
         problem = "a follow-up with attachments cannot be steered; send it as a new message"
-    elif len(item.text.strip()) > MAX_STEER_CHARS:
-        problem = f"the text is {len(item.text.strip())} characters; at most {MAX_STEER_CHARS} can be steered"
+    elif len(item.text.strip()) > max_chars:
+        problem = f"the text is {len(item.text.strip())} characters; at most {max_chars} can be steered"
     else:
         return None
     return invalid(problem, AgentErrorKind.NOT_STEERABLE)
@@ -65,8 +68,10 @@ def owner_alive(owner: str | None) -> bool:
 
 
 class Queue:
-    def __init__(self, store: QueueStore) -> None:
+    def __init__(self, store: QueueStore, steer_chars: Callable[[], int] = lambda: MAX_STEER_CHARS) -> None:
         self.store = store
+        #: `limits.steer_chars`, asked each time: the settings may be reconfigured while the queue lives
+        self.steer_chars = steer_chars
 
     # --- reads ----------------------------------------------------------------------------------
 
@@ -128,7 +133,7 @@ class Queue:
     # --- steering -------------------------------------------------------------------------------
 
     def check_steerable(self, item: QueueItem) -> None:
-        refusal = steer_refusal(item)
+        refusal = steer_refusal(item, self.steer_chars())
         if refusal is not None:
             raise refusal
 

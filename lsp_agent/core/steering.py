@@ -28,9 +28,19 @@ from lsp_agent.domain.history import Message, Role, TextPart
 from lsp_agent.domain.wire import WireModel
 
 CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
+#: The defaults of `limits.steer_receipts` and `limits.steer_pending`.
 MAX_RECEIPTS = 256
 MAX_PENDING = 32
 MAX_SESSIONS = 256
+
+
+@dataclass(frozen=True)
+class SteeringLimits:
+    """The configured bounds (`limits.steer_*`), read once per correction."""
+
+    chars: int = MAX_STEER_CHARS
+    pending: int = MAX_PENDING
+    receipts: int = MAX_RECEIPTS
 
 
 
@@ -104,11 +114,14 @@ def request_digest(session_id: str, generation: str, client_id: str, text: str) 
 
 class Steering:
     def __init__(self, queue: Queue, store: SessionStore, hook: AdmissionHook | None = None,
-                 listener: ReceiptListener | None = None) -> None:
+                 listener: ReceiptListener | None = None,
+                 limits: Callable[[], SteeringLimits] = SteeringLimits) -> None:
         self.queue = queue
         self.store = store
         self.hook = hook
         self.listener = listener
+        #: asked each time: the settings may be reconfigured while the server runs
+        self.limits = limits
         self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
 
     # --- bookkeeping ----------------------------------------------------------------------------
@@ -131,7 +144,7 @@ class Steering:
     def _record(self, state: _SessionState, digest: str, receipt: Receipt) -> Receipt:
         state.receipts[receipt.client_id] = (digest, receipt)
         state.receipts.move_to_end(receipt.client_id)
-        while len(state.receipts) > MAX_RECEIPTS:
+        while len(state.receipts) > self.limits().receipts:
             oldest = next((cid for cid, (_, r) in state.receipts.items() if r.status is not ReceiptStatus.ACCEPTED),
                           None)
             if oldest is None:
@@ -175,16 +188,17 @@ class Steering:
                                                        reason=reason, detail=detail))
 
         active = session.active
-        if len(text) > MAX_STEER_CHARS:
+        limits = self.limits()
+        if len(text) > limits.chars:
             return receipt(ReceiptStatus.REJECTED, RejectReason.TOO_LONG,
-                           f"{len(text)} characters; at most {MAX_STEER_CHARS}")
+                           f"{len(text)} characters; at most {limits.chars}")
         if active is None or active.ended:
             return receipt(ReceiptStatus.REJECTED, RejectReason.GENERATION_NOT_ACTIVE)
         if active.id != expected_generation:
             return receipt(ReceiptStatus.REJECTED, RejectReason.STALE_GENERATION,
                            f"the running generation is {active.id}")
-        if len(state.pending) >= MAX_PENDING:
-            return receipt(ReceiptStatus.REJECTED, RejectReason.TOO_MANY_PENDING, f"{MAX_PENDING} are pending")
+        if len(state.pending) >= limits.pending:
+            return receipt(ReceiptStatus.REJECTED, RejectReason.TOO_MANY_PENDING, f"{limits.pending} are pending")
         correction = PendingCorrection(session_id=session.id, client_id=client_id, generation=expected_generation,
                                        text=text, queue_item=queue_item, owner=process_owner(), created_at=now_ms())
         # Written ahead: on disk before any receipt says accepted (a crash from here on loses nothing).
@@ -202,7 +216,7 @@ class Steering:
                 refusal = {"reason": RejectReason.ADMISSION_REJECTED, "detail": veto}
             elif active is None or active.ended or active.id != expected_generation:
                 refusal = {"reason": RejectReason.GENERATION_ENDED}
-            elif len(state.pending) >= MAX_PENDING:
+            elif len(state.pending) >= limits.pending:
                 refusal = {"reason": RejectReason.TOO_MANY_PENDING}
             if refusal is not None:
                 self.store.drop_correction(session.id, client_id)

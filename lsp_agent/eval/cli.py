@@ -18,6 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lsp_agent.eval.compare import P95_MIN_VERIFIED
+from lsp_agent.eval.metrics import MAX_LINE_BYTES as MAX_EVENT_LINE_BYTES
+
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INVALID_TASKS = 0, 1, 2, 3
 EXIT_REJECTED = 1
 
@@ -30,6 +33,18 @@ def _jobs(raw: str) -> int:
     if not 1 <= value <= 256:
         raise argparse.ArgumentTypeError("--jobs must be between 1 and 256")
     return value
+
+
+def _bounded(flag: str, low: int, high: int) -> Any:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes a whole number, got {raw!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{flag} must be between {low:,} and {high:,}")
+        return value
+    return parse
 
 
 def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -53,6 +68,10 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
                           "(missing, cancelled or lost), instead of writing a new cohort to stdout")
     run.add_argument("--keep", action="store_true",
                      help="keep each attempt's temp dir (fixture, agent stderr, oracle log) for debugging")
+    run.add_argument("--max-event-line-bytes", type=_bounded("--max-event-line-bytes", 1024, 1 << 30),
+                     default=MAX_EVENT_LINE_BYTES, metavar="N",
+                     help="an agent JSON event line longer than N bytes marks the attempt's metrics damaged "
+                          f"(`partial`; default {MAX_EVENT_LINE_BYTES:,} = 1 MiB)")
     compare = sub.add_parser("compare", help="paired statistics of two arms from eval run records",
                              description="Compare two arms of one or more complete cohorts.")
     compare.add_argument("runs", type=Path, help="records written by `eval run`")
@@ -60,6 +79,10 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     compare.add_argument("candidate", help="the candidate arm's name")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report")
+    compare.add_argument("--p95-min-verified", type=_bounded("--p95-min-verified", 1, 1_000_000),
+                         default=P95_MIN_VERIFIED, metavar="N",
+                         help="verified attempts one task/model/cohort/arm cell needs before its P95 is shown "
+                              f"(default {P95_MIN_VERIFIED})")
     return parser
 
 
@@ -123,7 +146,8 @@ async def _run_cohort(manifest: Any, base_dir: Path, executor: Any, args: argpar
     live = sys.stderr.isatty() and os.environ.get("TERM", "") != "dumb"
     try:
         runner = CohortRunner(manifest, base_dir, out, sys.stderr, executor, jobs=args.jobs, keep=args.keep,
-                              earlier=earlier, progress=Progress(sys.stderr, [a.name for a in manifest.arms], live))
+                              earlier=earlier, progress=Progress(sys.stderr, [a.name for a in manifest.arms], live),
+                              max_event_line_bytes=args.max_event_line_bytes)
         result = await runner.run(stop)
     finally:
         for sig in caught:
@@ -140,7 +164,7 @@ def _compare(args: argparse.Namespace) -> int:
         _fail(f"{args.runs} is not a file")
         return EXIT_USAGE
     try:
-        summary = compare_file(args.runs, args.baseline, args.candidate)
+        summary = compare_file(args.runs, args.baseline, args.candidate, args.p95_min_verified)
     except CompareError as exc:
         _fail(str(exc))
         return EXIT_REJECTED

@@ -2,7 +2,7 @@
 
 Rules, so a comparison cannot flatter an arm: every attempt stays in the success-rate denominator;
 timings are over verified attempts only and say so; a ratio needs both halves
-of a pair verified; P95 needs 20 verified observations in one homogeneous
+of a pair verified; P95 needs 20 verified observations (`--p95-min-verified`) in one homogeneous
 task/model/cohort/arm cell; a missing metric is counted as missing, never as 0.
 Anything that would make pairs unreal (duplicates, gaps, interrupted cohorts)
 is rejected instead of being summarised.
@@ -29,6 +29,7 @@ from lsp_agent.eval.records import (
     parse_line,
 )
 
+#: The default of `eval compare --p95-min-verified`: fewer verified observations say nothing of a tail.
 P95_MIN_VERIFIED = 20
 MAX_RUNS_BYTES = 512 * 1024 * 1024
 _SHOWN_PROBLEMS = 25
@@ -218,7 +219,7 @@ def p95_nearest_rank(values: list[float]) -> float:
     return float(ordered[math.ceil(0.95 * len(ordered)) - 1])
 
 
-def arm_stats(records: list[AttemptRecord]) -> dict[str, Any]:
+def arm_stats(records: list[AttemptRecord], p95_min_verified: int = P95_MIN_VERIFIED) -> dict[str, Any]:
     verified = [r for r in records if r.outcome is Outcome.VERIFIED]
     elapsed = [float(r.elapsed_ms) for r in verified]
     cells = {(r.task, r.model, r.cohort) for r in records}
@@ -226,8 +227,8 @@ def arm_stats(records: list[AttemptRecord]) -> dict[str, Any]:
     if len(cells) > 1:
         why: str | None = (f"mixed cells ({len(cells)} task/model/cohort cells); P95 is given only "
                            "within one homogeneous cell")
-    elif len(verified) < P95_MIN_VERIFIED:
-        why = f"{len(verified)} verified observation(s); P95 needs at least {P95_MIN_VERIFIED}"
+    elif len(verified) < p95_min_verified:
+        why = f"{len(verified)} verified observation(s); P95 needs at least {p95_min_verified}"
     else:
         why, p95 = None, p95_nearest_rank(elapsed)
     metrics: dict[str, Any] = {}
@@ -261,17 +262,18 @@ def pair_stats(pairs: list[Pair]) -> dict[str, Any]:
     }
 
 
-def _group(task: str, pairs: list[Pair]) -> dict[str, Any]:
+def _group(task: str, pairs: list[Pair], p95_min_verified: int) -> dict[str, Any]:
     return {
         "task": task,
         "cells": len({(p.task, p.model, p.cohort) for p in pairs}),
-        "baseline": arm_stats([p.baseline for p in pairs]),
-        "candidate": arm_stats([p.candidate for p in pairs]),
+        "baseline": arm_stats([p.baseline for p in pairs], p95_min_verified),
+        "candidate": arm_stats([p.candidate for p in pairs], p95_min_verified),
         "paired": pair_stats(pairs),
     }
 
 
-def summarize(runs: Runs, pairs: list[Pair], baseline: str, candidate: str) -> dict[str, Any]:
+def summarize(runs: Runs, pairs: list[Pair], baseline: str, candidate: str,
+              p95_min_verified: int = P95_MIN_VERIFIED) -> dict[str, Any]:
     order: list[str] = []
     for head in runs.headers.values():
         order += [t for t in head.tasks if t not in order]
@@ -285,10 +287,16 @@ def summarize(runs: Runs, pairs: list[Pair], baseline: str, candidate: str) -> d
                      "tasks": len(h.tasks), "repetitions": h.repetitions, "timeoutMs": h.timeout_ms,
                      "arms": [a.model_dump(mode="json") for a in h.arms]} for h in runs.headers.values()],
         "invalidTasks": [{"cohort": c, "task": t, "reason": why} for (c, t), why in sorted(runs.invalid.items())],
-        "tasks": [_group(t, by_task[t]) for t in order if t in by_task],
-        "overall": _group(ALL_TASKS, pairs),
-        "definitions": DEFINITIONS,
+        "tasks": [_group(t, by_task[t], p95_min_verified) for t in order if t in by_task],
+        "overall": _group(ALL_TASKS, pairs, p95_min_verified),
+        "p95MinVerified": p95_min_verified,
+        "definitions": definitions(p95_min_verified),
     }
+
+
+def definitions(p95_min_verified: int = P95_MIN_VERIFIED) -> dict[str, str]:
+    return {**DEFINITIONS, "elapsedMsP95VerifiedOnly": "nearest-rank P95 over verified attempts, only within one "
+            f"task/model/cohort/arm cell with at least {p95_min_verified} of them"}
 
 
 DEFINITIONS = {
@@ -305,6 +313,6 @@ DEFINITIONS = {
 }
 
 
-def compare_file(path: Path, baseline: str, candidate: str) -> dict[str, Any]:
+def compare_file(path: Path, baseline: str, candidate: str, p95_min_verified: int = P95_MIN_VERIFIED) -> dict[str, Any]:
     runs = load_runs(path)
-    return summarize(runs, pair_up(runs, baseline, candidate), baseline, candidate)
+    return summarize(runs, pair_up(runs, baseline, candidate), baseline, candidate, p95_min_verified)

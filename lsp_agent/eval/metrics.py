@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+#: The default of `eval run --max-event-line-bytes`: a longer event line marks the stream damaged.
 MAX_LINE_BYTES = 1024 * 1024
 MAX_PART_IDS = 100_000
 
@@ -69,7 +70,8 @@ def _obj(value: Any) -> dict[str, Any]:
 class EventMeter:
     """Feed it stdout chunks of any size (one byte at a time works); then `close()` and `result()`."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        self.max_line_bytes = max_line_bytes
         self._buffer = bytearray()
         self._parts: dict[str, bytes] = {}  # part ID -> digest of the event that carried it
         self._totals = Metrics()
@@ -85,10 +87,10 @@ class EventMeter:
         while self.damage is None:
             end = self._buffer.find(b"\n")
             if end < 0:
-                if len(self._buffer) > MAX_LINE_BYTES:
+                if len(self._buffer) > self.max_line_bytes:
                     self._damaged(Damage.LINE_TOO_LONG)
                 return
-            if end > MAX_LINE_BYTES:
+            if end > self.max_line_bytes:
                 self._damaged(Damage.LINE_TOO_LONG)
                 return
             line = bytes(self._buffer[:end])

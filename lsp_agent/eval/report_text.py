@@ -66,7 +66,7 @@ def render_table(summary: dict[str, Any]) -> str:
         for label, arm in (("baseline", base), ("candidate", cand)):
             s = g[label]
             p95 = seconds(s["elapsedMsP95VerifiedOnly"]) if s["p95OmittedReason"] is None else \
-                f"{DASH} ({_short_reason(s['p95OmittedReason'])})"
+                f"{DASH} ({_short_reason(s['p95OmittedReason'], _p95_min(summary))})"
             rows.append([g["task"] if label == "baseline" else "", arm, str(s["verified"]),
                          seconds(s["elapsedMsMedianVerifiedOnly"]), p95])
     lines += _table(["task", "arm", "verified", "median (verified only)", "p95 (verified only)"], rows)
@@ -90,12 +90,17 @@ def render_table(summary: dict[str, Any]) -> str:
             rows.append([name if label == "baseline" else "", arm, number(m["median"]), str(m["observed"]),
                          str(m["missing"])])
     lines += _table(["metric", "arm", "median", "observed", "missing"], rows)
-    lines += ["", f"P95 needs {P95_MIN_VERIFIED} verified attempts in one task/model/cohort/arm cell. "
+    lines += ["", f"P95 needs {_p95_min(summary)} verified attempts in one task/model/cohort/arm cell. "
                   "A few repetitions cannot show a speed-up: see docs/eval.md."]
     return "\n".join(lines) + "\n"
 
 
-def _short_reason(reason: str) -> str:
+def _p95_min(summary: dict[str, Any]) -> int:
+    value = summary.get("p95MinVerified", P95_MIN_VERIFIED)
+    return value if isinstance(value, int) else P95_MIN_VERIFIED
+
+
+def _short_reason(reason: str, p95_min_verified: int) -> str:
     if reason.startswith("mixed"):
         return "mixed cells"
-    return f"needs {P95_MIN_VERIFIED} verified"
+    return f"needs {p95_min_verified} verified"

@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol, TextIO
 from lsp_agent.domain.events import StopReason
 from lsp_agent.eval.fixture import AttemptDir, FixtureError, build_fixture
 from lsp_agent.eval.manifest import Arm, ConfigValue, Manifest, Task, flatten_config
-from lsp_agent.eval.metrics import EventMeter
+from lsp_agent.eval.metrics import MAX_LINE_BYTES, EventMeter
 from lsp_agent.eval.proctree import Finished, run_tree
 from lsp_agent.eval.progress import Progress
 from lsp_agent.eval.records import (
@@ -77,6 +77,8 @@ class AttemptJob:
     timeout_ms: int
     oracle_cwd: str  # the manifest's directory; an executor that ships it replaces this with the copy
     keep: bool = False
+    #: an agent event line longer than this (bytes, newline excluded) marks the attempt's metrics damaged
+    max_event_line_bytes: int = MAX_LINE_BYTES
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ async def run_attempt(job: AttemptJob, cancel: asyncio.Event) -> AttemptResult:
         if verdict is not Verdict.FAIL:
             return AttemptResult(invalid_reason=f"the oracle {why} on the fresh fixture of repetition "
                                                 f"{job.repetition}, arm {job.arm.name}; it must exit 1")
-        meter = EventMeter()
+        meter = EventMeter(job.max_event_line_bytes)
         agent = await run_tree(agent_argv(job, attempt.work), attempt.work, _agent_env(attempt),
                                job.timeout_ms / 1000, cancel, on_stdout=meter.feed, log_to=attempt.agent_log)
         meter.close()
@@ -242,7 +244,8 @@ class Executor(Protocol):
 AttemptKey = tuple[str, int, str]  # task, repetition, arm
 
 
-def plan(manifest: Manifest, cohort: str, oracle_cwd: str, keep: bool = False) -> list[AttemptJob]:
+def plan(manifest: Manifest, cohort: str, oracle_cwd: str, keep: bool = False,
+         max_event_line_bytes: int = MAX_LINE_BYTES) -> list[AttemptJob]:
     """Repetition by repetition, task by task; the arm that goes first alternates between repetitions."""
     command = tuple(manifest.command) if manifest.command else ()
     jobs = []
@@ -252,7 +255,8 @@ def plan(manifest: Manifest, cohort: str, oracle_cwd: str, keep: bool = False) -
             for position, arm in enumerate(arms):
                 jobs.append(AttemptJob(cohort=cohort, model=manifest.model, task=task, arm=arm,
                                        repetition=repetition, position=position, command=command,
-                                       timeout_ms=manifest.timeout_ms, oracle_cwd=oracle_cwd, keep=keep))
+                                       timeout_ms=manifest.timeout_ms, oracle_cwd=oracle_cwd, keep=keep,
+                                       max_event_line_bytes=max_event_line_bytes))
     return jobs
 
 
@@ -293,7 +297,7 @@ class CohortResult:
 class CohortRunner:
     def __init__(self, manifest: Manifest, oracle_cwd: Path, out: TextIO, err: TextIO, executor: Executor,
                  jobs: int = 1, keep: bool = False, earlier: Earlier | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, max_event_line_bytes: int = MAX_LINE_BYTES) -> None:
         self.manifest = manifest
         self.cohort = manifest.cohort()
         self.manifest_dir = oracle_cwd.resolve()
@@ -302,6 +306,7 @@ class CohortRunner:
         self.executor = executor
         self.jobs = max(1, jobs)
         self.keep = keep
+        self.max_event_line_bytes = max_event_line_bytes
         self.earlier = earlier
         self.progress = progress or Progress(err, [a.name for a in manifest.arms], live=False)
         self.result = CohortResult(self.cohort, planned=len(manifest.tasks) * manifest.repetitions * 2)
@@ -323,7 +328,8 @@ class CohortRunner:
 
     async def run(self, stop: asyncio.Event) -> CohortResult:
         done = self.earlier.done if self.earlier else frozenset()
-        queue = deque(j for j in plan(self.manifest, self.cohort, self.oracle_cwd, self.keep)
+        queue = deque(j for j in plan(self.manifest, self.cohort, self.oracle_cwd, self.keep,
+                                          self.max_event_line_bytes)
                       if (j.task.id, j.repetition, j.arm.name) not in done and j.task.id not in self.result.invalid)
         for job in queue:
             self._per_task[job.task.id] = self._per_task.get(job.task.id, 0) + 1

@@ -41,7 +41,8 @@ class ErrorCode:
 INVALID_PARAMS = ErrorCode(-32602, "InvalidParams", 400, ("invalid_params", "not_steerable", "trust_changed"),
                            "A field has the wrong type, is unknown, or is missing; `data.field` names it. "
                            "`not_steerable`: agent/queue/steer of a row with attachments, of another kind, "
-                           f"settled, or over {MAX_STEER_CHARS:,} characters. `trust_changed`: "
+                           f"settled, or over `limits.steer_chars` (default {MAX_STEER_CHARS:,}) characters. "
+                           "`trust_changed`: "
                            "agent/workspaceTrust `trust` with a hash the workspace's files no longer have.")
 TOO_LARGE = ErrorCode(-32602, "InvalidParams", 413, ("too_large",),
                       "A field is over its documented limit (e.g. a prompt over 200,000 characters).")

@@ -87,7 +87,8 @@ METHODS: tuple[MethodDoc, ...] = (
               "Admit a queued follow-up into the running generation (delivered like agent/steer) and cancel the "
               "row in the same operation, recording `steeredInto` and `steeredAt`. Idle session: the row is left "
               "intact, `receipt` is null and `reason` is `generation_not_active`. Only text follow-ups of at most "
-              f"{MAX_STEER_CHARS:,} characters can be steered (else InvalidParams, kind `not_steerable`); a row "
+              f"`limits.steer_chars` (default {MAX_STEER_CHARS:,}) characters can be steered (else InvalidParams, "
+              "kind `not_steerable`); a row "
               "changed or steered by someone else is a conflict (-32009). If the correction is later rejected the "
               "row goes back to the queue (`paused` after an interrupt)."),
     MethodDoc(methods.AGENT_QUEUE_SEND_NOW, "request", "client → server", steering.QueueTaskParams,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, computed_field
+from pydantic import ConfigDict, Field, PrivateAttr, computed_field
 
 from lsp_agent.core.errors import AgentError
 from lsp_agent.core.queue import MAX_STEER_CHARS, QueueItem, QueueStatus, steer_refusal
@@ -69,7 +69,8 @@ class SteeringResult(Result):
     generation: str | None = Field(description="The running generation's UUID, or null when idle. Send it as "
                                                "`expectedGeneration`.")
     receipts: list[ReceiptOut] = Field(description=f"Recent receipts of this session, oldest first (at most "
-                                                   f"{MAX_RECEIPTS}; not kept across restarts).")
+                                                   f"`limits.steer_receipts`, default {MAX_RECEIPTS}; not kept "
+                                                   "across restarts).")
 
     def wire(self) -> dict[str, object]:
         return _keep(super().wire(), "generation")
@@ -91,8 +92,9 @@ class SteerParams(Params):
                            description="Unique per correction: a retry with the same text returns the same receipt; "
                                        "other text under a used ID is a conflict (-32009).")
     text: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS,
-                      description=f"The correction, trimmed; over {MAX_STEER_CHARS:,} characters after trimming it is "
-                                  f"rejected with reason `too_long`; past {MAX_PENDING} pending corrections of a "
+                      description=f"The correction, trimmed; over `limits.steer_chars` (default {MAX_STEER_CHARS:,}) "
+                                  f"characters after trimming it is rejected with reason `too_long`; past "
+                                  f"`limits.steer_pending` (default {MAX_PENDING}) pending corrections of a "
                                   f"session, with `too_many_pending`.")
 
 
@@ -130,10 +132,18 @@ class QueueItemOut(_Out):
     cancelled_at: int | None = None
     error: str | None = Field(None, description="Why a `failed` row was not sent (e.g. an attachment the model "
                                                 "cannot take); its text and attachments are kept.")
+    #: `limits.steer_chars` of the server showing the row (the protocol module reads no settings)
+    _steer_chars: int = PrivateAttr(MAX_STEER_CHARS)
+
+    @classmethod
+    def of(cls, record: dict[str, Any], steer_chars: int) -> QueueItemOut:
+        out = cls.model_validate(record)
+        out._steer_chars = steer_chars
+        return out
 
     @computed_field(description="Whether agent/queue/steer would admit this row now: a waiting text "  # type: ignore[prop-decorator]
                                 "follow-up without attachments, not steered yet, at most "
-                                f"{MAX_STEER_CHARS:,} characters.")
+                                f"`limits.steer_chars` (default {MAX_STEER_CHARS:,}) characters.")
     @property
     def steerable(self) -> bool:
         return self._refusal() is None
@@ -146,7 +156,8 @@ class QueueItemOut(_Out):
 
     def _refusal(self) -> AgentError | None:
         # The core's rule, on the core's record: the client never re-derives it.
-        return steer_refusal(QueueItem.model_validate(self.model_dump(exclude={"steerable", "steer_blocker"})))
+        return steer_refusal(QueueItem.model_validate(self.model_dump(exclude={"steerable", "steer_blocker"})),
+                             self._steer_chars)
 
 
 class QueueListParams(Params):

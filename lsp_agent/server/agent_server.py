@@ -212,7 +212,8 @@ class AgentServer(LanguageServer):
         documents = BufferDocuments(self.workspace, root)
         applier = LspApplier(self, root, documents, own, caps)
         diagnostics = DiagnosticsPublisher(self, root, documents)
-        sink = LspEventSink(self, diagnostics.update, server_progress=bool(window and window.work_done_progress))
+        sink = LspEventSink(self, diagnostics.update, server_progress=bool(window and window.work_done_progress),
+                            steer_chars=lambda: self.runtime().agent.queue.steer_chars())
         store = Store(workspace_dir(root) / "store.db")
         env = open_environment(root, settings, provider, sink, store=store)
         env = dataclasses.replace(env, documents=documents, applier=applier,

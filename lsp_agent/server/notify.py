@@ -18,6 +18,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from lsp_agent.core.queue import MAX_STEER_CHARS
 from lsp_agent.domain import events
 from lsp_agent.protocol.methods import AGENT_EVENT, AGENT_QUEUE_CHANGED, AGENT_RECEIPT
 from lsp_agent.protocol.steering import QueueChangedParams, QueueItemOut, ReceiptOut, ReceiptParams
@@ -47,8 +48,10 @@ class _Progress:
 
 class LspEventSink:
     def __init__(self, ls: LanguageServer, on_verify: VerifyObserver | None = None,
-                 server_progress: bool = False) -> None:
+                 server_progress: bool = False, steer_chars: Callable[[], int] = lambda: MAX_STEER_CHARS) -> None:
         self.ls = ls
+        #: `limits.steer_chars`, which the rows' `steerable` is judged by (asked at each notification)
+        self.steer_chars = steer_chars
         self.on_verify = on_verify
         self.server_progress = server_progress  # the client accepts window/workDoneProgress/create
         self._client_tokens: dict[str, int | str] = {}  # generation → token supplied with agent/run
@@ -76,7 +79,8 @@ class LspEventSink:
             receipt = ReceiptOut.model_validate(event.receipt)
             self.ls.protocol.notify(AGENT_RECEIPT, ReceiptParams(session_id=event.session_id, receipt=receipt).wire())
         elif isinstance(event, events.QueueChangedEvent):
-            items = [QueueItemOut.model_validate(i) for i in event.items]
+            steer_chars = self.steer_chars()
+            items = [QueueItemOut.of(i, steer_chars) for i in event.items]
             self.ls.protocol.notify(AGENT_QUEUE_CHANGED,
                                     QueueChangedParams(session_id=event.session_id, items=items).wire())
         else:

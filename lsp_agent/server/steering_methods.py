@@ -35,8 +35,9 @@ from lsp_agent.server.rpc import Routes
 routes = Routes()
 
 
-def item_out(item: QueueItem) -> QueueItemOut:
-    return QueueItemOut.model_validate(item.model_dump())
+def item_out(ls: AgentServer, item: QueueItem) -> QueueItemOut:
+    """The row as the protocol shows it, `steerable` judged by this server's `limits.steer_chars`."""
+    return QueueItemOut.of(item.model_dump(), ls.runtime().agent.queue.steer_chars())
 
 
 def receipt_out(receipt: Receipt) -> ReceiptOut:
@@ -47,10 +48,10 @@ def _started(started: Started | None) -> RunResult | None:
     return RunResult(session_id=started.session_id, generation=started.generation) if started else None
 
 
-def _steer_result(result: CoreSteerResult) -> QueueSteerResult:
+def _steer_result(ls: AgentServer, result: CoreSteerResult) -> QueueSteerResult:
     receipt = receipt_out(result.receipt) if result.receipt is not None else None
     reason = RejectReason(result.reason) if result.reason is not None else None
-    return QueueSteerResult(item=item_out(result.item), receipt=receipt, reason=reason,
+    return QueueSteerResult(item=item_out(ls, result.item), receipt=receipt, reason=reason,
                             started=_started(result.started))
 
 
@@ -70,38 +71,38 @@ async def agent_steer(ls: AgentServer, params: SteerParams) -> ReceiptOut:
 @routes.rpc(m.AGENT_STEER_PREFIX, SteerPrefixParams)
 async def agent_steer_prefix(ls: AgentServer, params: SteerPrefixParams) -> SteerPrefixResult:
     results = await ls.runtime().agent.follow_ups.steer_prefix(params.session_id)
-    return SteerPrefixResult(results=[_steer_result(r) for r in results])
+    return SteerPrefixResult(results=[_steer_result(ls, r) for r in results])
 
 
 @routes.rpc(m.AGENT_QUEUE_LIST, QueueListParams)
 def queue_list(ls: AgentServer, params: QueueListParams) -> QueueListResult:
     items = ls.runtime().agent.follow_ups.items(params.session_id)
-    return QueueListResult(items=[item_out(i) for i in items])
+    return QueueListResult(items=[item_out(ls, i) for i in items])
 
 
 @routes.rpc(m.AGENT_QUEUE_ADD, QueueAddParams)
 def queue_add(ls: AgentServer, params: QueueAddParams) -> QueueAddResult:
     item, started = ls.runtime().agent.follow_ups.add(params.session_id, params.text, params.kind, params.attachments)
-    return QueueAddResult(item=item_out(item), started=_started(started))
+    return QueueAddResult(item=item_out(ls, item), started=_started(started))
 
 
 @routes.rpc(m.AGENT_QUEUE_STEER, QueueTaskParams)
 async def queue_steer(ls: AgentServer, params: QueueTaskParams) -> QueueSteerResult:
-    return _steer_result(await ls.runtime().agent.follow_ups.steer(params.task_id))
+    return _steer_result(ls, await ls.runtime().agent.follow_ups.steer(params.task_id))
 
 
 @routes.rpc(m.AGENT_QUEUE_SEND_NOW, QueueTaskParams)
 def queue_send_now(ls: AgentServer, params: QueueTaskParams) -> QueueSendNowResult:
     item, started = ls.runtime().agent.follow_ups.send_now(params.task_id)
-    return QueueSendNowResult(item=item_out(item), started=_started(started))
+    return QueueSendNowResult(item=item_out(ls, item), started=_started(started))
 
 
 @routes.rpc(m.AGENT_QUEUE_CANCEL, QueueTaskParams)
 def queue_cancel(ls: AgentServer, params: QueueTaskParams) -> QueueItemResult:
-    return QueueItemResult(item=item_out(ls.runtime().agent.follow_ups.cancel(params.task_id)))
+    return QueueItemResult(item=item_out(ls, ls.runtime().agent.follow_ups.cancel(params.task_id)))
 
 
 @routes.rpc(m.AGENT_QUEUE_EDIT, QueueEditParams)
 def queue_edit(ls: AgentServer, params: QueueEditParams) -> QueueItemResult:
     item = ls.runtime().agent.follow_ups.edit(params.task_id, params.text, params.expected_updated_at)
-    return QueueItemResult(item=item_out(item))
+    return QueueItemResult(item=item_out(ls, item))

@@ -61,6 +61,34 @@ class Limits(_Section):
     sessions_in_memory: int = Field(
         8, ge=1, description="Idle sessions a long-lived server keeps loaded; the least recently used "
         "beyond this are dropped from memory (they stay in the store and reload on demand).")
+    # --- steering a running generation (receipts live in process memory) ---
+    steer_chars: int = Field(
+        16_000, ge=1, le=200_000, description="Longest correction agent/steer admits, and longest queued "
+        "follow-up agent/queue/steer admits (characters, after trimming); longer: rejected `too_long` / "
+        "`not_steerable`.")
+    steer_pending: int = Field(
+        32, ge=1, le=10_000, description="Corrections accepted but not yet applied, per session; one more is "
+        "rejected `too_many_pending`.")
+    steer_receipts: int = Field(
+        256, ge=1, le=100_000, description="Steering receipts kept per session; past this the oldest settled "
+        "ones are forgotten (an identical retry of a forgotten one is a new correction).")
+    # --- context_recover (experimental flag context_recovery) ---
+    recover_page_parts: int = Field(
+        100, ge=1, le=10_000, description="Most history parts one context_recover call scans; more continue with "
+                                          "`before`.")
+    recover_part_chars: int = Field(
+        16_000, ge=100, le=1_000_000, description="Characters of each history part context_recover searches and "
+                                                  "quotes from (the part's head).")
+    # --- capabilities: the long-task context pack and effort escalation ---
+    context_pack_min_context: int = Field(
+        64_000, ge=1000, le=100_000_000, description="Smallest context window (tokens) of a model that gets the "
+        "long-task context pack in its instructions (it also needs reasoning and tool support).")
+    context_pack_max_tokens: int = Field(
+        2_048, ge=0, le=100_000, description="Largest context pack (tokens, estimated as characters / 4) sent; a "
+        "pack over it is not sent (0: never).")
+    escalate_after_failures: int = Field(
+        2, ge=1, le=1000, description="Structured tool failures in a row since the latest user message that "
+        "raise the next request's reasoning effort one level (models with effort levels only).")
 
 
 class VerifyCommand(_Section):

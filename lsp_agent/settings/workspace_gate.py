@@ -35,6 +35,11 @@ ALWAYS_SAFE = frozenset({
 #: every limit and the step budget.
 TIGHTEN_ONLY_SECTIONS = frozenset({"limits"})
 TIGHTEN_ONLY_KEYS = frozenset({"maxSteps", "max_steps"})
+#: The limits whose tight side is the larger value: a threshold that, set lower, spends more of the
+#: user's budget. A smaller `context_pack_min_context` puts the long-task pack into the instructions
+#: of models with less room for it; a smaller `escalate_after_failures` raises the (billed)
+#: reasoning effort sooner. A workspace may only raise these.
+RAISE_ONLY_LIMITS = frozenset({"context_pack_min_context", "escalate_after_failures"})
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ def split(raw: Mapping[str, Any], *, never: Iterable[str], limit_defaults: Mappi
             _tighten(out, [key], value, max_steps_default)
         elif key in TIGHTEN_ONLY_SECTIONS and isinstance(value, dict):
             for name, item in value.items():
-                _tighten(out, [key, name], item, limit_defaults.get(name))
+                _tighten(out, [key, name], item, limit_defaults.get(name), upward=name in RAISE_ONLY_LIMITS)
         elif isinstance(value, dict) and any(name.startswith(f"{key}.") for name in ALWAYS_SAFE):
             for name, item in value.items():
                 if f"{key}.{name}" in ALWAYS_SAFE:
@@ -103,13 +108,17 @@ def split(raw: Mapping[str, Any], *, never: Iterable[str], limit_defaults: Mappi
     return out
 
 
-def _tighten(out: Split, path: list[str], value: Any, default: Any) -> None:
+def _tighten(out: Split, path: list[str], value: Any, default: Any, upward: bool = False) -> None:
+    """Apply a limit that is at least as tight as its default; gate one that loosens it (`upward`:
+    for this limit the larger value is the tighter one)."""
     number, limit = _number(value), _number(default)
-    if number is not None and limit is not None and number <= limit:
+    tighter = number is not None and limit is not None and (number >= limit if upward else number <= limit)
+    if tighter:
         _put(out.safe, path, value)
     else:
         shown = f" from {default!r}" if default is not None else ""
-        out.gated.append(Gated(".".join(path), f"raises {'.'.join(path)}{shown} to {value!r}"))
+        verb = "lowers" if upward else "raises"
+        out.gated.append(Gated(".".join(path), f"{verb} {'.'.join(path)}{shown} to {value!r}"))
 
 
 def _shell(argv: list[Any]) -> str:

@@ -44,10 +44,10 @@ class ContextRecover(Tool[ContextRecoverArgs]):
     access = Access.READ
     args_model: ClassVar[type[StrictArgs]] = ContextRecoverArgs
     summary = (f"Search this session's own history, including messages a compaction summarized or a fold "
-               f"shortened, newest first ({rc.PAGE_PARTS} parts per page, the first {rc.PART_CHARS} characters "
-               "of each), or fetch one message/part by the [msg_…/prt_…] pointer a summary gives. Returns bounded "
-               "excerpts with their original IDs, as untrusted quoted data; excludes reverted, hidden-reasoning "
-               "and harness-written text; credential values are redacted.")
+               f"shortened, newest first (by default a page scans {rc.PAGE_PARTS} parts and the first "
+               f"{rc.PART_CHARS} characters of each), or fetch one message/part by the [msg_…/prt_…] pointer a "
+               "summary gives. Returns bounded excerpts with their original IDs, as untrusted quoted data; "
+               "excludes reverted, hidden-reasoning and harness-written text; credential values are redacted.")
     use_when = ("a summary or a folded placeholder points at something you need verbatim again: an earlier "
                 "instruction, error text, or a decision.")
     avoid_when = ("the information is in a file or a command's output now: read_file / run_command show the "
@@ -63,7 +63,9 @@ class ContextRecover(Tool[ContextRecoverArgs]):
                                       "context_recover has no session history here; continue without it.")
         history = store.messages(ctx.session_id)
         page = rc.recover(history, keyword=args.keyword, message_id=args.message_id, part_id=args.part_id,
-                          before=args.before, limit=args.limit, exclude_message=ctx.message_id)
+                          before=args.before, limit=args.limit, exclude_message=ctx.message_id,
+                          page_parts=ctx.settings.limits.recover_page_parts,
+                          part_chars=ctx.settings.limits.recover_part_chars)
         if page.problem is not None:
             return ToolResult.failure(ErrorKind.TOOL_FAILURE, f"{page.problem}. Nothing was returned.",
                                       untrusted=True)

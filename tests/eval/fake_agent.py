@@ -66,6 +66,12 @@ def stream_lines(kind: str) -> list[bytes]:
         lines.insert(2, json.dumps(big).encode())
     elif kind == "malformed":
         lines.insert(2, b'{"type": "text", "part": ')
+    elif kind.startswith("line_bytes:"):  # one valid event line of exactly this many bytes (newline excluded)
+        size = int(kind.split(":")[1])
+        event: dict[str, Any] = {**BASE, "type": "text", "part": {"id": "prt_sized", "messageID": "m", "text": ""}}
+        pad = size - len(json.dumps(event).encode())
+        event["part"]["text"] = "x" * pad
+        lines.insert(2, json.dumps(event).encode())
     return lines
 
 

@@ -310,7 +310,7 @@ export interface QueueItemOut {
   cancelledAt?: number | null;
   /** Why a `failed` row was not sent (e.g. an attachment the model cannot take); its text and attachments are kept. */
   error?: string | null;
-  /** Whether agent/queue/steer would admit this row now: a waiting text follow-up without attachments, not steered yet, at most 16,000 characters. */
+  /** Whether agent/queue/steer would admit this row now: a waiting text follow-up without attachments, not steered yet, at most `limits.steer_chars` (default 16,000) characters. */
   readonly steerable: boolean;
   /** Why the row cannot be steered, when `steerable` is false. */
   readonly steerBlocker?: string | null;
@@ -609,7 +609,7 @@ export interface SteerParams {
   expectedGeneration: string;
   /** Unique per correction: a retry with the same text returns the same receipt; other text under a used ID is a conflict (-32009). */
   clientID: string;
-  /** The correction, trimmed; over 16,000 characters after trimming it is rejected with reason `too_long`; past 32 pending corrections of a session, with `too_many_pending`. */
+  /** The correction, trimmed; over `limits.steer_chars` (default 16,000) characters after trimming it is rejected with reason `too_long`; past `limits.steer_pending` (default 32) pending corrections of a session, with `too_many_pending`. */
   text: string;
 }
 
@@ -631,7 +631,7 @@ export interface SteeringParams {
 export interface SteeringResult {
   /** The running generation's UUID, or null when idle. Send it as `expectedGeneration`. */
   generation?: string | null;
-  /** Recent receipts of this session, oldest first (at most 256; not kept across restarts). */
+  /** Recent receipts of this session, oldest first (at most `limits.steer_receipts`, default 256; not kept across restarts). */
   receipts: ReceiptOut[];
 }
 
