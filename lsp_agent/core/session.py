@@ -17,6 +17,7 @@ from lsp_agent.core.announce import SkillsSeen
 from lsp_agent.core.approval import Approver, DenyAll, remembered
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.prefix import RequestBytes
+from lsp_agent.core.rejected_calls import bounded_history
 from lsp_agent.core.repair import interrupted_results
 from lsp_agent.core.storage import PendingCorrection, Store
 from lsp_agent.core.tool_registry import ToolRegistry
@@ -151,7 +152,8 @@ class AgentSession:
             if env.store.session(session_id) is None:
                 raise KeyError(session_id)
             self.id = session_id
-            self.history = env.store.messages(session_id)
+            # A session stored before refused calls were bounded may hold one too large to ever send.
+            self.history = bounded_history(env.store.messages(session_id), env.settings.limits.rejected_args_chars)
             self.repair()
             self.context = ContextState.load(env.store, session_id, self.history)
             self.approvals = remembered(env.store, session_id)
