@@ -107,7 +107,8 @@ async def test_a_session_poisoned_before_is_repaired_on_load(tmp_path: Path, iso
     finally:
         store.close()
     script = write_script(tmp_path / "script.json", Script(label="after", replies=[
-        ScriptedReply(text="unused"),  # the old session's one assistant turn counts as the first reply
+        # the old session's two assistant turns stand for the first two replies
+        ScriptedReply(text="unused"), ScriptedReply(text="unused"),
         ScriptedReply(tool_calls=[ScriptedCall(name="write_file", arguments={"path": "small.txt",
                                                                              "content": "ok\n"})]),
         ScriptedReply(text="done")]))
