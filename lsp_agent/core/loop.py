@@ -14,6 +14,7 @@ from typing import Any
 from lsp_agent.context.handoff import prepare_handoff, same_failure_streak
 from lsp_agent.context.instructions import instructions_for, specs_for
 from lsp_agent.context.manager import ContextManager, ContextOverflow
+from lsp_agent.context.project_instructions import read_project_instructions
 from lsp_agent.context.reminders import reminders
 from lsp_agent.context.stale import stale_note
 from lsp_agent.core import announce, controller
@@ -212,6 +213,11 @@ class Generation:
         also marks the queued row `claim_item` sent (RowChanged, and nothing written, if it changed)."""
         session = self.session
         prompt_message = Message(role=Role.USER, parts=[TextPart(text=prompt)], generation=self.id)
+        if not session.history:
+            # A new session opens with the project instructions: right after the static instructions,
+            # before the task, where every later request repeats them byte for byte.
+            self._announce_instructions()
+            session.flush_notes(self.id)
         session.active = self
         try:
             session.record_prompt(self.id, prompt_message, claim_item)
@@ -287,6 +293,7 @@ class Generation:
     def _announce_changes(self) -> None:
         """Skills or settings that changed since the model last heard: appended as notes before the
         next request (never edited into the instructions)."""
+        self._announce_instructions()
         session, env = self.session, self.env
         current = {"model": env.settings.model, "reasoningEffort": env.settings.reasoning_effort,
                    "maxSteps": env.settings.max_steps, "tools": env.registry.names()}
@@ -304,6 +311,28 @@ class Generation:
                                       session.skills_seen)
         if skills is not None:
             session.pending_notes.append(skills)
+
+    def _announce_instructions(self) -> None:
+        """The project's instruction files, when the model does not have them as they are now (the
+        session's start, a change, a compaction that replaced them); shown in the transcript too."""
+        session = self.session
+        found = read_project_instructions(self.env.root, self.env.settings.limits.instructions_bytes)
+        if found.problems != session.instruction_problems:
+            session.instruction_problems = list(found.problems)
+            for problem in found.problems:
+                self.emit(events.NoticeEvent(**self._base(), kind="instructions", message=problem))
+        note = announce.instructions_note(session.context_view(), found, session.pending_notes,
+                                          session.instructions_seen)
+        if note is None:
+            return
+        changed = session.instructions_seen.latest(session.context_view()) is not None
+        what = ("Project instructions changed; the model is told: " if changed and found.files else
+                "Project instructions removed; the model is told." if changed else
+                "Project instructions sent to the model: ")
+        self.emit(events.NoticeEvent(**self._base(), kind="instructions", message=what + found.summary(),
+                                     data={"files": [{"name": f.name, "bytes": f.size, "cut": f.cut}
+                                                     for f in found.files]}))
+        session.pending_notes.append(note)
 
     def capabilities(self) -> CapabilityResolution:
         return resolve_for(self.env, self.session.history)

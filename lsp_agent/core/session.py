@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lsp_agent.context.state import ContextState
-from lsp_agent.core.announce import SkillsSeen
+from lsp_agent.core.announce import INSTRUCTIONS, SkillsSeen
 from lsp_agent.core.approval import Approver, DenyAll, remembered
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.prefix import RequestBytes
@@ -137,6 +137,10 @@ class AgentSession:
         self.announced_settings: dict[str, Any] | None = None
         #: the skills announcement the model view holds, kept up to date incrementally
         self.skills_seen = SkillsSeen()
+        #: the project instructions announcement the model view holds
+        self.instructions_seen = SkillsSeen(INSTRUCTIONS)
+        #: instruction files last reported unreadable (each problem is shown once, not every step)
+        self.instruction_problems: list[str] = []
         #: the previous request's bytes: each request should extend it (prefix caching)
         self.requests = RequestBytes()
         #: the compact tool specs last sent and their digest (see Generation._tools_digest)
