@@ -138,7 +138,7 @@ def read_project_instructions(root: Path, limit: int) -> ProjectInstructions:
     # The most specific file (the last) gets its bytes first; the order sent stays the precedence.
     for order, (base, path, name) in reversed(list(enumerate(candidates))):
         try:
-            if not os.path.lexists(path) or os.stat(path).st_size == 0:
+            if not os.path.lexists(path):
                 continue
             read = _read(base, path, name, budget)
         except NotRegularFile as exc:
@@ -154,5 +154,6 @@ def read_project_instructions(root: Path, limit: int) -> ProjectInstructions:
             problems.append(f"{name} cannot be read ({exc.strerror or exc}); it was not read")
             continue
         budget = 0 if read.cut else max(0, budget - read.size)
-        files.append((order, read))
+        if read.size or read.cut:  # an empty file says nothing
+            files.append((order, read))
     return ProjectInstructions([f for _, f in sorted(files, key=lambda item: item[0])], sorted(problems))
