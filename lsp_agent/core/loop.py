@@ -321,11 +321,11 @@ class Generation:
             session.instruction_problems = list(found.problems)
             for problem in found.problems:
                 self.emit(events.NoticeEvent(**self._base(), kind="instructions", message=problem))
-        note = announce.instructions_note(session.context_view(), found, session.pending_notes,
-                                          session.instructions_seen)
+        view = session.context_view()
+        note = announce.instructions_note(view, found, session.pending_notes, session.instructions_seen)
         if note is None:
             return
-        changed = session.instructions_seen.latest(session.context_view()) is not None
+        changed = session.instructions_seen.latest(view) is not None
         what = ("Project instructions changed; the model is told: " if changed and found.files else
                 "Project instructions removed; the model is told." if changed else
                 "Project instructions sent to the model: ")
