@@ -48,6 +48,6 @@ def test_the_note_is_sent_once_then_only_on_a_change(tmp_path: Path) -> None:
     changed = instructions_note(view, read_project_instructions(tmp_path, 1_000), [], seen)
     assert changed is not None and "changed" in changed.text and "rule two" in changed.text
     (tmp_path / "AGENTS.md").unlink()
-    removed = instructions_note(view + [Message(role=Role.USER, parts=[changed])],
+    removed = instructions_note([*view, Message(role=Role.USER, parts=[changed])],
                                 read_project_instructions(tmp_path, 1_000), [], seen)
     assert removed is not None and "removed" in removed.text
