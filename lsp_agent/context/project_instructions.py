@@ -129,7 +129,9 @@ def _read(base: Path, path: Path, name: str, budget: int) -> InstructionFile:
 
 
 def read_project_instructions(root: Path, limit: int) -> ProjectInstructions:
-    """The instruction files of the workspace at `root`, `limit` bytes at most in all."""
+    """The instruction files of the workspace at `root`, `limit` bytes at most in all (0: none are read)."""
+    if limit <= 0:
+        return ProjectInstructions()
     root = root.resolve()
     files: list[tuple[int, InstructionFile]] = []
     problems: list[str] = []

@@ -53,7 +53,7 @@ class Limits(_Section):
         "every later request).")
     instructions_bytes: int = Field(
         32 * 1024, ge=0, description="Most bytes of project instructions (AGENTS.md, .lsp-agent/instructions.md) "
-        "sent to the model, all files together; beyond it a file is cut with a marker.")
+        "sent to the model, all files together; beyond it a file is cut with a marker (0: none are sent).")
     # --- experimental tools: tool_search and read_recipe ---
     tool_search_results: int = Field(5, ge=1, le=5, description="Most schemas one tool_search returns.")
     tool_search_selected: int = Field(32, ge=1, description="Most MCP tools tool_search selects per session.")
