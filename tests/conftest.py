@@ -66,6 +66,7 @@ SPAWNING_FILES = frozenset({
     "providers/test_capability_loop.py",
     "providers/test_prefix_stability.py",
     "providers/test_replay_records.py",
+    "providers/test_project_instructions.py",
     "providers/test_run_cli.py",
     "mcptools/test_mcp_approval.py",
     "mcptools/test_mcp_cli.py",

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lsp_agent.context.project_instructions import CUT_MARK, INSTRUCTION_FILES, read_project_instructions
 from lsp_agent.context.view import HANDOFF, compaction_of
 from lsp_agent.domain import bounded_json
 from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
-from lsp_agent.osfiles.regular import read_regular_text
 
 __all__ = [
     "INSTRUCTION_FILES",
@@ -44,8 +44,6 @@ __all__ = [
     "touched_files",
 ]
 
-#: Project instruction files whose constraints every summary must keep.
-INSTRUCTION_FILES = ("AGENTS.md", ".lsp-agent/instructions.md")
 #: A user message up to this long is kept whole; a longer one keeps its first sentence and directives.
 WHOLE_MESSAGE_CHARS = 600
 ITEM_CHARS = 1_200
@@ -157,24 +155,17 @@ def _check_text(part: ToolResultPart, envelope: dict[str, Any], written: dict[st
 
 
 def instruction_items(root: Path) -> list[Item]:
-    """Constraints of the project's instruction files, one per directive or bullet line."""
+    """Constraints of the project's instruction files (the files the model is sent, read the same
+    guarded way), one per directive or bullet line."""
     items: list[Item] = []
-    for name in INSTRUCTION_FILES:
-        path = root / name
-        try:
-            if path.is_symlink():
-                continue
-            # never blocks: a FIFO or device under an instruction file's name is skipped
-            text = read_regular_text(path, INSTRUCTION_FILE_CHARS)[:INSTRUCTION_FILE_CHARS]
-        except OSError:
-            continue
+    for file in read_project_instructions(root, INSTRUCTION_FILE_CHARS * len(INSTRUCTION_FILES)).files:
         found = 0
-        for number, line in enumerate(text.splitlines(), 1):
+        for number, line in enumerate(file.text.splitlines(), 1):
             stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
+            if not stripped or stripped.startswith("#") or stripped.startswith(CUT_MARK):
                 continue
             if _BULLET.match(line) or _DIRECTIVE.search(stripped):
-                items.append(Item("constraint", f"{name}:L{number}", _bounded(_BULLET.sub("", stripped), 300)))
+                items.append(Item("constraint", f"{file.name}:L{number}", _bounded(_BULLET.sub("", stripped), 300)))
                 found += 1
                 if found >= MAX_FILE_ITEMS:
                     break

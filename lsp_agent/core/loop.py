@@ -14,6 +14,7 @@ from typing import Any
 from lsp_agent.context.handoff import prepare_handoff, same_failure_streak
 from lsp_agent.context.instructions import instructions_for, specs_for
 from lsp_agent.context.manager import ContextManager, ContextOverflow
+from lsp_agent.context.project_instructions import read_project_instructions
 from lsp_agent.context.reminders import reminders
 from lsp_agent.context.stale import stale_note
 from lsp_agent.core import announce, controller
@@ -28,6 +29,7 @@ from lsp_agent.core.capabilities import (
 from lsp_agent.core.deltas import DeltaCoalescer
 from lsp_agent.core.dispatch import CallRunner
 from lsp_agent.core.loop_guard import LoopGuard
+from lsp_agent.core.rejected_calls import bounded_call
 from lsp_agent.core.session import AgentSession, Environment
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import ToolContext
@@ -43,6 +45,7 @@ from lsp_agent.domain.history import (
     ToolResultPart,
     Usage,
 )
+from lsp_agent.domain.ids import message_id as _new_message_id
 from lsp_agent.domain.ids import part_id as _new_part_id
 from lsp_agent.domain.ports import (
     AssistantReply,
@@ -166,6 +169,8 @@ class Generation:
                                 self.env.settings.limits.result_chars, desk)
         self._stream_task: asyncio.Future[AssistantReply] | None = None
         self._assistant_message_id = ""
+        #: the controller's verdicts on this step's calls, by part id (reached before the reply was stored)
+        self._verdicts: dict[str, controller.Accepted | controller.Rejection] = {}
         #: this step's tool list (built with its request; the step's calls are checked against it)
         self.tools: ToolRegistry = self.env.registry
         self.begun = False
@@ -210,6 +215,11 @@ class Generation:
         also marks the queued row `claim_item` sent (RowChanged, and nothing written, if it changed)."""
         session = self.session
         prompt_message = Message(role=Role.USER, parts=[TextPart(text=prompt)], generation=self.id)
+        if not session.history:
+            # A new session opens with the project instructions: right after the static instructions,
+            # before the task, where every later request repeats them byte for byte.
+            self._announce_instructions()
+            session.flush_notes(self.id)
         session.active = self
         try:
             session.record_prompt(self.id, prompt_message, claim_item)
@@ -285,6 +295,7 @@ class Generation:
     def _announce_changes(self) -> None:
         """Skills or settings that changed since the model last heard: appended as notes before the
         next request (never edited into the instructions)."""
+        self._announce_instructions()
         session, env = self.session, self.env
         current = {"model": env.settings.model, "reasoningEffort": env.settings.reasoning_effort,
                    "maxSteps": env.settings.max_steps, "tools": env.registry.names()}
@@ -302,6 +313,28 @@ class Generation:
                                       session.skills_seen)
         if skills is not None:
             session.pending_notes.append(skills)
+
+    def _announce_instructions(self) -> None:
+        """The project's instruction files, when the model does not have them as they are now (the
+        session's start, a change, a compaction that replaced them); shown in the transcript too."""
+        session = self.session
+        found = read_project_instructions(self.env.root, self.env.settings.limits.instructions_bytes)
+        if found.problems != session.instruction_problems:
+            session.instruction_problems = list(found.problems)
+            for problem in found.problems:
+                self.emit(events.NoticeEvent(**self._base(), kind="instructions", message=problem))
+        view = session.context_view()
+        note = announce.instructions_note(view, found, session.pending_notes, session.instructions_seen)
+        if note is None:
+            return
+        changed = session.instructions_seen.latest(view) is not None
+        what = ("Project instructions changed; the model is told: " if changed and found.files else
+                "Project instructions removed; the model is told." if changed else
+                "Project instructions sent to the model: ")
+        self.emit(events.NoticeEvent(**self._base(), kind="instructions", message=what + found.summary(),
+                                     data={"files": [{"name": f.name, "bytes": f.size, "cut": f.cut}
+                                                     for f in found.files]}))
+        session.pending_notes.append(note)
 
     def capabilities(self) -> CapabilityResolution:
         return resolve_for(self.env, self.session.history)
@@ -438,8 +471,11 @@ class Generation:
         parts.extend(reply.reasoning)
         if reply.text:
             parts.append(TextPart(id=text_id, text=reply.text))
+        message_id = _new_message_id()
+        if reply.tool_calls and not reply.truncated:
+            self._check_calls(reply, message_id)
         parts.extend(reply.tool_calls)
-        message = Message(role=Role.ASSISTANT, parts=parts, generation=self.id, step=self.steps)
+        message = Message(id=message_id, role=Role.ASSISTANT, parts=parts, generation=self.id, step=self.steps)
         self.session.append(message)
         for r in reply.reasoning:
             self.emit(events.ReasoningEvent(**self._base(), part=events.TextPartInfo(
@@ -468,13 +504,34 @@ class Generation:
         self.emit(events.NoticeEvent(**self._base(), kind="truncated", message=message))
         self.session.pending_notes.append(TextPart(text=message, synthetic=True))
 
+    def _tool_context(self, message_id: str) -> ToolContext:
+        return ToolContext(root=self.env.root, settings=self.env.settings, documents=self.env.documents,
+                           applier=self.env.applier, files=self.session.files, step=self.steps,
+                           session_id=self.session.id, message_id=message_id,
+                           history=self.env.store, cancel=self.cancel_event,
+                           command_policy=self.env.command_policy, ignored_paths=self.env.ignored_paths)
+
+    def _check_calls(self, reply: AssistantReply, message_id: str) -> None:
+        """The controller's verdicts, before the reply is stored: a refused call's oversized arguments
+        are replaced by their size and preview in the reply (so in the history, the events and every
+        later request); the verdicts were reached on the originals and are kept for the dispatch."""
+        ctx = self._tool_context(message_id)
+        limit = self.env.settings.limits.rejected_args_chars
+        verdicts: dict[str, controller.Accepted | controller.Rejection] = {}
+        kept: list[ToolCallPart] = []
+        for call in reply.tool_calls:
+            verdict = controller.check(call, self.tools, ctx)
+            if isinstance(verdict, controller.Rejection):
+                call = bounded_call(call, limit)
+            verdicts[call.id] = verdict
+            kept.append(call)
+        reply.tool_calls = kept
+        self._verdicts = verdicts
+
     async def _dispatch(self, calls: list[ToolCallPart]) -> list[ToolResultPart]:
-        ctx = ToolContext(root=self.env.root, settings=self.env.settings, documents=self.env.documents,
-                          applier=self.env.applier, files=self.session.files, step=self.steps,
-                          session_id=self.session.id, message_id=self._assistant_message_id,
-                          history=self.env.store, cancel=self.cancel_event,
-                          command_policy=self.env.command_policy, ignored_paths=self.env.ignored_paths)
-        verdicts = [controller.check(call, self.tools, ctx) for call in calls]
+        ctx = self._tool_context(self._assistant_message_id)
+        checked, self._verdicts = self._verdicts, {}
+        verdicts = [checked.get(call.id) or controller.check(call, self.tools, ctx) for call in calls]
         tasks = [asyncio.ensure_future(self.calls.run(call, verdict, ctx, self.steps))
                  for call, verdict in zip(calls, verdicts, strict=True)]
         results = list(await asyncio.gather(*tasks))

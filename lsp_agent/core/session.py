@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lsp_agent.context.state import ContextState
-from lsp_agent.core.announce import SkillsSeen
+from lsp_agent.core.announce import INSTRUCTIONS, SkillsSeen
 from lsp_agent.core.approval import Approver, DenyAll, remembered
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.prefix import RequestBytes
+from lsp_agent.core.rejected_calls import bounded_history
 from lsp_agent.core.repair import interrupted_results
 from lsp_agent.core.storage import PendingCorrection, Store
 from lsp_agent.core.tool_registry import ToolRegistry
@@ -136,6 +137,10 @@ class AgentSession:
         self.announced_settings: dict[str, Any] | None = None
         #: the skills announcement the model view holds, kept up to date incrementally
         self.skills_seen = SkillsSeen()
+        #: the project instructions announcement the model view holds
+        self.instructions_seen = SkillsSeen(INSTRUCTIONS)
+        #: instruction files last reported unreadable (each problem is shown once, not every step)
+        self.instruction_problems: list[str] = []
         #: the previous request's bytes: each request should extend it (prefix caching)
         self.requests = RequestBytes()
         #: the compact tool specs last sent and their digest (see Generation._tools_digest)
@@ -151,7 +156,8 @@ class AgentSession:
             if env.store.session(session_id) is None:
                 raise KeyError(session_id)
             self.id = session_id
-            self.history = env.store.messages(session_id)
+            # A session stored before refused calls were bounded may hold one too large to ever send.
+            self.history = bounded_history(env.store.messages(session_id), env.settings.limits.rejected_args_chars)
             self.repair()
             self.context = ContextState.load(env.store, session_id, self.history)
             self.approvals = remembered(env.store, session_id)

@@ -47,6 +47,13 @@ class Limits(_Section):
     result_chars: int = Field(
         50_000, ge=500, description="Bound on any one tool result text (800 typical code lines fit).")
     trace_result_chars: int = Field(2_000, ge=100, description="Tool result chars kept in the trace.")
+    rejected_args_chars: int = Field(
+        2_000, ge=0, description="A refused call's arguments longer than this are not kept in the history: "
+        "only the tool name, their size and a short preview (a 20 MB refused write must not travel with "
+        "every later request).")
+    instructions_bytes: int = Field(
+        32 * 1024, ge=0, description="Most bytes of project instructions (AGENTS.md, .lsp-agent/instructions.md) "
+        "sent to the model, all files together; beyond it a file is cut with a marker (0: none are sent).")
     # --- experimental tools: tool_search and read_recipe ---
     tool_search_results: int = Field(5, ge=1, le=5, description="Most schemas one tool_search returns.")
     tool_search_selected: int = Field(32, ge=1, description="Most MCP tools tool_search selects per session.")
