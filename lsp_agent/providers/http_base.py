@@ -506,27 +506,42 @@ class HttpStreamingProvider(ABC):
     async def stream(self, request: ModelRequest, body: bytes | None = None) -> AsyncIterator[ProviderEvent]:
         if body is None:
             body = self.encode_request(request)
-        response, attempts = await self._open(body)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.request_timeout_s
+        response, attempts = await self._open(body, deadline)
         assembler = self.new_assembler()
         reply: AssistantReply | None = None
         try:
             await self._reject_non_stream(response, attempts)
             decoder = SSEDecoder()
             chunks = response.aiter_bytes()
-            async for chunk in chunks:
+            idle_s = self.config.idle_timeout_s
+            # The socket's read timeout restarts on any byte, so a server sending only keep-alive
+            # comments would hold the run forever: the idle timer here restarts on data alone,
+            # and the request's deadline never restarts.
+            quiet_until = loop.time() + idle_s
+            while not assembler.finished:
+                seen = decoder.substance
+                try:
+                    # Only the read is timed, never the consumer's work between our yields.
+                    async with asyncio.timeout_at(min(quiet_until, deadline)):
+                        chunk = await anext(chunks, None)
+                except TimeoutError as exc:
+                    raise self._overdue(loop.time() >= deadline, attempts) from exc
+                if chunk is None:
+                    for event in decoder.close():
+                        for delta in assembler.feed(event):
+                            yield delta
+                        if assembler.finished:
+                            break
+                    break
                 for event in decoder.feed(chunk):
                     for delta in assembler.feed(event):
                         yield delta
                     if assembler.finished:
                         break
-                if assembler.finished:
-                    break
-            else:
-                for event in decoder.close():
-                    for delta in assembler.feed(event):
-                        yield delta
-                    if assembler.finished:
-                        break
+                if decoder.substance != seen:
+                    quiet_until = loop.time() + idle_s
             if assembler.finished:
                 reply = assembler.reply()
                 await self._drain(chunks)
@@ -562,6 +577,15 @@ class HttpStreamingProvider(ABC):
                 attempts=attempts,
             )
         yield ReplyDone(reply=self._text_calls.apply(reply, request))
+
+    def _overdue(self, past_deadline: bool, attempts: int) -> ProviderError:
+        if past_deadline:
+            message = (f"no complete reply from {self.url} within requestTimeoutS="
+                       f"{self.config.request_timeout_s:g}s")
+        else:
+            message = (f"no data from {self.url} for {self.config.idle_timeout_s:g}s mid-stream "
+                       "(keep-alive comments are not data)")
+        return ProviderError(ProviderErrorKind.IDLE_TIMEOUT, message, attempts=attempts)
 
     async def _drain(self, chunks: AsyncIterator[bytes]) -> None:
         """Read the body to its end (bounded) so httpx can put the connection back in the pool:
@@ -612,9 +636,11 @@ class HttpStreamingProvider(ABC):
         return httpx.Timeout(connect=cfg.timeout_s, read=cfg.idle_timeout_s,
                              write=cfg.timeout_s, pool=cfg.timeout_s)
 
-    async def _open(self, body: bytes) -> tuple[httpx.Response, int]:
-        """Send until a 2xx status arrives; returns the open response and the attempts used."""
+    async def _open(self, body: bytes, deadline: float) -> tuple[httpx.Response, int]:
+        """Send until a 2xx status arrives, within the request's deadline (a loop time); returns
+        the open response and the attempts used."""
         client = self._http()
+        loop = asyncio.get_running_loop()
         attempt = 0
         while True:
             attempt += 1
@@ -623,7 +649,10 @@ class HttpStreamingProvider(ABC):
             try:
                 request = client.build_request("POST", self._endpoint, content=body, headers=self._headers(),
                                                timeout=self._timeouts)
-                response = await client.send(request, stream=True)
+                async with asyncio.timeout_at(deadline):
+                    response = await client.send(request, stream=True)
+            except TimeoutError as exc:
+                raise self._overdue(True, attempt) from exc
             except httpx.ReadTimeout as exc:
                 # The server took the request but went silent: retrying would repeat a long stall.
                 raise ProviderError(
@@ -661,6 +690,8 @@ class HttpStreamingProvider(ABC):
                 raise failure
             if wait is None:
                 wait = backoff_delay(attempt, self.retry.base_s, self.retry.cap_s, self._rng)
+            if loop.time() + wait >= deadline:
+                raise failure  # the deadline ends the retries; the last failure says what went wrong
             await asyncio.sleep(wait)
 
     async def _reject_non_stream(self, response: httpx.Response, attempts: int) -> None:

@@ -37,6 +37,9 @@ class SSEDecoder:
         self._data: list[str] = []
         self._event = ""
         self._last_id: str | None = None
+        #: Characters received on lines that are not comments (blank lines aside): what tells a
+        #: stream that is producing something from one kept open by keep-alive comments alone.
+        self.substance = 0
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Decode one chunk; raises UnicodeDecodeError on bytes that are not UTF-8."""
@@ -72,13 +75,20 @@ class SSEDecoder:
                 start = 1
         # Line ends found by the regex engine, not a Python loop over every character.
         for end in _LINE_END.finditer(text, start):
-            self._line += text[start:end.start()]
+            self._extend(text[start:end.start()])
             if end.end() == len(text) and end.group() == "\r":
                 self._pending_cr = True  # its LF, if any, comes with the next chunk
             events.extend(self._line_done())
             start = end.end()
-        self._line += text[start:]
+        self._extend(text[start:])
         return events
+
+    def _extend(self, piece: str) -> None:
+        # A line's first character decides whether it is a comment, also for the pieces of it
+        # that arrive in later chunks.
+        self._line += piece
+        if piece and not self._line.startswith(":"):
+            self.substance += len(piece)
 
     def _line_done(self) -> list[SSEEvent]:
         line, self._line = self._line, ""

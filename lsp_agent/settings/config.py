@@ -188,7 +188,15 @@ class ProviderConfig(_Section):
     api_key_env: str | None = Field(None, alias="apiKeyEnv")
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(60, gt=0, alias="timeoutS")
-    idle_timeout_s: float = Field(60, gt=0, alias="idleTimeoutS")
+    idle_timeout_s: float = Field(
+        60, gt=0, alias="idleTimeoutS",
+        description="Seconds a stream may go without data before the request fails; keep-alive comments "
+                    "are not data and do not reset it.")
+    request_timeout_s: float = Field(
+        1800, gt=0, alias="requestTimeoutS",
+        description="Longest one model request may take, from the first send to the reply's last event, "
+                    "retries and backoff included; nothing the server sends extends it. Generous by default "
+                    "for slow local models; it is the bound on a server that keeps a stream busy forever.")
     max_retries: int = Field(4, ge=0, le=10, alias="maxRetries")
     discover: bool = Field(
         True, description="Ask the server for its context window and model id (/v1/models, /props, /api/show) "

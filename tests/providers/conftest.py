@@ -37,10 +37,12 @@ async def make_provider() -> AsyncIterator[ProviderFactory]:
 
     def make(wire: Wire, base_url: str, *, max_retries: int = 3, idle_timeout_s: float = 5.0,
              api_key_env: str = "LSP_AGENT_TEST_KEY", headers: dict[str, str] | None = None,
-             tool_call_format: str = "native", **kwargs: Any) -> HttpStreamingProvider:
+             tool_call_format: str = "native", request_timeout_s: float = 1800.0,
+             **kwargs: Any) -> HttpStreamingProvider:
         config = ProviderConfig.model_validate({
             "base_url": base_url, "wire": wire, "api_key_env": api_key_env, "headers": headers or {},
             "max_retries": max_retries, "idle_timeout_s": idle_timeout_s, "timeout_s": 5.0,
+            "request_timeout_s": request_timeout_s,
             "tool_call_format": tool_call_format,
         })
         kwargs.setdefault("retry", RetryPolicy(base_s=0.005))

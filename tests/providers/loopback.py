@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import ssl
 import sys
 import time
@@ -106,6 +107,11 @@ class LoopbackServer:
         assert task is not None
         self._tasks.add(task)
         self.connections += 1
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            # Explicit, not left to asyncio's default: with Nagle's algorithm on, the small chunks
+            # the tests time (keep-alive comments, pieces of an event) would be held back and merged.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             while await self._serve_one(reader, writer) and self.keep_alive:
                 pass

@@ -223,6 +223,74 @@ async def test_a_stalled_stream_times_out_quickly(wire: Wire, server: LoopbackSe
     assert len(server.requests) == 1
 
 
+KEEP_ALIVE = b": ping\n\n"
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_keep_alive_comments_alone_do_not_hold_the_idle_timeout_open(
+        wire: Wire, server: LoopbackServer, make_provider: ProviderFactory) -> None:
+    # A comment every 0.1 s for a minute: each one is a socket read, none is data.
+    server.queue(Reply(chunks=[started_body(wire)] + [KEEP_ALIVE] * 600, chunk_delay=0.1, ending="stall"))
+    provider = make_provider(wire, server.url, idle_timeout_s=0.5)
+
+    started = time.monotonic()
+    events, error = await collect(provider, simple_request())
+    elapsed = time.monotonic() - started
+
+    assert error is not None
+    assert error.kind is ProviderErrorKind.IDLE_TIMEOUT
+    assert "keep-alive comments are not data" in error.message
+    assert error.attempts == 1  # a stall mid-stream is not retried
+    assert 0.45 <= elapsed < 20.0  # the pings would have kept it open for 60 s
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Let me look."]
+    assert not any(isinstance(e, ReplyDone) for e in events)
+    assert len(server.requests) == 1
+
+
+def _trickle(wire: Wire) -> bytes:
+    """One data event that is not the end of the reply."""
+    if wire == "chat":
+        return chat_sse([{"choices": [{"index": 0, "delta": {"content": "."}}]}], done=False)
+    return responses_sse([{"type": "response.output_text.delta", "output_index": 0, "delta": "."}])
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_stream_that_never_finishes_ends_at_the_request_deadline(
+        wire: Wire, server: LoopbackServer, make_provider: ProviderFactory) -> None:
+    # Real data every 0.1 s keeps the idle timer happy; only the deadline can end this.
+    server.queue(Reply(chunks=[_trickle(wire)] * 600, chunk_delay=0.1, ending="stall"))
+    provider = make_provider(wire, server.url, idle_timeout_s=0.5, request_timeout_s=1.5)
+
+    started = time.monotonic()
+    events, error = await collect(provider, simple_request())
+    elapsed = time.monotonic() - started
+
+    assert error is not None
+    assert error.kind is ProviderErrorKind.IDLE_TIMEOUT
+    assert "requestTimeoutS=1.5s" in error.message
+    assert 1.4 <= elapsed < 20.0
+    assert len([e for e in events if isinstance(e, TextDelta)]) >= 2
+    assert not any(isinstance(e, ReplyDone) for e in events)
+    assert len(server.requests) == 1
+
+
+async def test_the_request_deadline_cuts_the_retries_short(
+        server: LoopbackServer, make_provider: ProviderFactory) -> None:
+    # 503 with Retry-After 1 forever: without a deadline, 10 retries would take 10 s.
+    server.fallback = json_reply(503, {"error": {"message": "warming up"}}, {"Retry-After": "1"})
+    provider = make_provider("chat", server.url, max_retries=10, request_timeout_s=1.5)
+
+    started = time.monotonic()
+    _, error = await collect(provider, simple_request())
+    elapsed = time.monotonic() - started
+
+    assert error is not None
+    assert error.kind is ProviderErrorKind.HTTP_STATUS and error.status == 503
+    assert "warming up" in error.message
+    assert elapsed < 8.0
+    assert 1 <= len(server.requests) <= 2
+
+
 @pytest.mark.parametrize("wire", WIRES)
 async def test_a_json_answer_to_a_stream_request_is_malformed(
         wire: Wire, server: LoopbackServer, make_provider: ProviderFactory) -> None:
