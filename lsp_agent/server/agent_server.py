@@ -24,6 +24,7 @@ from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
+from pygls.workspace import Workspace
 
 from lsp_agent._startup import memory
 from lsp_agent.app.runtime import make_provider, mcp_manager, model_facts, open_environment
@@ -45,6 +46,7 @@ from lsp_agent.server.convert import make_converter, to_plain
 from lsp_agent.server.diagnostics import DiagnosticsPublisher
 from lsp_agent.server.documents import BufferDocuments
 from lsp_agent.server.edits import EditorCaps, LspApplier
+from lsp_agent.server.line_document import LineWorkspace
 from lsp_agent.server.notify import LspEventSink
 from lsp_agent.server.watch import OwnWrites, Watcher
 from lsp_agent.settings.config import Settings, inspect_workspace
@@ -86,6 +88,20 @@ class Lifecycle:
 class AgentProtocol(LanguageServerProtocol):
     #: the id of the `initialize` server/boot.py answered: its response here is not sent again
     _held: Any = None
+    _line_workspace: LineWorkspace | None = None
+
+    # pygls builds its Workspace inside `initialize` and stores it here; ours keeps each open
+    # buffer as lines, so a didChange costs the size of the change, not of the document.
+    @property
+    def _workspace(self) -> Workspace | None:
+        return self._line_workspace
+
+    @_workspace.setter
+    def _workspace(self, workspace: Workspace | None) -> None:
+        if workspace is None or isinstance(workspace, LineWorkspace):
+            self._line_workspace = workspace
+        else:
+            self._line_workspace = LineWorkspace.replacing(workspace)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
