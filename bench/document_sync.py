@@ -1,0 +1,176 @@
+"""Incremental didChange cost against document size, and agent/status latency during a flood.
+
+Starts the real server over stdio (`python -m lsp_agent serve`), opens a document of 200 lines and
+one of 40,000 lines (1.7 MB), and for each sends a flood of one-character incremental changes at
+random lines as fast as the pipe takes them (the writer waits only for the pipe, as an editor
+replaying a macro would), while a second task sends `agent/status` every 50 ms. Prints per document
+the cost of one change (flood time / changes, measured to the answer of a status request sent
+after the last change) and the status latencies seen during the flood; then the ratio of the two
+per-change costs. The server under test is whatever `lsp_agent` the child process imports: set
+PYTHONPATH to another checkout to measure it.
+Target: the per-change ratio (40,000 / 200 lines) under 2, status p99 under 50 ms.
+
+    python bench/document_sync.py [--changes 10000] [--lines 200,40000] [--runs 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+TARGET_RATIO = 2.0
+TARGET_STATUS_MS = 50.0
+LINE = "    value = compute(item, 'text that fills a line') \n"  # 52 characters, like source code
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def frame(payload: dict[str, Any]) -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", **payload}).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class Client:
+    """A lean JSON-RPC client over the server's stdio (json.loads per frame and nothing else)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc, self.stdin, self.stdout = proc, proc.stdin, proc.stdout
+        self.ids = itertools.count(1)
+        self.waiting: dict[int, asyncio.Future[Any]] = {}
+        self.reader = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        while True:
+            length = 0
+            while (line := await self.stdout.readline()) not in (b"\r\n", b""):
+                name, _, value = line.decode().partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            if not line:
+                return
+            message = json.loads(await self.stdout.readexactly(length))
+            if "id" in message and "method" not in message:
+                future = self.waiting.pop(message["id"], None)
+                if future is not None and not future.done():
+                    future.set_result(message.get("result"))
+            elif "id" in message:  # a request of the server's (configuration): answer empty
+                await self.send({"id": message["id"], "result": [None] * 4})
+
+    async def send(self, payload: dict[str, Any]) -> None:
+        self.stdin.write(frame(payload))
+        await self.stdin.drain()
+
+    async def request(self, method: str, params: Any) -> Any:
+        msg_id = next(self.ids)
+        future = asyncio.get_running_loop().create_future()
+        self.waiting[msg_id] = future
+        await self.send({"id": msg_id, "method": method, "params": params})
+        return await future
+
+    async def notify(self, method: str, params: Any) -> None:
+        await self.send({"method": method, "params": params})
+
+
+async def measure(lines: int, changes: int, seed: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "ws"
+        root.mkdir()
+        env = {**os.environ, "LSP_AGENT_STATE_DIR": str(Path(tmp) / "state"),
+               "XDG_CONFIG_HOME": str(Path(tmp) / "config")}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "lsp_agent", "serve", cwd=root, env=env, limit=1 << 24,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        client = Client(proc)
+        try:
+            await client.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}})
+            await client.notify("initialized", {})
+            uri = (root / "doc.py").as_uri()
+            await client.notify("textDocument/didOpen", {"textDocument": {
+                "uri": uri, "languageId": "python", "version": 1, "text": LINE * lines}})
+            await client.request("agent/status", {})  # the open is applied
+
+            rng = random.Random(seed)
+            latencies: list[float] = []
+            flooding = True
+
+            async def poll_status() -> None:
+                while flooding:
+                    sent = time.perf_counter()
+                    await client.request("agent/status", {})
+                    latencies.append((time.perf_counter() - sent) * 1000)
+                    await asyncio.sleep(0.05)
+
+            poller = asyncio.ensure_future(poll_status())
+            started = time.perf_counter()
+            for version in range(2, changes + 2):
+                line = rng.randrange(lines)
+                await client.notify("textDocument/didChange", {
+                    "textDocument": {"uri": uri, "version": version},
+                    "contentChanges": [{"range": {"start": {"line": line, "character": 4},
+                                                  "end": {"line": line, "character": 4}}, "text": "x"}]})
+            await client.request("agent/status", {})  # answered once every change is applied
+            elapsed = time.perf_counter() - started
+            flooding = False
+            await poller
+        finally:
+            proc.kill()
+            await proc.wait()
+            client.reader.cancel()
+    return {"per_change_ms": elapsed * 1000 / changes, "flood_s": elapsed,
+            "status_p50_ms": statistics.median(latencies) if latencies else 0.0,
+            "status_p99_ms": percentile(latencies, 0.99) if latencies else 0.0,
+            "status_max_ms": max(latencies, default=0.0), "status_n": float(len(latencies))}
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--changes", type=int, default=10_000)
+    parser.add_argument("--lines", default="200,40000", help="document sizes in lines, comma-separated")
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.lines.split(",")]
+    results: dict[int, list[dict[str, float]]] = {n: [] for n in sizes}
+    for run in range(args.runs):
+        for n in sizes:  # interleaved, so a drift of the machine's speed hits both sizes alike
+            results[n].append(await measure(n, args.changes, seed=run))
+    print(f"{args.changes} one-character didChange per document, {args.runs} run(s), load "
+          f"{os.getloadavg()[0]:.1f}")
+    print("| lines | MB | ms per change | flood s | status p50 ms | p99 ms | max ms | status answers |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    per_change: dict[int, float] = {}
+    worst_status = 0.0
+    for n in sizes:
+        rows = results[n]
+        per_change[n] = statistics.median(r["per_change_ms"] for r in rows)
+        p99 = max(r["status_p99_ms"] for r in rows)
+        worst_status = max(worst_status, p99)
+        print(f"| {n:,} | {n * len(LINE) / 1e6:.2f} | {per_change[n]:.3f} | "
+              f"{statistics.median(r['flood_s'] for r in rows):.2f} | "
+              f"{statistics.median(r['status_p50_ms'] for r in rows):.1f} | {p99:.1f} | "
+              f"{max(r['status_max_ms'] for r in rows):.1f} | {sum(int(r['status_n']) for r in rows)} |")
+    ok = True
+    if len(sizes) >= 2:
+        ratio = per_change[sizes[-1]] / per_change[sizes[0]]
+        ok = ratio < TARGET_RATIO
+        print(f"per-change ratio {sizes[-1]:,} / {sizes[0]:,} lines: {ratio:.2f} (target < {TARGET_RATIO:g})")
+    ok = ok and worst_status < TARGET_STATUS_MS
+    print(f"status p99 during the floods: {worst_status:.1f} ms (target < {TARGET_STATUS_MS:g} ms)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
