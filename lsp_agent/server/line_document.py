@@ -13,12 +13,16 @@ the loop below is pygls's, run over the changed lines only. The list always equa
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from lsprotocol import types
 from pygls.workspace import TextDocument, Workspace
+from pygls.workspace.position_codec import Utf16
 
 __all__ = ["LineDocument", "LineWorkspace"]
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 class LineDocument(TextDocument):
@@ -53,9 +57,8 @@ class LineDocument(TextDocument):
     def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
         lines = self._current_lines()
         text = change.text
-        span = self.position_codec.range_from_client_units(lines, change.range)
-        start_line, start_col = span.start.line, span.start.character
-        end_line, end_col = span.end.line, span.end.character
+        start_line, start_col = self._server_position(lines, change.range.start)
+        end_line, end_col = self._server_position(lines, change.range.end)
         self._joined = None
         if start_line == len(lines):  # an empty document: pygls appends
             self._line_list = text.splitlines(True)
@@ -78,6 +81,22 @@ class LineDocument(TextDocument):
         before, after = max(first - 1, 0), min(last + 1, len(lines) - 1)
         region = "".join(lines[before:first]) + "".join(pieces) + "".join(lines[last + 1:after + 1])
         lines[before:after + 1] = region.splitlines(True)
+
+
+    def _server_position(self, lines: list[str], position: types.Position) -> tuple[int, int]:
+        """pygls's conversion of a client position to a code-point column, without its walk over
+        the line in Python (a tenth of a millisecond per change on a line of code) when the line
+        has no character outside the BMP: there a UTF-16 unit is a code point."""
+        if lines and position.line < len(lines) and isinstance(self.position_codec.impl, Utf16):
+            line = lines[position.line]
+            if line.isascii() or _ASTRAL.search(line) is None:
+                # As pygls counts: a CRLF is one unit, and a column past the end is the last unit.
+                units = len(line) - line.endswith("\r\n")
+                if units == 0:
+                    return position.line, 0
+                return position.line, (units - 1 if position.character > units else position.character)
+        converted = self.position_codec.position_from_client_units(lines, position)
+        return converted.line, converted.character
 
 
 class LineWorkspace(Workspace):
