@@ -22,6 +22,7 @@ SMOKES = {
     "lsp_latency": (["--steps", "3", "--text-kb", "2", "--idle", "5"], "streaming"),
     "context_growth": (["--steps", "12"], "|"),
     "http_client": (["-n", "5", "--rounds", "1"], "| httpx-anyio |"),
+    "document_sync": (["--changes", "50", "--lines", "20,400"], "per-change ratio"),
 }
 
 
