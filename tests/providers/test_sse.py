@@ -75,3 +75,15 @@ def test_an_unterminated_last_line_is_dropped_at_close() -> None:
 def test_invalid_utf8_raises() -> None:
     with pytest.raises(UnicodeDecodeError):
         SSEDecoder().feed(b"data: \xff\xfe\n\n")
+
+
+def test_comments_and_blank_lines_are_no_substance_even_split_across_chunks() -> None:
+    decoder = SSEDecoder()
+    for chunk in [b": pi", b"ng\n\n", b":", b" keep-alive\r\n", b"\r\n", b"\n"]:
+        decoder.feed(chunk)
+    assert decoder.substance == 0
+    decoder.feed(b"da")  # the start of a data line counts at once, before its line ends
+    assert decoder.substance == 2
+    events = decoder.feed(b"ta: {}\n\n")
+    assert [e.data for e in events] == ["{}"]
+    assert decoder.substance == len("data: {}")
