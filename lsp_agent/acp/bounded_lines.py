@@ -51,24 +51,30 @@ class BoundedLineReader(asyncio.StreamReader):
         return line
 
     async def _drop_line(self, separator: Any, consumed: int) -> bytes:
-        """Drop the rest of an over-long line (up to its separator, or EOF), a piece at a time as
-        it arrives; its first bytes are returned."""
+        """Drop the rest of an over-long line (up to its separator, or EOF) a piece at a time as it
+        arrives; its first bytes are returned. Meanwhile the reader's limit is one piece: its next
+        search gives up after a piece, and the pipe is paused past two (asyncio's rule), so the
+        line's rest is never buffered whole."""
         head = b""
-        while True:
-            while consumed > 0:
-                piece = await self.read(min(consumed, _DROP))
-                if not piece:
-                    return head  # EOF: the SDK sees it on its next read
-                head += piece[:_HEAD - len(head)]
-                consumed -= len(piece)
-            try:
-                tail = await super().readuntil(separator)
-            except asyncio.LimitOverrunError as exc:
-                consumed = exc.consumed
-                continue
-            except asyncio.IncompleteReadError:
-                return head
-            return head + tail[:_HEAD - len(head)]
+        self._limit = _DROP
+        try:
+            while True:
+                while consumed > 0:
+                    piece = await self.read(min(consumed, _DROP))
+                    if not piece:
+                        return head  # EOF: the SDK sees it on its next read
+                    head += piece[:_HEAD - len(head)]
+                    consumed -= len(piece)
+                try:
+                    tail = await super().readuntil(separator)
+                except asyncio.LimitOverrunError as exc:
+                    consumed = exc.consumed
+                    continue
+                except asyncio.IncompleteReadError:
+                    return head
+                return head + tail[:_HEAD - len(head)]
+        finally:
+            self._limit = self.line_limit
 
     def _refuse(self, line: bytes, reason: str) -> None:
         log.warning("refused a message from the ACP client: %s", reason)
