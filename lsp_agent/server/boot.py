@@ -11,7 +11,8 @@ built as before, and every byte after the frame goes to the normal transport: me
 sends meanwhile wait in the pipe and are served, in order, once the runtime exists.
 
 Anything else first — another method, a bad frame, params pygls might refuse, a stall — is left
-to the normal path untouched (the bytes read are handed over as they came).
+to the normal path untouched: the decoder is handed over with the event it read, so what came
+before a frame (junk, however much) was dropped as it was scanned and is never held.
 """
 
 from __future__ import annotations
@@ -83,27 +84,25 @@ def response_frame(message: dict[str, Any], result: dict[str, Any]) -> bytes:
 def read_start(fd: int, out: BinaryIO, limits: TransportLimits) -> Start:
     """Read up to the first frame; answer it if it is an `initialize` this module can answer."""
     decoder = FrameDecoder(limits.max_body)
-    seen = bytearray()
     while True:
         timeout = limits.stall_timeout if decoder.mid_frame else None
         if not select.select([fd], [], [], timeout)[0]:
-            return Start(bytes(seen), stalled=True)
+            return Start(decoder, stalled=True)
         chunk = os.read(fd, _CHUNK)
         if not chunk:
-            return Start(bytes(seen))
-        seen += chunk
+            return Start(decoder)
         decoder.push(chunk)
         event = decoder.next()
         if event is None:
             continue
         message = None if isinstance(event, BadFrame) else early_initialize(event.body)
         if message is None:
-            return Start(bytes(seen))
+            return Start(decoder, first=event)
         with open(RESULT_FILE, encoding="utf-8") as file:
             result = json.load(file)
         out.write(response_frame(message, result))
         out.flush()
-        return Start(decoder.rest(), answered=message)
+        return Start(decoder, answered=message)
 
 
 class _Import(threading.Thread):

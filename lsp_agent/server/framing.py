@@ -2,15 +2,23 @@
 
 Sans-IO: `FrameDecoder.push(bytes)`, then `next()` for each event the bytes completed; the stdio pump
 (server/transport.py) owns reading and timing. Tolerant where the spec leaves room (header names
-in any case, LF-only line endings, no space after the colon) and strict where a mistake
+in any case, LF-only or CR-only line endings, no space after the colon) and strict where a mistake
 would lose the stream (LSP has two headers; any other header line is garbage):
 
 - a header block without a usable `Content-Length` (missing, negative, non-numeric) is a bad
-  frame, and the decoder resynchronises at the next `Content-Length` header it sees;
+  frame, and the decoder resynchronises at the next `Content-Length` header it sees — searched
+  from the bad line's second byte, so a header glued to the garbage (`Content-Length: abcContent-
+  Length: 5`) is the one read next;
 - a declared length above `max_body` is refused at once, and its body is scanned past for the next
   header instead of buffered (memory stays bounded by one header line plus `max_body`);
 - a body that is not JSON is searched for a following header, so a length shorter *or* longer
   than its body costs that frame only, not the next one.
+
+- memory is bounded before a frame starts too: blank lines between frames are dropped as they are
+  scanned, a header line is at most `MAX_HEADER_LINE` bytes and a header block `MAX_HEADER_BLOCK`
+  (one bad frame, then the scan), and the scan keeps only a short tail (`buffered`).
+
+Every skipped span is one bad frame: the scan that follows a bad frame reports nothing more.
 
 Why scanning for the header text is safe: a body is only scanned when it is already garbage;
 well-formed frames are always consumed by their declared length.
@@ -30,11 +38,17 @@ DEFAULT_MAX_BODY = 64 * 1024 * 1024
 DEFAULT_STALL_TIMEOUT = 10.0
 #: A header line longer than this is garbage (real ones are under 100 bytes).
 MAX_HEADER_LINE = 8 * 1024
+#: A header block (since its last `Content-Length`) longer than this is garbage: LSP's two headers
+#: take under 200 bytes, and a flood of `Content-Type` lines would otherwise be read line by line.
+MAX_HEADER_BLOCK = 16 * 1024
 
 _HEADER_START = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 _HEADER_NAME = b"content-length:"
 _KNOWN = (b"content-length", b"content-type")
 _DIGITS = re.compile(rb"[0-9]{1,19}")
+#: CRLF, LF or a lone CR: some clients end header lines with CR only.
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_BLANK = re.compile(rb"[ \t\r\n]+")
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,7 @@ class FrameDecoder:
         self._state = _State.HEADERS
         self._length: int | None = None
         self._in_block = False  # at least one header line of the current block was read
+        self._block = 0  # bytes of the current block since its last Content-Length
         self.frames = 0  # whole frames decoded
         self.bad = 0  # bad frames reported
 
@@ -72,6 +87,12 @@ class FrameDecoder:
     def mid_frame(self) -> bool:
         """True while a frame has started but is not complete (the stall timeout applies)."""
         return self._state is _State.BODY or self._in_block
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held: at most one header line, a header block or a body under `max_body`, or the
+        scan's short tail — whatever came before."""
+        return len(self._buf)
 
     def push(self, data: bytes) -> None:
         self._buf += data
@@ -117,6 +138,7 @@ class FrameDecoder:
         self._state = state
         self._length = None
         self._in_block = False
+        self._block = 0
 
     def _bad(self, reason: str) -> BadFrame:
         self.bad += 1
@@ -140,45 +162,64 @@ class FrameDecoder:
         return None, True
 
     def _header_line(self) -> tuple[Event | None, bool]:
-        end = self._buf.find(b"\n")
-        if end < 0:
-            if len(self._buf) > MAX_HEADER_LINE:
-                self._buf.clear()
-                self._restart(_State.RESYNC)
-                return self._bad("header line too long"), True
-            return None, False
-        line = bytes(self._buf[:end]).rstrip(b"\r")
+        if not self._in_block and (blank := _BLANK.match(self._buf)) is not None:
+            # Stray blank lines between frames are harmless: dropped in one step, however many.
+            del self._buf[:blank.end()]
+            return None, True
+        # The search stops past the longest line allowed: a long run of junk is not rescanned.
+        eol = _LINE_END.search(self._buf, 0, MAX_HEADER_LINE + 2)
+        if eol is None or eol.start() > MAX_HEADER_LINE:
+            if len(self._buf) <= MAX_HEADER_LINE:
+                return None, False
+            return self._garbage("header line too long")
+        if eol.group() == b"\r" and eol.end() == len(self._buf):
+            return None, False  # a CR last: the LF of a CRLF may be in the next read
+        line = bytes(self._buf[:eol.start()])
         if not line.strip():
-            del self._buf[:end + 1]
-            if not self._in_block:
-                return None, True  # stray blank lines between frames are harmless
+            del self._buf[:eol.end()]
             if self._length is None:
                 self._restart(_State.HEADERS)
                 return self._bad("header block without Content-Length"), True
             self._state = _State.BODY
             return None, True
         name, colon, value = line.partition(b":")
-        if not colon or name.strip().lower() not in _KNOWN:
+        name = name.strip().lower()
+        if not colon or name not in _KNOWN:
             # LSP has two headers; anything else is garbage, perhaps glued to the next header
-            # (`xyzContent-Length: 5`): look for that header from the next byte.
-            del self._buf[:1]
-            self._restart(_State.RESYNC)
-            return self._bad("malformed header line"), True
-        del self._buf[:end + 1]
-        self._in_block = True
-        if name.strip().lower() != b"content-length":
-            return None, True  # Content-Type: the body is UTF-8 JSON whatever it says
+            # (`xyzContent-Length: 5`).
+            return self._garbage("malformed header line")
         value = value.strip()
-        if _DIGITS.fullmatch(value) is None:
+        if name == b"content-length":
+            if _DIGITS.fullmatch(value) is None:
+                # Perhaps the next frame's header is glued to it (`Content-Length: abcContent-Length: 5`,
+                # or the line ended by a lone CR): searched from the next byte, it is read next.
+                return self._garbage("Content-Length is not a non-negative integer")
+            length = int(value)
+            if length > self.max_body:
+                # Refused before a byte of it is buffered; its body is skipped by scanning.
+                del self._buf[:eol.end()]
+                self._restart(_State.RESYNC)
+                return self._bad(f"declared length {length} exceeds the limit of {self.max_body} bytes"), True
+            # A second Content-Length overrides the first (a header whose frame was cut short):
+            # the block is counted from here, so a run of them stays small.
+            self._length = length
+            self._block = 0
+        elif _HEADER_START.search(value) is not None:
+            return self._garbage("malformed header line")  # Content-Type glued to the next header
+        # Content-Type otherwise: the body is UTF-8 JSON whatever it says.
+        del self._buf[:eol.end()]
+        self._in_block = True
+        self._block += eol.end()
+        if self._block > MAX_HEADER_BLOCK:
             self._restart(_State.RESYNC)
-            return self._bad("Content-Length is not a non-negative integer"), True
-        length = int(value)
-        if length > self.max_body:
-            # Refused before a byte of it is buffered; its body is skipped by scanning.
-            self._restart(_State.RESYNC)
-            return self._bad(f"declared length {length} exceeds the limit of {self.max_body} bytes"), True
-        self._length = length
+            return self._bad("header block too long"), True
         return None, True
+
+    def _garbage(self, reason: str) -> tuple[Event | None, bool]:
+        """A bad line: reported once, then the next header is searched for from its second byte."""
+        del self._buf[:1]
+        self._restart(_State.RESYNC)
+        return self._bad(reason), True
 
     def _body(self) -> tuple[Event | None, bool]:
         assert self._length is not None
@@ -220,10 +261,12 @@ class TransportLimits:
 
 @dataclass(frozen=True)
 class Start:
-    """What the boot read before the server existed, for the normal transport."""
+    """What the boot read before the server existed, for the normal transport: the decoder itself
+    (not the bytes it read, which junk before a frame could make any size)."""
 
-    #: bytes not yet framed by the transport (all of them when nothing was answered)
-    pending: bytes = b""
+    decoder: FrameDecoder
+    #: the first event, read and not handled (None when the client closed first, or it was answered)
+    first: Event | None = None
     #: the `initialize` request answered here, for the server to replay silently
     answered: dict[str, Any] | None = None
     #: the first frame stalled: the transport reports it at once

@@ -52,41 +52,46 @@ class AnsweredEarly(Protocol):
 class Pump:
     """Frames in, messages to pygls, error responses for everything that is not a message."""
 
-    def __init__(self, protocol: JsonRPCProtocol, limits: TransportLimits) -> None:
+    def __init__(self, protocol: JsonRPCProtocol, limits: TransportLimits,
+                 decoder: FrameDecoder | None = None) -> None:
         self.protocol = protocol
         self.limits = limits
-        self.decoder = FrameDecoder(limits.max_body)
+        self.decoder = decoder if decoder is not None else FrameDecoder(limits.max_body)
 
     async def receive(self, data: bytes) -> None:
         self.decoder.push(data)
         while (event := self.decoder.next()) is not None:
-            if isinstance(event, Frame) and len(event.body) >= LARGE_FRAME:
-                # Refusing a large message (pygls keeps a handler's error in a future that its
-                # traceback's frames hold: a cycle reaching the params) would keep it alive until
-                # a GC pass; passes shortly after it (an async handler refuses it on its first
-                # step, later on a loaded machine) free it, and the pages go back.
-                for delay in LARGE_FRAME_GC_AFTER_S:
-                    asyncio.get_running_loop().call_later(delay, _collect)
-            if isinstance(event, BadFrame):
-                log.warning("bad frame: %s", event.reason)
-                self.reply(envelope.Reject(None, envelope.PARSE_ERROR, f"Parse error: {event.reason}"))
-                continue
-            verdicts = envelope.check_body(event.body)
-            if len(verdicts) == 1 and isinstance(verdicts[0], envelope.Reject) \
-                    and verdicts[0].code == envelope.PARSE_ERROR and self.decoder.reclaim(event.body):
-                # The declared length swallowed the start of the next frame: report this one,
-                # then read the next frame from where its header begins.
-                self.reply(verdicts[0])
-                continue
-            for verdict in verdicts:
-                if isinstance(verdict, envelope.Reject):
-                    log.warning("rejected message: %s", verdict.message)
-                    self.reply(verdict)
-                else:
-                    self.dispatch(verdict.message)
-                    # One message per loop turn, as pygls' reader did: a handler it scheduled
-                    # (an async notification) starts before the next message is handled.
-                    await asyncio.sleep(0)
+            await self.handle(event)
+
+    async def handle(self, event: Frame | BadFrame) -> None:
+        """One event of the decoder: a message to dispatch, or an error response."""
+        if isinstance(event, Frame) and len(event.body) >= LARGE_FRAME:
+            # Refusing a large message (pygls keeps a handler's error in a future that its
+            # traceback's frames hold: a cycle reaching the params) would keep it alive until
+            # a GC pass; passes shortly after it (an async handler refuses it on its first
+            # step, later on a loaded machine) free it, and the pages go back.
+            for delay in LARGE_FRAME_GC_AFTER_S:
+                asyncio.get_running_loop().call_later(delay, _collect)
+        if isinstance(event, BadFrame):
+            log.warning("bad frame: %s", event.reason)
+            self.reply(envelope.Reject(None, envelope.PARSE_ERROR, f"Parse error: {event.reason}"))
+            return
+        verdicts = envelope.check_body(event.body)
+        if len(verdicts) == 1 and isinstance(verdicts[0], envelope.Reject) \
+                and verdicts[0].code == envelope.PARSE_ERROR and self.decoder.reclaim(event.body):
+            # The declared length swallowed the start of the next frame: report this one,
+            # then read the next frame from where its header begins.
+            self.reply(verdicts[0])
+            return
+        for verdict in verdicts:
+            if isinstance(verdict, envelope.Reject):
+                log.warning("rejected message: %s", verdict.message)
+                self.reply(verdict)
+            else:
+                self.dispatch(verdict.message)
+                # One message per loop turn, as pygls' reader did: a handler it scheduled
+                # (an async notification) starts before the next message is handled.
+                await asyncio.sleep(0)
 
     async def stalled(self) -> None:
         bad = self.decoder.stalled()
@@ -220,11 +225,13 @@ async def feed(read: Callable[[], Awaitable[bytes]], protocol: JsonRPCProtocol, 
                limits: TransportLimits, start: Start | None = None) -> None:
     """Chunks from `read` (b"" at EOF) through the decoder, with the stall timeout mid-frame;
     first what server/boot.py read before the server existed (`start`)."""
-    handler = Pump(protocol, limits)
+    handler = Pump(protocol, limits, start.decoder if start is not None else None)
     if start is not None:
         if start.answered is not None:
             handler.replay(start.answered)
-        await handler.receive(start.pending)
+        if start.first is not None:
+            await handler.handle(start.first)
+        await handler.receive(b"")  # what the boot's last read held after that
         if start.stalled:
             await handler.stalled()
     pending: asyncio.Future[bytes] | None = None

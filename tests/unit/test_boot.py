@@ -13,6 +13,7 @@ import pytest
 from lsprotocol import types
 
 from lsp_agent.server import boot
+from lsp_agent.server.framing import BadFrame, Frame, FrameDecoder
 from lsp_agent.server.initialize_result import compute, render
 from tests.e2e.conftest import full_capabilities
 
@@ -113,7 +114,10 @@ def test_the_answer_goes_out_and_the_bytes_after_it_are_handed_on() -> None:
         start = boot.read_start(pipe.read_fd, out, boot.TransportLimits())  # type: ignore[arg-type]
     finally:
         pipe.close()
-    assert start == boot.Start(after, answered=init)
+    assert (start.answered, start.first, start.stalled) == (init, None, False)
+    # the bytes after it wait in the decoder handed on: the next frame and the start of one more
+    assert start.decoder.feed(b"") == [Frame(after[:-len(b"Content-Len")].split(b"\r\n\r\n", 1)[1])]
+    assert start.decoder.buffered == len(b"Content-Len")
     header, body = out.data.split(b"\r\n\r\n", 1)
     assert header.startswith(b"Content-Length: %d\r\n" % len(body))
     assert json.loads(body) == {"jsonrpc": "2.0", "id": "a", "result": stored()}
@@ -132,7 +136,10 @@ def test_anything_else_first_is_handed_on_untouched(first: bytes) -> None:
         start = boot.read_start(pipe.read_fd, out, boot.TransportLimits())  # type: ignore[arg-type]
     finally:
         pipe.close()
-    assert start == boot.Start(first) and out.data == b""
+    assert out.data == b"" and start.answered is None and not start.stalled
+    # the event read is handed on with the decoder, for the transport to handle (or nothing, at EOF)
+    assert start.first == (FrameDecoder().feed(first) or [None])[0]
+    assert start.decoder.feed(b"") == []
 
 
 def test_a_stalled_first_frame_is_handed_on_as_stalled() -> None:
@@ -142,4 +149,46 @@ def test_a_stalled_first_frame_is_handed_on_as_stalled() -> None:
         start = boot.read_start(pipe.read_fd, out, boot.TransportLimits(stall_timeout=0.2))  # type: ignore[arg-type]
     finally:
         pipe.close()
-    assert start == boot.Start(b"Content-Length: 10\r\n\r\n{", stalled=True) and out.data == b""
+    assert start.stalled and start.first is None and out.data == b""
+    assert start.decoder.mid_frame and start.decoder.stalled() == BadFrame("frame body stalled (1 of 10 bytes arrived)")
+
+
+def test_junk_before_the_first_frame_is_not_held_while_it_is_read() -> None:
+    """150 MB of blank or header lines before any frame grew the server by 151 MB: the boot kept
+    every byte it read to hand over. Only the decoder's bounded buffer is kept now."""
+    import threading
+    import tracemalloc
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": GOOD}
+    for line in (b"\r\n", b"Content-Type: application/vscode-jsonrpc\r\n", b"x"):
+        pipe, out = Pipe(), Out()
+        junk = (line * (2**20 // len(line) + 1))[:2**20]
+
+        def write(pipe: Pipe = pipe, junk: bytes = junk) -> None:
+            for _ in range(24):  # 24 MiB
+                pipe.write(junk)
+            pipe.write(frame(init))
+
+        writer = threading.Thread(target=write)
+        tracemalloc.start()
+        try:
+            writer.start()
+            start = boot.read_start(pipe.read_fd, out, boot.TransportLimits(max_body=2**20))  # type: ignore[arg-type]
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            # nothing after the junk is lost: what the boot did not read is read as the transport would
+            events = [start.first] if start.first is not None else []
+            while not (events and events[-1] == Frame(frame(init).split(b"\r\n\r\n", 1)[1])):
+                events += start.decoder.feed(b"")
+                if start.answered is not None:
+                    break
+                events += start.decoder.feed(os.read(pipe.read_fd, 1 << 16))
+        finally:
+            tracemalloc.stop()
+            writer.join()
+            pipe.close()
+        assert peak < 2 * 2**20, (line, peak)  # a read or two, and the decoder's bounded buffer
+        if line == b"\r\n":
+            assert start.answered == init and events == []  # blank lines between frames are harmless
+        else:
+            assert [type(e) for e in events] == [BadFrame, Frame], (line, events)  # the junk is reported once

@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsp_agent.server.framing import BadFrame, Frame, FrameDecoder
+from lsp_agent.server.framing import MAX_HEADER_BLOCK, MAX_HEADER_LINE, BadFrame, Frame, FrameDecoder
 
 
 def frame(body: bytes) -> bytes:
@@ -75,3 +75,95 @@ def test_a_length_too_long_by_a_few_bytes_reclaims_the_start_of_the_header() -> 
         assert isinstance(bad, Frame)
         assert decoder.reclaim(bad.body), extra
         assert decoder.next() == Frame(second), extra
+
+
+# --- resynchronising on a header glued to garbage ----------------------------------------------------
+
+GOOD = b'{"id": 7}'
+
+GLUED = {
+    "non-numeric length glued to the next header": b"Content-Length: abc",
+    "non-numeric length ended by a lone CR": b"Content-Length: abc\r",
+    "a bad frame with CR-only line endings": b"Content-Length: abc\r\r{\"id\": 6}",
+    "a length too long to be a number glued to the next header": b"Content-Length: 99999999999999999999",
+    "a length with the next header after a space": b"Content-Length: 12 ",
+    "Content-Type glued to the next header": b"Content-Type: application/vscode-jsonrpc",
+    "a Content-Type line ended by a lone CR, then a bad length": b"Content-Type: x\rContent-Length: -1",
+}
+
+
+def test_a_header_glued_to_a_bad_line_is_read_next_and_the_bad_line_reported_once() -> None:
+    for name, junk in GLUED.items():
+        for cut in (None, len(junk), len(junk) + 3):  # in one read, or the good frame split off
+            data = junk + frame(GOOD)
+            decoder = FrameDecoder()
+            parts = [data] if cut is None else [data[:cut], data[cut:]]
+            events = [e for part in parts for e in decoder.feed(part)]
+            assert events[-1] == Frame(GOOD), (name, cut, events)
+            assert sum(isinstance(e, BadFrame) for e in events) == 1, (name, cut, events)
+
+
+def test_cr_only_line_endings_are_read() -> None:
+    decoder = FrameDecoder()
+    data = b"Content-Length: %d\rContent-Type: application/vscode-jsonrpc\r\r" % len(GOOD) + GOOD
+    assert decoder.feed(data) + decoder.feed(frame(b"{}")) == [Frame(GOOD), Frame(b"{}")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(bodies, st.lists(st.integers(0, 10_000), max_size=20), st.sampled_from([b"\r", b"\n", b"\r\n"]))
+def test_frames_with_any_line_ending_decode_exactly_however_they_are_split(
+        items: list[bytes], cuts: list[int], eol: bytes) -> None:
+    decoder = FrameDecoder()
+    data = b"".join(b"Content-Length: %d%s%s" % (len(b), eol, eol) + b for b in items)
+    events = [e for part in chunks(data, cuts) for e in decoder.feed(part)]
+    assert events == [Frame(b) for b in items]
+
+
+# --- what is buffered before a frame starts -------------------------------------------------------
+
+FLOOD = 16 * 1024 * 1024
+CHUNK = 64 * 1024
+
+
+def flood(line: bytes) -> tuple[list[object], int]:
+    """FLOOD bytes of `line` repeated, in reads of CHUNK bytes, then a good frame: the events and
+    the most the decoder held between reads."""
+    decoder = FrameDecoder(max_body=1024 * 1024)
+    piece = (line * (CHUNK // len(line) + 1))[:CHUNK]
+    events: list[object] = []
+    most = 0
+    for _ in range(FLOOD // CHUNK):
+        events += decoder.feed(piece)
+        most = max(most, decoder.buffered)
+    events += decoder.feed(frame(GOOD))
+    return events, most
+
+
+def test_blank_lines_before_a_frame_are_dropped_as_they_are_read() -> None:
+    for line in (b"\r\n", b"\n", b" \t\r\n"):
+        events, most = flood(line)
+        assert events == [Frame(GOOD)]
+        assert most <= 1, line
+
+
+def test_a_flood_of_content_type_lines_is_one_bad_frame_and_bounded() -> None:
+    events, most = flood(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n")
+    assert events[-1] == Frame(GOOD)
+    assert [e for e in events if isinstance(e, BadFrame)] == [BadFrame("header block too long")]
+    assert most <= MAX_HEADER_BLOCK + CHUNK
+
+
+def test_junk_without_a_line_break_is_one_bad_frame_and_bounded() -> None:
+    events, most = flood(b"x")
+    assert events == [BadFrame("header line too long"), Frame(GOOD)]
+    assert most <= MAX_HEADER_LINE + CHUNK
+
+
+def test_a_header_split_across_reads_survives_the_scan() -> None:
+    decoder = FrameDecoder()
+    # a line too long: reported, then the scan for the next header starts
+    assert decoder.feed(b"\x00" * 20_000) == [BadFrame("header line too long")]
+    head = frame(GOOD)
+    assert decoder.feed(b"junk" + head[:9]) == []
+    assert decoder.buffered <= 32
+    assert decoder.feed(head[9:]) == [Frame(GOOD)]
