@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 
 from lsp_agent.core.outside_edits import CheckSnapshot
@@ -34,3 +36,13 @@ async def test_paths_git_ignores_and_bytecode_are_not_outside_edits(tmp_path: Pa
     (tmp_path / "__pycache__").mkdir()
     (tmp_path / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
     assert await recheck.changed_outside() == []
+
+
+async def test_a_fifo_planted_in_the_workspace_never_holds_the_recheck(tmp_path: Path) -> None:
+    # The repository is untrusted: a FIFO where a source file was must not block the run's end.
+    (tmp_path / "a.py").write_text("x = 1\n", encoding="utf-8")
+    recheck = CheckSnapshot(tmp_path, None)
+    await recheck.take()
+    (tmp_path / "a.py").unlink()
+    os.mkfifo(tmp_path / "a.py")
+    assert await asyncio.wait_for(recheck.changed_outside(), 30) == ["a.py"]
