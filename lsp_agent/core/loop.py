@@ -241,6 +241,8 @@ class Generation:
         try:
             if self.env.mcp is not None:  # MCP servers start when a session first needs them
                 await self.env.mcp.start()
+            if self.check_snapshot is not None and self._check_stands():
+                await self.check_snapshot.take()  # a check from an earlier run: edits from now on are found
             return await self._loop()
         finally:
             self.ended = True
@@ -590,14 +592,15 @@ class Generation:
         await self._notice_outside_edits()
         return self._finish(reason, error)
 
+    def _check_stands(self) -> bool:
+        return verification.derive(self.session.history).status is not events.VerificationStatus.NOT_RUN
+
     async def _notice_outside_edits(self) -> None:
         """Without a watcher, an outside edit after the latest check is found here, before the
         verification is declared, and recorded as the server's watcher records one: a harness note
         that makes the check stale with `outside_process`."""
         # Only a standing check can be invalidated; a recorded write already made it stale.
-        if self.check_snapshot is None:
-            return
-        if verification.derive(self.session.history).status is events.VerificationStatus.NOT_RUN:
+        if self.check_snapshot is None or not self._check_stands():
             return
         paths = await self.check_snapshot.changed_outside()
         if paths:

@@ -12,6 +12,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,15 @@ def run_cli(tmp_path: Path, outside_edit: bool) -> dict[str, Any]:
     script = write_script(tmp_path / "script.json", Script(label="outside", replies=[
         ScriptedReply(tool_calls=[ScriptedCall(name="verify_project", arguments={})]),
         ScriptedReply(text="done: verified", delay_ms=THINK_MS if outside_edit else 0)]))
+    return _stream(ws, script, _verified_by if outside_edit else None)
+
+
+def _stream(ws: Path, script: Path, edit_on: Callable[[dict[str, Any]], bool] | None,
+            *extra: str) -> dict[str, Any]:
+    """The real CLI; the test rewrites a.py when `edit_on` first matches an event on the stream."""
+    outside_edit = edit_on is not None
     proc = subprocess.Popen([sys.executable, "-m", "lsp_agent", "run", "check it", "--workspace", str(ws),
-                             "--model", "scripted/t", "--script", str(script), "--json"],
+                             "--model", "scripted/t", "--script", str(script), "--json", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/")
     assert proc.stdout is not None
     edited = False
@@ -64,7 +72,7 @@ def run_cli(tmp_path: Path, outside_edit: bool) -> dict[str, Any]:
     try:
         for line in proc.stdout:
             event = json.loads(line)
-            if outside_edit and _verified_by(event):
+            if edit_on is not None and not edited and edit_on(event):
                 (ws / "a.py").write_text("x = 2\n", encoding="utf-8")  # the outside process
                 edited = True
             if event.get("type") == "run_finish":
@@ -96,6 +104,22 @@ def test_without_an_outside_edit_the_check_stands_despite_its_own_artifacts(tmp_
     assert (finish["stopReason"], finish["verification"]) == ("final", "verified"), finish
     assert finish.get("invalidatedBy") is None
     assert (tmp_path / "ws" / "report.txt").read_text(encoding="utf-8") == "1"  # the check's artifact
+
+
+def test_an_outside_edit_during_a_later_run_on_the_session_downgrades_it(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = write_script(tmp_path / "script.json", Script(label="outside later", replies=[
+        ScriptedReply(tool_calls=[ScriptedCall(name="verify_project", arguments={})]),
+        ScriptedReply(text="done: verified"),
+        ScriptedReply(text="still verified", delay_ms=THINK_MS)]))
+    first = _stream(ws, script, None)
+    assert first["verification"] == "verified", first
+
+    later = _stream(ws, script, lambda e: e.get("type") == "step_start", "--session", first["sessionID"])
+
+    assert later["verification"] == "not_run", later
+    assert later["invalidatedBy"]["by"] == "outside_process"
+    assert later["invalidatedBy"]["paths"] == ["a.py"]
 
 
 class OutsideWriter(RecordingClient):
