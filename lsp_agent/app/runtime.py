@@ -99,7 +99,9 @@ def run_header(env: Environment, server: ServerFacts | None) -> str:
 
 def open_environment(root: Path, settings: Settings, provider: Provider, sink: EventSink,
                      state: Path | None = None, wire: str | None = None, store: Store | None = None,
-                     server: ServerFacts | None = None) -> Environment:
+                     server: ServerFacts | None = None, watched: bool = False) -> Environment:
+    """`watched`: a watcher of the front end reports outside edits (the language server); without
+    one, each run re-checks the workspace after its latest check before declaring the verification."""
     base = state or workspace_dir(root)
     return Environment(
         root=root.resolve(), settings=settings, store=store or Store(base / "store.db"),
@@ -108,6 +110,7 @@ def open_environment(root: Path, settings: Settings, provider: Provider, sink: E
         model=model_facts(settings, wire, server), skills=WorkspaceSkills(root.resolve()),
         mcp=mcp_manager(settings, root), tool_view=session_tools, command_policy=command_refusal,
         ignored_paths=functools.partial(git_ignored_paths, timeout_s=settings.limits.internal_timeout_s),
+        recheck_outside=not watched,
     )
 
 

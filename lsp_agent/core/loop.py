@@ -29,6 +29,7 @@ from lsp_agent.core.capabilities import (
 from lsp_agent.core.deltas import DeltaCoalescer
 from lsp_agent.core.dispatch import CallRunner
 from lsp_agent.core.loop_guard import LoopGuard
+from lsp_agent.core.outside_edits import CheckSnapshot
 from lsp_agent.core.rejected_calls import bounded_call
 from lsp_agent.core.session import AgentSession, Environment
 from lsp_agent.core.tool_registry import ToolRegistry
@@ -181,6 +182,8 @@ class Generation:
         #: sessions an earlier generation of the same run worked in (headless continues after a handoff)
         self.previous_session_ids: list[str] = []
         self.trace: Trace | None = None
+        self.check_snapshot = (CheckSnapshot(self.env.root, self.env.ignored_paths)
+                               if self.env.recheck_outside else None)
         if self.env.traces is not None:
             self.trace = self.env.traces(session.id, self.id)
 
@@ -238,6 +241,8 @@ class Generation:
         try:
             if self.env.mcp is not None:  # MCP servers start when a session first needs them
                 await self.env.mcp.start()
+            if self.check_snapshot is not None and self._check_stands():
+                await self.check_snapshot.take()  # a check from an earlier run: edits from now on are found
             return await self._loop()
         finally:
             self.ended = True
@@ -254,9 +259,9 @@ class Generation:
     async def _loop(self) -> events.RunFinish:
         while True:
             if self.cancel_event.is_set():
-                return self._finish(StopReason.CANCELLED)
+                return await self._end(StopReason.CANCELLED)
             if self.steps >= self.max_steps:
-                return self._finish(StopReason.STEP_LIMIT)
+                return await self._end(StopReason.STEP_LIMIT)
             self._announce_changes()
             self.session.flush_notes(self.id)
             self.steps += 1
@@ -266,13 +271,13 @@ class Generation:
             except ProviderError as exc:
                 info = events.ErrorInfo(kind=exc.kind.value, message=exc.describe(), status=exc.status)
                 self.emit(events.ErrorEvent(**self._base(), error=info))
-                return self._finish(StopReason.ERROR, info)
+                return await self._end(StopReason.ERROR, info)
             except ContextOverflow as exc:
                 info = events.ErrorInfo(kind=exc.kind, message=exc.message)
                 self.emit(events.ErrorEvent(**self._base(), error=info))
-                return self._finish(StopReason.ERROR, info)
+                return await self._end(StopReason.ERROR, info)
             if reply is None:
-                return self._finish(StopReason.CANCELLED)
+                return await self._end(StopReason.CANCELLED)
             if reply.truncated:
                 self._cut_short(reply)
                 self._step_finished(reply)
@@ -280,17 +285,17 @@ class Generation:
             results = await self._dispatch(reply.tool_calls) if reply.tool_calls else []
             self._step_finished(reply)
             if self.guard.tripped():
-                return self._finish(StopReason.LOOP)
+                return await self._end(StopReason.LOOP)
             if results and await self._handed_off():
-                return self._finish(StopReason.HANDOFF)
+                return await self._end(StopReason.HANDOFF)
             if self.cancel_event.is_set():
-                return self._finish(StopReason.CANCELLED)
+                return await self._end(StopReason.CANCELLED)
             # Corrections land here, after this step's results; one sent as the final reply
             # arrived keeps the generation alive for exactly one more step.
             steering = self.env.steering
             applied = steering.apply_pending(self.session, self.id) if steering is not None else False
             if not results and not applied:
-                return self._finish(StopReason.FINAL)
+                return await self._end(StopReason.FINAL)
 
     def _announce_changes(self) -> None:
         """Skills or settings that changed since the model last heard: appended as notes before the
@@ -535,6 +540,8 @@ class Generation:
         tasks = [asyncio.ensure_future(self.calls.run(call, verdict, ctx, self.steps))
                  for call, verdict in zip(calls, verdicts, strict=True)]
         results = list(await asyncio.gather(*tasks))
+        if self.check_snapshot is not None and any(isinstance(r.metadata.get("envelope"), dict) for r in results):
+            await self.check_snapshot.take()  # the baseline an outside edit is found against
         for call, result in zip(calls, results, strict=True):
             warning = self.guard.warning(self.guard.observe(call))
             if warning:
@@ -580,6 +587,25 @@ class Generation:
             tokens=_tokens(usage, reply.usage is None))))
         if self.trace is not None:
             self.trace.write({"step": self.steps, "stepFinish": True, "tokens": usage.model_dump()})
+
+    async def _end(self, reason: StopReason, error: events.ErrorInfo | None = None) -> events.RunFinish:
+        await self._notice_outside_edits()
+        return self._finish(reason, error)
+
+    def _check_stands(self) -> bool:
+        return verification.derive(self.session.history).status is not events.VerificationStatus.NOT_RUN
+
+    async def _notice_outside_edits(self) -> None:
+        """Without a watcher, an outside edit after the latest check is found here, before the
+        verification is declared, and recorded as the server's watcher records one: a harness note
+        that makes the check stale with `outside_process`."""
+        # Only a standing check can be invalidated; a recorded write already made it stale.
+        if self.check_snapshot is None or not self._check_stands():
+            return
+        paths = await self.check_snapshot.changed_outside()
+        if paths:
+            self.session.note_external_change(paths)
+            self.session.flush_notes(self.id)
 
     def _finish(self, reason: StopReason, error: events.ErrorInfo | None = None) -> events.RunFinish:
         self.stop_reason = reason

@@ -105,6 +105,9 @@ class Environment:
     command_policy: CommandPolicy | None = None
     #: which changed paths Git ignores, for write detection (None: every change counts)
     ignored_paths: IgnoredPaths | None = None
+    #: no watcher reports outside edits (every front end but the language server): a run compares the
+    #: workspace with what its latest check saw before it declares the verification
+    recheck_outside: bool = False
 
 
 class RunningGeneration(Protocol):

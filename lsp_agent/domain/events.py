@@ -154,7 +154,9 @@ class InvalidatedBy(WireModel):
     by: Literal["agent_tool", "command", "outside_process"] = Field(
         description="`agent_tool` (an edit tool of the agent), `command` (a program the harness ran changed the "
                     "files: run_command or verify_project), `outside_process` (a change seen from outside the "
-                    "agent: the user in the editor or another program).")
+                    "agent: the user in the editor or another program — by the language server's watcher, or "
+                    "by a headless run (CLI, ACP, eval) comparing the workspace with its latest check before "
+                    "it ends).")
     step: int | None = None
     tool: str | None = None
 

@@ -231,7 +231,7 @@ class AgentServer(LanguageServer):
         sink = LspEventSink(self, diagnostics.update, server_progress=bool(window and window.work_done_progress),
                             steer_chars=lambda: self.runtime().agent.queue.steer_chars())
         store = Store(workspace_dir(root) / "store.db")
-        env = open_environment(root, settings, provider, sink, store=store)
+        env = open_environment(root, settings, provider, sink, store=store, watched=True)
         env = dataclasses.replace(env, documents=documents, applier=applier,
                                   approver=EditorApprover(self))  # agent/requestApproval (server/approval.py)
         self._watch_mcp(cast("McpManager | None", env.mcp))

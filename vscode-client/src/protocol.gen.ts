@@ -167,7 +167,7 @@ export interface HandoffResult {
 /** The write that made the last check stale: a downgrade always says why, so a user can tell an edit of the agent from a change of their own. */
 export interface InvalidatedBy {
   paths: string[];
-  /** `agent_tool` (an edit tool of the agent), `command` (a program the harness ran changed the files: run_command or verify_project), `outside_process` (a change seen from outside the agent: the user in the editor or another program). */
+  /** `agent_tool` (an edit tool of the agent), `command` (a program the harness ran changed the files: run_command or verify_project), `outside_process` (a change seen from outside the agent: the user in the editor or another program — by the language server's watcher, or by a headless run (CLI, ACP, eval) comparing the workspace with its latest check before it ends). */
   by: 'agent_tool' | 'command' | 'outside_process';
   step?: number | null;
   tool?: string | null;
