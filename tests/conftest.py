@@ -75,6 +75,7 @@ SPAWNING_FILES = frozenset({
     "eval/test_eval_limits.py",
     "eval/test_ray_executor.py",
     "eval/test_runner.py",
+    "eval/test_worker_cancel.py",
     "bench/test_bench_smoke.py",
 })
 

@@ -191,7 +191,10 @@ async def run_tree(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: f
                 await asyncio.wait_for(asyncio.shield(reader), 5)
             except TimeoutError:
                 output_cut = True  # a descendant we could not reach still holds the pipe
-    except asyncio.CancelledError:
+    except BaseException:
+        # Cancelled, or interrupted in this very frame (a Ray worker's cancel is a KeyboardInterrupt,
+        # which unwinds the coroutine without cancelling it): the tree goes either way; closing the
+        # transport below would kill only the root and leave its children running.
         kill_tree(proc.pid, root_alive=not protocol.exited.is_set())
         raise
     finally:
