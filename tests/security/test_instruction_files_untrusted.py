@@ -13,24 +13,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from tests.providers.loopback import LoopbackServer, Reply, message_list, run_agent, turn, write_workspace
 
 SECRET = "CANARY-SECRET-9b3e-never-sent"
 OWN = "OWN-MARKER-51c0: keep the changelog"
 TIMEOUT_S = 120.0
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[LoopbackServer]:
-    srv = LoopbackServer()
-    await srv.start()
-    yield srv
-    await srv.close()
 
 
 def _sent(server: LoopbackServer) -> str:
