@@ -16,6 +16,7 @@ from lsp_agent.app.session_tools import session_tools
 from lsp_agent.app.toolset import default_registry
 from lsp_agent.context.compaction import touched_files
 from lsp_agent.context.handoff import CONTINUE_PROMPT
+from lsp_agent.core.errors import AgentError, AgentErrorKind
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.session import AgentSession, Environment, ModelFacts
 from lsp_agent.disk.applier import DiskApplier
@@ -136,6 +137,8 @@ class HeadlessRun:
         self.on_session = on_session
         self.current: Generation | None = None
         self.cancelled = False
+        #: why the run never began (`session_busy`: another live process runs the session)
+        self.refusal: AgentError | None = None
 
     def cancel(self) -> None:
         """Safe from a signal handler or a sink: the running generation stops at its earliest safe
@@ -157,7 +160,13 @@ class HeadlessRun:
                 self.on_session(session.id)
             generation = self._start(Generation(session, self.max_steps))
             memory.settle_startup()
-            result = await generation.run(self.prompt)
+            try:
+                result = await generation.run(self.prompt)
+            except AgentError as exc:
+                if exc.kind is not AgentErrorKind.SESSION_BUSY:
+                    raise
+                self.refusal = exc  # another process runs the session: reported, nothing written
+                return generation.refused(exc)
             while self._continues(result, generation):
                 assert generation.handoff_to is not None
                 fresh = AgentSession(self.env, generation.handoff_to)

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
 #: `run --require-verified`: the run ended, but not with a check that observed the result
 EXIT_NOT_VERIFIED = 3
+#: `--session` names a session another live lsp-agent process is running (retry when it is done)
+EXIT_SESSION_BUSY = 4
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 #: every command with its one-line help, in the order --help lists them
@@ -332,6 +334,9 @@ async def _run(args: argparse.Namespace) -> int:
     with cancel_on_signals(run) as received:
         result = await run.run()
     env.store.close()
+    if run.refusal is not None:  # the error and run_finish lines said it too; one plain line for the terminal
+        print(f"lsp-agent: {run.refusal.message}", file=sys.stderr, flush=True)
+        return EXIT_SESSION_BUSY
     if received:
         return 128 + received[0]  # the shell's convention for "ended by this signal" (130 for Ctrl-C)
     if args.require_verified and result.verification is not VerificationStatus.VERIFIED:

@@ -19,6 +19,7 @@ from lsp_agent.core.agent_queue import FollowUps
 from lsp_agent.core.agent_results import QueueSteerResult, SessionPage, SessionSummary, Started, Status
 from lsp_agent.core.agent_steering import Corrections
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid, not_found
+from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.queue import Queue
 from lsp_agent.core.session import AgentSession, Environment, ModelChoice
@@ -50,7 +51,23 @@ class Agent:
         #: loaded sessions, least recently used first; idle ones beyond `limits.sessions_in_memory` are dropped
         self.sessions: OrderedDict[str, AgentSession] = OrderedDict()
         self.tasks: dict[str, asyncio.Task[RunFinish]] = {}
-        self.corrections.recover()
+        #: one writer per session across processes (the setting is looked up on each use)
+        self.leases = SessionLeases(env.store, lambda: self.env.settings.limits.session_lease_s)
+        self._recheck: asyncio.TimerHandle | None = None
+        self._recover(announce=False)
+
+    def _recover(self, announce: bool = True) -> None:
+        """Requeue what dead processes left half-steered. What a process in another pid namespace left
+        is looked at again when its lease lapses (a restarted container cannot see its predecessor)."""
+        self._recheck = None
+        retry = self.corrections.recover(self.leases, announce)
+        if retry is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # built outside an event loop (a test): the next start recovers
+            return
+        self._recheck = loop.call_later(retry + 0.05, self._recover)
 
     def reconfigure(self, **changes: Any) -> None:
         """New settings/provider apply to generations started from now on."""
@@ -202,6 +219,8 @@ class Agent:
         return Status("running", active.id, check, active.steps, active.max_steps)
 
     async def shutdown(self) -> None:
+        if self._recheck is not None:
+            self._recheck.cancel()
         for session in self.sessions.values():
             if session.active is not None:
                 session.active.cancel()

@@ -46,7 +46,8 @@ class ContextRequests:
             return CompactionOutcome("in_progress", "the running generation compacts before its next model request")
         session.env = self.environment()
         try:
-            return await ContextManager(session, self._ask).compact(self._base_request(session), "manual")
+            with session.writing():  # another process running the session refuses it (session_busy)
+                return await ContextManager(session, self._ask).compact(self._base_request(session), "manual")
         except ProviderError as exc:
             raise AgentError(AgentErrorKind.PROVIDER_ERROR, f"the summary request failed: {exc.describe()}") from None
         finally:
@@ -61,7 +62,8 @@ class ContextRequests:
             raise conflict(f"session {session.id} is {what}; cancel it or wait before handing off", AgentErrorKind.BUSY)
         session.env = self.environment()
         try:
-            handoff = await prepare_handoff(session, self._base_request(session), self._ask, reason)
+            with session.writing():
+                handoff = await prepare_handoff(session, self._base_request(session), self._ask, reason)
         except ProviderError as exc:
             raise AgentError(AgentErrorKind.PROVIDER_ERROR,
                              f"the handoff note request failed: {exc.describe()}") from None

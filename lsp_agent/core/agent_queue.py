@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsp_agent.core.agent_results import QueueSteerResult, Started
 from lsp_agent.core.attachments import AttachmentRefused, prompt_with_attachments
-from lsp_agent.core.errors import AgentError
+from lsp_agent.core.errors import AgentError, AgentErrorKind
 from lsp_agent.core.queue import Queue
 from lsp_agent.core.queue_model import QueueItem, QueueStatus
 from lsp_agent.core.steering import ReceiptStatus, Steering
@@ -142,7 +142,12 @@ class FollowUps:
                     self.queue.fail(item.id, f"not sent: {exc}")
                 self.changed(session.id)
                 continue
-            started = self.launch(session, prompt, None, item.id)  # a row changed under us raises 409
+            try:
+                started = self.launch(session, prompt, None, item.id)  # a row changed under us raises 409
+            except AgentError as exc:
+                if exc.kind is not AgentErrorKind.SESSION_BUSY:
+                    raise
+                return None  # another process runs the session: the row waits, queued and visible
             self.changed(session.id)
             return started
         return None

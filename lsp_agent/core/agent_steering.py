@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lsp_agent.core.agent_queue import QUEUE_CLIENT, queue_changed
+from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.queue import Queue
 from lsp_agent.core.steering import AdmissionHook, Receipt, ReceiptStatus, Steering, SteeringLimits, SteeringView
 from lsp_agent.core.storage import SessionStore
@@ -31,14 +32,26 @@ class Corrections:
         self.emit = emit
         self.steering = Steering(queue, store, admission_hook, self._receipt_changed, limits)
 
-    def recover(self) -> None:
+    def recover(self, leases: SessionLeases, announce: bool = False) -> float | None:
         """After a crash: corrections accepted but never applied, and rows steered but never
-        applied, go back to the queue (nothing a user typed is lost)."""
-        for correction in self.steering.recover():
+        applied, go back to the queue (nothing a user typed is lost). Those of a process that cannot
+        be looked at from here (another pid namespace: a container restarted) wait until its lease
+        lapses: the answer is when to ask again, in seconds (None: nothing waits)."""
+        changed: set[str] = set()
+        for correction in self.steering.recover(leases.owner_alive):
             log.info("correction %s of session %s was accepted but never applied (the process died): queued",
                      correction.client_id, correction.session_id)
-        for item_id in self.queue.recover():
+            changed.add(correction.session_id)
+        for item_id in self.queue.recover(leases.owner_alive):
             log.info("requeued %s: the process that steered it died before it applied", item_id)
+            changed.add(self.queue.get(item_id).session_id)
+        if announce:  # a late recovery: the front ends' queue views are out of date
+            for session_id in sorted(changed):
+                self.emit(queue_changed(self.queue, session_id))
+        owners: set[str | None] = {c.owner for c in self.steering.store.pending_corrections()}
+        owners.update(owner for _, owner in self.queue.orphaned_steers())
+        waits = [wait for owner in owners if (wait := leases.lapses_in(owner)) is not None]
+        return min(waits) if waits else None
 
     def view(self, session_id: str) -> SteeringView:
         return self.steering.view(self.session(session_id))

@@ -3,6 +3,7 @@ wire (a JSON-RPC code, an HTTP-like status) is the front end's business: `lsp_ag
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -16,6 +17,7 @@ class AgentErrorKind(StrEnum):
     UNKNOWN_MESSAGE = "unknown_message"
     # the state it needs has changed or is taken
     BUSY = "busy"
+    SESSION_BUSY = "session_busy"
     CONFLICT = "conflict"
     STEER_CONFLICT = "steer_conflict"
     COMPACTION_IN_PROGRESS = "compaction_in_progress"
@@ -23,11 +25,20 @@ class AgentErrorKind(StrEnum):
     PROVIDER_ERROR = "provider_error"
 
 
+@dataclass(frozen=True)
+class Holder:
+    """The other process a `session_busy` refusal names (what its identity says; None: not known)."""
+
+    pid: int | None
+    host: str | None
+
+
 class AgentError(Exception):
-    def __init__(self, kind: AgentErrorKind, message: str) -> None:
+    def __init__(self, kind: AgentErrorKind, message: str, holder: Holder | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
+        self.holder = holder
 
 
 K = AgentErrorKind

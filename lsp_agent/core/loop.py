@@ -28,6 +28,7 @@ from lsp_agent.core.capabilities import (
 )
 from lsp_agent.core.deltas import DeltaCoalescer
 from lsp_agent.core.dispatch import CallRunner
+from lsp_agent.core.errors import AgentError
 from lsp_agent.core.loop_guard import LoopGuard
 from lsp_agent.core.outside_edits import CheckSnapshot
 from lsp_agent.core.rejected_calls import bounded_call
@@ -175,6 +176,8 @@ class Generation:
         #: this step's tool list (built with its request; the step's calls are checked against it)
         self.tools: ToolRegistry = self.env.registry
         self.begun = False
+        #: this generation took the session's lease when it began (and gives it back when it ends)
+        self._took_lease = False
         self.ended = False
         self.stop_reason: StopReason | None = None
         #: set when the run ended by handing off to a fresh session (the Agent starts it)
@@ -217,6 +220,27 @@ class Generation:
         """Write the prompt and mark the session busy, synchronously, in one store transaction that
         also marks the queued row `claim_item` sent (RowChanged, and nothing written, if it changed)."""
         session = self.session
+        try:  # one writer per session: another live process running it refuses this run (session_busy)
+            self._took_lease = session.leases.take(session.id)
+        except AgentError:
+            if self.trace is not None:
+                self.trace.close()
+            raise
+        try:
+            session.catch_up()  # another process may have written it since this one loaded it
+            self._record_prompt(prompt, claim_item)
+        except BaseException:
+            self._give_back_lease()
+            raise
+        self.begun = True
+
+    def _give_back_lease(self) -> None:
+        if self._took_lease:
+            self._took_lease = False
+            self.session.leases.release(self.session.id)
+
+    def _record_prompt(self, prompt: str, claim_item: str | None) -> None:
+        session = self.session
         prompt_message = Message(role=Role.USER, parts=[TextPart(text=prompt)], generation=self.id)
         if not session.history:
             # A new session opens with the project instructions: right after the static instructions,
@@ -229,7 +253,6 @@ class Generation:
         except BaseException:
             session.active = None
             raise
-        self.begun = True
 
     async def run(self, prompt: str | None = None) -> events.RunFinish:
         """Run to a stop reason (after `begin`, or beginning with `prompt` now)."""
@@ -238,6 +261,7 @@ class Generation:
         assert self.begun, "begin() the generation or pass a prompt"
         session = self.session
         token = cancel_signal.set(self.cancel_event)
+        heartbeat = asyncio.ensure_future(session.leases.keep(session.id, self.cancel))
         try:
             if self.env.mcp is not None:  # MCP servers start when a session first needs them
                 await self.env.mcp.start()
@@ -253,6 +277,8 @@ class Generation:
                 self.env.steering.end_generation(session, self.id, interrupted)
             session.active = None
             session.flush_notes()
+            heartbeat.cancel()
+            self._give_back_lease()
             if self.trace is not None:
                 self.trace.close()
 
@@ -607,8 +633,31 @@ class Generation:
             self.session.note_external_change(paths)
             self.session.flush_notes(self.id)
 
+    def refused(self, error: AgentError) -> events.RunFinish:
+        """The run could not begin (the session is another process's now): the front end still gets
+        an error and a run_finish, and nothing is written to a session this process does not hold."""
+        info = events.ErrorInfo(kind=error.kind.value, message=error.message)
+        self.emit(events.ErrorEvent(**self._base(), error=info))
+        # Whatever the other process's record says, this run checked nothing.
+        result = self._result(StopReason.ERROR, info).model_copy(update={
+            "verification": events.VerificationStatus.NOT_RUN, "verification_part_id": None,
+            "verification_citation": None, "invalidated_by": None,
+            "verification_reason": "this run did not begin: the session is another process's"})
+        self.stop_reason = StopReason.ERROR
+        self.emit(result)
+        return result
+
     def _finish(self, reason: StopReason, error: events.ErrorInfo | None = None) -> events.RunFinish:
         self.stop_reason = reason
+        result = self._result(reason, error)
+        if self.trace is not None:
+            self.trace.write({"runFinish": result.wire()})
+        # Stored before it is shown: how the run ended survives a reader that went away (a closed pipe).
+        self.env.store.record_event(self.session.id, "run.finish", result.wire())
+        self.emit(result)
+        return result
+
+    def _result(self, reason: StopReason, error: events.ErrorInfo | None) -> events.RunFinish:
         check = verification.derive(self.session.history)
         citation = (events.Citation(session_id=self.session.id, message_id=check.message_id, part_id=check.part_id)
                     if check.part_id and check.message_id else None)
@@ -624,9 +673,4 @@ class Generation:
             model=self.env.provider.label if self.env.provider.scripted else self.env.settings.model,
             scripted=self.env.provider.scripted, error=error, handoff_to=self.handoff_to,
             previous_session_ids=self.previous_session_ids or None)
-        if self.trace is not None:
-            self.trace.write({"runFinish": result.wire()})
-        # Stored before it is shown: how the run ended survives a reader that went away (a closed pipe).
-        self.env.store.record_event(self.session.id, "run.finish", result.wire())
-        self.emit(result)
         return result

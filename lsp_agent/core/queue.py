@@ -11,18 +11,17 @@ the message it became. A steered row whose correction is rejected goes back to t
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid, not_found
+from lsp_agent.core.process_identity import process_owner
 from lsp_agent.core.queue_model import WAITING, QueueItem, QueueStatus
 from lsp_agent.core.storage import QueueStore
 from lsp_agent.domain import ids
 
-__all__ = ["MAX_STEER_CHARS", "WAITING", "Queue", "QueueItem", "QueueStatus", "owner_alive", "process_owner",
-           "steer_refusal"]
+__all__ = ["MAX_STEER_CHARS", "WAITING", "Queue", "QueueItem", "QueueStatus", "process_owner", "steer_refusal"]
 
 #: The default of `limits.steer_chars`: longest follow-up agent/queue/steer admits.
 MAX_STEER_CHARS = 16_000
@@ -49,22 +48,6 @@ def steer_refusal(item: QueueItem, max_chars: int = MAX_STEER_CHARS) -> AgentErr
     else:
         return None
     return invalid(problem, AgentErrorKind.NOT_STEERABLE)
-
-
-def process_owner() -> str:
-    return f"pid:{os.getpid()}"
-
-
-def owner_alive(owner: str | None) -> bool:
-    if not owner or not owner.startswith("pid:"):
-        return False
-    try:
-        os.kill(int(owner[4:]), 0)
-    except (ProcessLookupError, ValueError):
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Queue:
@@ -154,8 +137,13 @@ class Queue:
         """A steered correction that did not land goes back to the queue, at its old place."""
         self.store.queue_requeue_steered(item_id, QueueStatus.PAUSED if paused else QueueStatus.QUEUED)
 
-    def recover(self) -> list[str]:
-        """On start: rows steered by a process that died before the correction applied are requeued."""
+    def orphaned_steers(self) -> list[tuple[str, str | None]]:
+        """(row, steering process) of rows steered into a generation whose correction never applied."""
+        return self.store.queue_orphaned_steers()
+
+    def recover(self, owner_alive: Callable[[str | None], bool]) -> list[str]:
+        """On start: rows steered by a process that died before the correction applied are requeued
+        (`owner_alive`: core/lease.py's check of the process that steered them)."""
         recovered = [item_id for item_id, owner in self.store.queue_orphaned_steers() if not owner_alive(owner)]
         for item_id in recovered:
             self.requeue_steered(item_id, paused=False)

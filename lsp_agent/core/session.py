@@ -7,7 +7,8 @@ the store on resume and appended to as each message is created.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -16,6 +17,7 @@ from lsp_agent.context.state import ContextState
 from lsp_agent.core.announce import INSTRUCTIONS, SkillsSeen
 from lsp_agent.core.approval import Approver, DenyAll, remembered
 from lsp_agent.core.gate import Gate
+from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.prefix import RequestBytes
 from lsp_agent.core.rejected_calls import bounded_history
 from lsp_agent.core.repair import interrupted_results
@@ -153,6 +155,8 @@ class AgentSession:
         #: stored messages whose refused calls' arguments were omitted when loaded, by id: the pages a
         #: client reads show what the model is sent, not the rows' oversized arguments
         self.bounded_on_load: dict[str, Message] = {}
+        #: whether this process may write the session now (core/lease.py); the setting is read on each use
+        self.leases = SessionLeases(env.store, lambda: self.env.settings.limits.session_lease_s)
         if session_id is None:
             self.id = ids.session_id()
             env.store.create_session(self.id, str(env.root), env.settings.model, title)
@@ -162,14 +166,49 @@ class AgentSession:
             if env.store.session(session_id) is None:
                 raise KeyError(session_id)
             self.id = session_id
-            # A session stored before refused calls were bounded may hold one too large to ever send.
-            stored = env.store.messages(session_id)
-            self.history = bounded_history(stored, env.settings.limits.rejected_args_chars)
-            self.bounded_on_load = {kept.id: kept for kept, row in zip(self.history, stored, strict=True)
-                                    if kept is not row}
-            self.repair()
-            self.context = ContextState.load(env.store, session_id, self.history)
-            self.approvals = remembered(env.store, session_id)
+            self._load()
+            # Only a lease holder repairs: a call left unanswered may be running in another process
+            # right now (another editor window on this folder), and must not get a second result.
+            with self.leases.held_briefly(self.id) as held:
+                if held:
+                    self.repair()
+
+    def _load(self) -> None:
+        # A session stored before refused calls were bounded may hold one too large to ever send.
+        stored = self.env.store.messages(self.id)
+        self.history = bounded_history(stored, self.env.settings.limits.rejected_args_chars)
+        self.bounded_on_load = {kept.id: kept for kept, row in zip(self.history, stored, strict=True)
+                                if kept is not row}
+        self.context = ContextState.load(self.env.store, self.id, self.history)
+        self.approvals.clear()  # in place: a generation's approval desk holds this set
+        self.approvals.update(remembered(self.env.store, self.id))
+
+    def catch_up(self) -> None:
+        """With the lease taken: the record in memory becomes the store's when another process wrote
+        the session since this one loaded it (what the model was told is then learnt again, as after a
+        restart), and the calls a dead holder left unanswered are answered."""
+        if self.env.store.messages(self.id, after_seq=len(self.history), limit=1):
+            log.info("session %s: another process wrote it since it was loaded here; reloading", self.id)
+            self._load()
+            self.files = FileTracker()
+            self.announced_settings = None
+            self.skills_seen = SkillsSeen()
+            self.instructions_seen = SkillsSeen(INSTRUCTIONS)
+            self.requests = RequestBytes()
+            self.sent_tools = ([], "")
+        self.repair()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the lease (or refuse `session_busy`) and catch up, for writes outside a generation
+        (a compaction or handoff asked for while the session is idle)."""
+        took = self.leases.take(self.id)
+        try:
+            self.catch_up()
+            yield
+        finally:
+            if took:
+                self.leases.release(self.id)
 
     def repair(self) -> int:
         """Answer the tool calls a dead process left without results (see core/repair.py), so the
@@ -204,9 +243,18 @@ class AgentSession:
             self.flush_notes()
 
     def flush_notes(self, generation: str | None = None) -> None:
-        if self.pending_notes:
-            notes, self.pending_notes = self.pending_notes, []
-            self.append(Message(role=Role.USER, parts=list(notes), generation=generation))
+        if not self.pending_notes:
+            return
+        if self.active is not None:  # the running generation holds the lease
+            self._append_notes(generation)
+            return
+        with self.leases.held_briefly(self.id) as held:
+            if held:  # else they wait for this process's next run here
+                self._append_notes(generation)
+
+    def _append_notes(self, generation: str | None) -> None:
+        notes, self.pending_notes = self.pending_notes, []
+        self.append(Message(role=Role.USER, parts=list(notes), generation=generation))
 
     def append(self, message: Message) -> None:
         """Persist first, then remember: the record never lags behind what the model saw."""

@@ -21,7 +21,8 @@ from enum import StrEnum
 from typing import Protocol
 
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid
-from lsp_agent.core.queue import MAX_STEER_CHARS, Queue, QueueItem, QueueStatus, now_ms, owner_alive, process_owner
+from lsp_agent.core.process_identity import process_owner
+from lsp_agent.core.queue import MAX_STEER_CHARS, Queue, QueueItem, QueueStatus, now_ms
 from lsp_agent.core.storage import CorrectionExists, PendingCorrection, RowChanged, SessionStore, StaleGeneration
 from lsp_agent.domain import ids
 from lsp_agent.domain.history import Message, Role, TextPart
@@ -267,10 +268,11 @@ class Steering:
             self._settle(session.id, correction.client_id, status=ReceiptStatus.REJECTED,
                          reason=RejectReason.GENERATION_ENDED)
 
-    def recover(self) -> list[PendingCorrection]:
-        """On start: corrections written ahead by a process that died before applying them. Their
-        generation is gone, so each becomes a queued row (or its own row goes back to the queue) in the
-        same transaction that forgets it — never lost, never applied twice."""
+    def recover(self, owner_alive: Callable[[str | None], bool]) -> list[PendingCorrection]:
+        """On start: corrections written ahead by a process that died before applying them (`owner_alive`:
+        core/lease.py's check of the process that accepted them). Their generation is gone, so each
+        becomes a queued row (or its own row goes back to the queue) in the same transaction that
+        forgets it — never lost, never applied twice."""
         surfaced = []
         for correction in self.store.pending_corrections():
             if owner_alive(correction.owner):

@@ -9,7 +9,7 @@ An implementation raises `StaleGeneration` or `RowChanged` to refuse, and then c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -17,9 +17,11 @@ from lsp_agent.core.queue_model import QueueItem, QueueStatus
 from lsp_agent.domain.history import Message, Part
 
 __all__ = [
+    "LeaseStore",
     "PendingCorrection",
     "QueueStore",
     "RowChanged",
+    "SessionLease",
     "SessionRecord",
     "SessionStore",
     "StaleGeneration",
@@ -63,6 +65,17 @@ class PendingCorrection:
     queue_item: str | None
     owner: str
     created_at: int = 0
+
+
+@dataclass(frozen=True)
+class SessionLease:
+    """Which process writes a session now: its identity (core/process_identity.py), when it took the
+    session and when it last said it is still there (wall-clock ms)."""
+
+    session_id: str
+    owner: str
+    acquired_at: int
+    heartbeat_at: int
 
 
 class SessionStore(Protocol):
@@ -162,5 +175,27 @@ class QueueStore(Protocol):
         ...
 
 
-class Store(SessionStore, QueueStore, Protocol):
+class LeaseStore(Protocol):
+    """One writer per session (core/lease.py holds the rules; the store only keeps the rows)."""
+
+    def acquire_lease(self, session_id: str, owner: str, now: int,
+                      holder_live: Callable[[SessionLease], bool]) -> tuple[bool, SessionLease | None]:
+        """In one transaction: take the session's lease for `owner` unless another owner holds it and
+        `holder_live` says that holder is still there. Returns (taken, the lease found before)."""
+        ...
+
+    def renew_lease(self, session_id: str, owner: str, now: int) -> bool:
+        """The heartbeat; False when `owner` no longer holds the lease (it was taken over)."""
+        ...
+
+    def release_lease(self, session_id: str, owner: str) -> None:
+        """Drop the lease if `owner` still holds it."""
+        ...
+
+    def lease(self, session_id: str) -> SessionLease | None: ...
+
+    def leases(self) -> list[SessionLease]: ...
+
+
+class Store(SessionStore, QueueStore, LeaseStore, Protocol):
     """Everything the core persists."""

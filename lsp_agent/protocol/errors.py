@@ -1,4 +1,4 @@
-"""JSON-RPC errors of the agent/* methods: documented codes, and `data: {kind, status, field?}`.
+"""JSON-RPC errors of the agent/* methods: documented codes, and `data: {kind, status, field?, owner?}`.
 
 | code   | status | kinds                                   | when                                      |
 |--------|--------|-----------------------------------------|-------------------------------------------|
@@ -8,8 +8,9 @@
 | -32602 | 413    | too_large                               | a field is over its documented limit      |
 | -32004 | 404    | unknown_session, unknown_message,       | the ID does not exist in this workspace   |
 |        |        | not_found                               |                                           |
-| -32009 | 409    | busy, conflict, steer_conflict          | the session already runs a generation; a  |
-|        |        |                                         | queued row changed; a clientID reused     |
+| -32009 | 409    | busy, session_busy, conflict,           | the session already runs a generation (in |
+|        |        | steer_conflict                          | this process, or in another: `data.owner`)|
+|        |        |                                         | a queued row changed; a clientID reused   |
 | -32010 | 503    | config                                  | no usable model/provider in the settings  |
 | -32603 | 500    | internal                                | a bug; the server keeps serving           |
 
@@ -26,7 +27,7 @@ from pydantic import ValidationError
 
 from lsp_agent.core.errors import AgentError, AgentErrorKind
 from lsp_agent.core.queue import MAX_STEER_CHARS
-from lsp_agent.protocol.models import ErrorData
+from lsp_agent.protocol.models import ErrorData, SessionOwner
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,12 @@ TOO_LARGE = ErrorCode(-32602, "InvalidParams", 413, ("too_large",),
                       "A field is over its documented limit (e.g. a prompt over 200,000 characters).")
 NOT_FOUND = ErrorCode(-32004, "NotFound", 404, ("unknown_session", "unknown_message", "not_found"),
                       "The session, message or queued item (`not_found`) does not exist in this workspace.")
-CONFLICT = ErrorCode(-32009, "Conflict", 409, ("busy", "conflict", "steer_conflict", "compaction_in_progress"),
+CONFLICT = ErrorCode(-32009, "Conflict", 409, ("busy", "session_busy", "conflict", "steer_conflict",
+                                               "compaction_in_progress"),
                      "`busy`: the session is already running a generation (wait, cancel, steer or queue). "
+                     "`session_busy`: another lsp-agent process (another editor window, the CLI) is writing "
+                     "the session; it can be read, and run again once that process is done with it "
+                     "(`data.owner` names its pid and host). "
                      "`conflict`: a queued row changed under the request (refresh with agent/queue/list and "
                      "retry). `steer_conflict`: the clientID was used for a different correction. "
                      "`compaction_in_progress`: agent/compact while another compaction of the session runs.")
@@ -68,11 +73,12 @@ CORE_CODES: dict[AgentErrorKind, ErrorCode] = {
 class ProtocolError(Exception):
     """An error answer to a request; the server turns it into a JSON-RPC error response."""
 
-    def __init__(self, code: ErrorCode, message: str, kind: str | None = None, field: str | None = None) -> None:
+    def __init__(self, code: ErrorCode, message: str, kind: str | None = None, field: str | None = None,
+                 owner: SessionOwner | None = None) -> None:
         super().__init__(message)
         self.code = code.code
         self.message = message
-        self.data = ErrorData(kind=kind or code.kinds[0], status=code.status, field=field)
+        self.data = ErrorData(kind=kind or code.kinds[0], status=code.status, field=field, owner=owner)
 
     def wire_data(self) -> dict[str, object]:
         return self.data.wire()
@@ -106,7 +112,8 @@ def invalid_params(exc: ValidationError, method: str) -> ProtocolError:
 
 def from_core(error: AgentError) -> ProtocolError:
     """A core refusal as the documented JSON-RPC error of its kind."""
-    return ProtocolError(CORE_CODES[error.kind], error.message, kind=error.kind.value)
+    owner = SessionOwner(pid=error.holder.pid, host=error.holder.host) if error.holder is not None else None
+    return ProtocolError(CORE_CODES[error.kind], error.message, kind=error.kind.value, owner=owner)
 
 
 def status_of(error: AgentError) -> int:

@@ -242,12 +242,20 @@ class FixDiagnosticArgs(Params):
 # --- errors -----------------------------------------------------------------------------------
 
 
+class SessionOwner(Result):
+    """The other lsp-agent process that writes a session now (`session_busy`)."""
+
+    pid: int | None = Field(None, description="Its process ID (in its own pid namespace).")
+    host: str | None = Field(None, description="The host name it runs on.")
+
+
 class ErrorData(Result):
     """`error.data` of every error this server returns from an agent/* method."""
 
     kind: str = Field(description="Machine-readable class, e.g. invalid_params, too_large, unknown_session, busy.")
     status: int = Field(description="The HTTP-like status: 400, 404, 409, 413, 500, 503.")
     field: str | None = Field(None, description="For invalid params: the offending field (dotted path).")
+    owner: SessionOwner | None = Field(None, description="For `session_busy`: the process that runs the session.")
 
 
 __all__ = [
@@ -263,6 +271,7 @@ __all__ = [
     "SaveDocumentsParams",
     "SaveDocumentsResult",
     "SessionInfo",
+    "SessionOwner",
     "SessionParams",
     "SessionResult",
     "SessionsParams",

@@ -292,7 +292,7 @@ def render_markdown() -> str:
         event_type = model.model_fields["type"].default
         out += [f"### {event_type}", "", *_fields_table(_schema(model, "serialization")), ""]
     out += ["## Errors", "",
-            "Errors are JSON-RPC errors whose `data` is `{kind, status, field?}`:", "",
+            "Errors are JSON-RPC errors whose `data` is `{kind, status, field?, owner?}`:", "",
             *_fields_table(_schema(models.ErrorData, "serialization")), "",
             "| code | name | status | kinds | meaning |", "|---|---|---|---|---|"]
     for code in errors.CODES:

@@ -68,6 +68,11 @@ class Limits(_Section):
     sessions_in_memory: int = Field(
         8, ge=1, description="Idle sessions a long-lived server keeps loaded; the least recently used "
         "beyond this are dropped from memory (they stay in the store and reload on demand).")
+    # --- one writer per session (several processes on one workspace) ---
+    session_lease_s: float = Field(
+        30, ge=3, le=3600, description="How long a session lease outlives its holder's last heartbeat when "
+        "the holder cannot be checked directly (another host or pid namespace); the holder renews it every "
+        "third of this. A holder on this host and namespace is checked by its identity, at once.")
     # --- steering a running generation (receipts live in process memory) ---
     steer_chars: int = Field(
         16_000, ge=1, le=200_000, description="Longest correction agent/steer admits, and longest queued "

@@ -38,8 +38,9 @@ TIGHTEN_ONLY_KEYS = frozenset({"maxSteps", "max_steps"})
 #: The limits whose tight side is the larger value: a threshold that, set lower, spends more of the
 #: user's budget. A smaller `context_pack_min_context` puts the long-task pack into the instructions
 #: of models with less room for it; a smaller `escalate_after_failures` raises the (billed)
-#: reasoning effort sooner. A workspace may only raise these.
-RAISE_ONLY_LIMITS = frozenset({"context_pack_min_context", "escalate_after_failures"})
+#: reasoning effort sooner; a shorter `session_lease_s` lets another process take a live session over
+#: sooner. A workspace may only raise these.
+RAISE_ONLY_LIMITS = frozenset({"context_pack_min_context", "escalate_after_failures", "session_lease_s"})
 
 
 @dataclass(frozen=True)

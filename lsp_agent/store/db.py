@@ -21,6 +21,7 @@ from lsp_agent.core.queue_model import QueueItem
 from lsp_agent.core.storage import CorrectionExists, PendingCorrection, SessionRecord, StaleGeneration
 from lsp_agent.core.storage import Store as StorePort
 from lsp_agent.domain.history import Message, Part, Role
+from lsp_agent.store.lease import LeaseTables
 from lsp_agent.store.migrations import migrate
 from lsp_agent.store.queue import QueueTables, claim_for_send, requeue_steered, stamp_applied
 from lsp_agent.store.skills import SkillTables
@@ -51,7 +52,7 @@ def _correction(row: sqlite3.Row) -> PendingCorrection:
                              created_at=row["created_at"])
 
 
-class Store(QueueTables, SkillTables):
+class Store(QueueTables, SkillTables, LeaseTables):
     """The sqlite implementation of the core's storage port (`lsp_agent.core.storage.Store`) and of
     the skills' (`lsp_agent.skills.port.SkillStore`, met by shape: the store never imports skills)."""
 

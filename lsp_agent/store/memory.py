@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lsp_agent.core.queue_model import WAITING, QueueItem, QueueStatus
-from lsp_agent.core.storage import CorrectionExists, PendingCorrection, RowChanged, SessionRecord, StaleGeneration
+from lsp_agent.core.storage import (
+    CorrectionExists,
+    PendingCorrection,
+    RowChanged,
+    SessionLease,
+    SessionRecord,
+    StaleGeneration,
+)
 from lsp_agent.core.storage import Store as StorePort
 from lsp_agent.domain.history import Message, Part
 
@@ -45,6 +52,7 @@ class MemoryStore:
         self._events: list[tuple[str, str, dict[str, Any]]] = []
         self._queue: dict[str, _Row] = {}
         self._corrections: dict[tuple[str, str], PendingCorrection] = {}
+        self._leases: dict[str, SessionLease] = {}
 
     def close(self) -> None:
         pass
@@ -157,6 +165,35 @@ class MemoryStore:
         else:
             self._queue_insert(item)
         self._corrections.pop((correction.session_id, correction.client_id), None)
+
+    # --- session leases -----------------------------------------------------------------------
+
+    def acquire_lease(self, session_id: str, owner: str, now: int,
+                      holder_live: Callable[[SessionLease], bool]) -> tuple[bool, SessionLease | None]:
+        found = self._leases.get(session_id)
+        if found is not None and found.owner != owner and holder_live(found):
+            return False, found
+        acquired = found.acquired_at if found is not None and found.owner == owner else now
+        self._leases[session_id] = SessionLease(session_id, owner, acquired, now)
+        return True, found
+
+    def renew_lease(self, session_id: str, owner: str, now: int) -> bool:
+        found = self._leases.get(session_id)
+        if found is None or found.owner != owner:
+            return False
+        self._leases[session_id] = replace(found, heartbeat_at=now)
+        return True
+
+    def release_lease(self, session_id: str, owner: str) -> None:
+        found = self._leases.get(session_id)
+        if found is not None and found.owner == owner:
+            del self._leases[session_id]
+
+    def lease(self, session_id: str) -> SessionLease | None:
+        return self._leases.get(session_id)
+
+    def leases(self) -> list[SessionLease]:
+        return [self._leases[key] for key in sorted(self._leases)]
 
     # --- replay events ----------------------------------------------------------------------
 

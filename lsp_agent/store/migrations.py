@@ -52,6 +52,13 @@ MIGRATIONS: list[str] = [
         session_id TEXT NOT NULL, client_id TEXT NOT NULL, generation TEXT NOT NULL, text TEXT NOT NULL,
         queue_item TEXT, owner TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (session_id, client_id));
     """,
+    # 5: which process writes a session now (its identity and heartbeat); another process reads the
+    # session but neither repairs nor writes it while the holder lives
+    """
+    CREATE TABLE session_leases (
+        session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, acquired_at INTEGER NOT NULL,
+        heartbeat_at INTEGER NOT NULL);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

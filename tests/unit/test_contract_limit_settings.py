@@ -7,6 +7,7 @@ import pytest
 
 from lsp_agent.context.recover import PAGE_PARTS, PART_CHARS
 from lsp_agent.core.capabilities import CONTEXT_PACK_MAX_TOKENS, ESCALATE_AFTER_FAILURES, PACK_MIN_CONTEXT
+from lsp_agent.core.lease import LEASE_S
 from lsp_agent.core.queue import MAX_STEER_CHARS
 from lsp_agent.core.steering import MAX_PENDING, MAX_RECEIPTS
 from lsp_agent.settings.config import ConfigError, Limits, load_settings
@@ -21,6 +22,7 @@ BOUNDS = {
     "context_pack_min_context": (64_000, 1000, 100_000_000),
     "context_pack_max_tokens": (2_048, 0, 100_000),
     "escalate_after_failures": (2, 1, 1000),
+    "session_lease_s": (30, 3, 3600),
 }
 
 
@@ -29,7 +31,7 @@ def test_defaults_are_the_documented_numbers_and_the_code_constants() -> None:
     assert {name: getattr(limits, name) for name in BOUNDS} == {name: b[0] for name, b in BOUNDS.items()}
     # The constants the code falls back on when no settings are at hand say the same.
     constants = (MAX_STEER_CHARS, MAX_PENDING, MAX_RECEIPTS, PAGE_PARTS, PART_CHARS, PACK_MIN_CONTEXT,
-                 CONTEXT_PACK_MAX_TOKENS, ESCALATE_AFTER_FAILURES)
+                 CONTEXT_PACK_MAX_TOKENS, ESCALATE_AFTER_FAILURES, LEASE_S)
     assert tuple(b[0] for b in BOUNDS.values()) == constants
 
 

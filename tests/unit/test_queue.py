@@ -10,6 +10,7 @@ import pytest
 
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.errors import AgentError
+from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.queue import Queue
 from lsp_agent.protocol.errors import status_of
 from tests.helpers import BACKEND, call, make_agent, reply, wait_for
@@ -236,7 +237,7 @@ def test_restart_requeues_rows_steered_by_a_dead_process(tmp_path: Path, backend
     item = queue.add("ses_x", "lost?")
     queue.mark_steered(item, "gen-1")
     _steered_by(store, item.id, "pid:999999999")
-    assert queue.recover() == [item.id]
+    assert queue.recover(SessionLeases(store).owner_alive) == [item.id]
     row = queue.get(item.id)
     assert row.status.value == "queued" and row.steered_into is None
 
@@ -246,7 +247,7 @@ def test_a_row_steered_by_a_live_process_is_left_alone(tmp_path: Path, backend: 
     store.create_session("ses_x", str(tmp_path), "m")
     queue = Queue(store)
     item = queue.mark_steered(queue.add("ses_x", "mine"), "gen-1")
-    assert queue.recover() == [] and queue.get(item.id).status.value == "cancelled"
+    assert queue.recover(SessionLeases(store).owner_alive) == [] and queue.get(item.id).status.value == "cancelled"
 
 
 def test_guarded_writes_refuse_a_changed_row_and_move_to_front(tmp_path: Path, backend: str) -> None:

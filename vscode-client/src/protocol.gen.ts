@@ -96,6 +96,8 @@ export interface ErrorData {
   status: number;
   /** For invalid params: the offending field (dotted path). */
   field?: string | null;
+  /** For `session_busy`: the process that runs the session. */
+  owner?: SessionOwner | null;
 }
 
 export interface ErrorEvent {
@@ -516,6 +518,14 @@ export interface SessionInfo {
   generation?: string | null;
 }
 
+/** The other lsp-agent process that writes a session now (`session_busy`). */
+export interface SessionOwner {
+  /** Its process ID (in its own pid namespace). */
+  pid?: number | null;
+  /** The host name it runs on. */
+  host?: string | null;
+}
+
 export interface SessionParams {
   /** A session ID (`ses_…`). */
   sessionID: string;
@@ -831,7 +841,7 @@ export const ERROR_CODES = [
   { code: -32602, name: 'InvalidParams', status: 400, kinds: ['invalid_params', 'not_steerable', 'trust_changed'] },
   { code: -32602, name: 'InvalidParams', status: 413, kinds: ['too_large'] },
   { code: -32004, name: 'NotFound', status: 404, kinds: ['unknown_session', 'unknown_message', 'not_found'] },
-  { code: -32009, name: 'Conflict', status: 409, kinds: ['busy', 'conflict', 'steer_conflict', 'compaction_in_progress'] },
+  { code: -32009, name: 'Conflict', status: 409, kinds: ['busy', 'session_busy', 'conflict', 'steer_conflict', 'compaction_in_progress'] },
   { code: -32010, name: 'Unavailable', status: 503, kinds: ['config', 'provider_error'] },
   { code: -32603, name: 'InternalError', status: 500, kinds: ['internal'] },
 ] as const;
