@@ -9,6 +9,7 @@ import asyncio
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -18,15 +19,17 @@ from tests.e2e.conftest import SERVER, TIMEOUT, Editor, full_capabilities, make_
 
 
 class Servers:
-    def __init__(self, scripts: Path) -> None:
+    def __init__(self, scripts: Path, command: list[str] | None = None) -> None:
         self.scripts = scripts  # where each server's scripted model is written
+        #: how a server process is started (a wrapper may put it in a pid namespace of its own)
+        self.command = command or SERVER
         self.editors: list[Editor] = []
         self._spare: tuple[LanguageClient, list[Editor]] | None = None
 
     async def _spawn(self) -> tuple[LanguageClient, list[Editor]]:
         ref: list[Editor] = []
         client = make_client(ref)
-        await client.start_io(*SERVER)
+        await client.start_io(*self.command)
         return client, ref
 
     async def warm(self) -> None:
@@ -35,7 +38,8 @@ class Servers:
         if self._spare is None:
             self._spare = await self._spawn()
 
-    async def start(self, root: Path, script: Script) -> Editor:
+    async def start(self, root: Path, script: Script, options: dict[str, Any] | None = None) -> Editor:
+        """`options`: more initialization options (a settings layer, e.g. `limits`)."""
         path = self.scripts / f"script-{len(self.editors)}.json"
         path.write_text(script.model_dump_json(), encoding="utf-8")
         client, ref = self._spare or await self._spawn()
@@ -45,7 +49,7 @@ class Servers:
         self.editors.append(editor)
         await asyncio.wait_for(client.initialize_session(types.InitializeParams(
             capabilities=full_capabilities(), root_uri=root.as_uri(),
-            initialization_options={"model": "scripted/test", "script": str(path)})), TIMEOUT)
+            initialization_options={"model": "scripted/test", "script": str(path), **(options or {})})), TIMEOUT)
         return editor
 
     @staticmethod
