@@ -166,3 +166,29 @@ async def test_the_cli_beside_a_server_running_the_session_is_refused_clearly(
     assert code == 0 and lines[-1]["stopReason"] == "final", (code, lines[-3:], stderr)
     calls, results = results_per_call(await messages(first, sid))
     assert results == Counter(calls) and len(calls) == 1
+
+
+async def test_an_acp_prompt_beside_a_server_running_the_session_is_refused_session_busy(
+        servers: Servers, root: Path, tmp_path: Path) -> None:
+    from acp import RequestError, text_block
+
+    from tests.acp.client import RecordingClient, acp_agent, write_script
+
+    first, sid, generation = await first_runs_a_live_call(servers, root)
+    client = RecordingClient()
+    async with acp_agent(client, write_script(tmp_path / "acp.json", STRICT)) as (conn, _):
+        await asyncio.wait_for(conn.load_session(cwd=str(root), session_id=sid), TIMEOUT)  # reading is fine
+        with pytest.raises(RequestError) as busy:
+            await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("from the ACP client")]), TIMEOUT)
+        data: Any = busy.value.data
+        assert busy.value.code == -32009 and data["kind"] == "session_busy", busy.value
+        assert data["owner"]["pid"] == server_pid(first)
+        calls, results = results_per_call(await messages(first, sid))
+        assert len(calls) == 1 and not results  # loading it repaired nothing
+
+        (root / "release").write_text("go", encoding="utf-8")
+        assert (await first.finished(generation))["stopReason"] == "final"
+        answer = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("now mine")]), TIMEOUT)
+        assert answer.stop_reason == "end_turn"
+    calls, results = results_per_call(await messages(first, sid))
+    assert results == Counter(calls) and len(calls) == 1
