@@ -125,7 +125,12 @@ class SessionLeases:
         longer than the lease where its identity cannot be checked) `lost` is called once."""
         while True:
             await asyncio.sleep(max(self.lease_s() / 3, 0.1))
-            if not self.store.renew_lease(session_id, process_owner(), now_ms()):
+            try:
+                held = self.store.renew_lease(session_id, process_owner(), now_ms())
+            except Exception:  # a store fault (full, locked): the run reports it; the next beat tries again
+                log.warning("session %s: could not renew the lease", session_id, exc_info=True)
+                continue
+            if not held:
                 log.warning("session %s: the lease was taken over by another process; stopping this run",
                             session_id)
                 lost()

@@ -185,3 +185,26 @@ async def test_a_run_catches_up_with_what_another_process_wrote(tmp_path: Path) 
     outputs = [p.output for m in env.store.messages(sid) for p in m.tool_results()]
     assert outputs == ["done elsewhere"]  # caught up: no second, "interrupted" result
     assert env.store.lease(sid) is None  # given back when the run ended
+
+
+async def test_the_heartbeat_renews_and_reports_a_lease_taken_over(store: Any) -> None:
+    import asyncio
+
+    leases = SessionLeases(store, lambda: 0.3)  # below the setting's floor: only to keep the test short
+    leases.take("ses_x")
+    store.renew_lease("ses_x", process_owner(), 0)
+    lost = asyncio.Event()
+    keeping = asyncio.ensure_future(leases.keep("ses_x", lost.set))
+    try:
+        async def renewed() -> None:
+            while store.lease("ses_x").heartbeat_at == 0:
+                await asyncio.sleep(0.02)
+
+        await asyncio.wait_for(renewed(), 10)
+        assert not lost.is_set()
+        store.release_lease("ses_x", process_owner())  # another process took it over meanwhile
+        store.acquire_lease("ses_x", other(host="elsewhere"), now_ms(), lambda _: False)
+        await asyncio.wait_for(lost.wait(), 10)
+        await asyncio.wait_for(keeping, 10)  # it stops by itself
+    finally:
+        keeping.cancel()
