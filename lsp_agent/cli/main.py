@@ -150,7 +150,8 @@ def _run_parser(sub: Any) -> None:
     run.add_argument("--wire", choices=["chat", "responses"], help="wire protocol for --base-url")
     run.add_argument("--max-steps", type=int, help="step budget (default 40)")
     run.add_argument("--script", type=Path, help="reply script for the scripted provider (JSON)")
-    run.add_argument("--session", help="continue this session ID")
+    run.add_argument("--session", help=f"continue this session ID (exit {EXIT_SESSION_BUSY} when another live "
+                                       "lsp-agent process is running it)")
     run.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                      help="override a setting, e.g. experimental.tail_reminders=true (repeatable)")
     run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")

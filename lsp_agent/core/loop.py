@@ -237,7 +237,11 @@ class Generation:
     def _give_back_lease(self) -> None:
         if self._took_lease:
             self._took_lease = False
-            self.session.leases.release(self.session.id)
+            try:
+                self.session.leases.release(self.session.id)
+            except Exception:  # a store fault: the run's own end is what must be reported, not this
+                log.warning("session %s: could not release its lease; the next run here takes it again",
+                            self.session.id, exc_info=True)
 
     def _record_prompt(self, prompt: str, claim_item: str | None) -> None:
         session = self.session
