@@ -38,12 +38,18 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def session_busy(session_id: str, lease: SessionLease) -> AgentError:
+def session_busy(session_id: str, lease: SessionLease, lease_s: float = LEASE_S) -> AgentError:
     pid, host = describe(lease.owner)
     who = f"pid {pid}" if pid is not None else "an unidentified process"
     where = f" on host {host}" if host else ""
+    # Another namespace's pid 1 is not this one: say why it still counts (a restarted container's
+    # predecessor holds the session until its heartbeat has been silent for the lease).
+    unseen = ""
+    if verdict(lease.owner) is Verdict.UNKNOWN:
+        unseen = (f"; it runs where this process cannot look (another host or pid namespace), so the session "
+                  f"is free once its heartbeat has stopped for {lease_s:g} s")
     return AgentError(AgentErrorKind.SESSION_BUSY,
-                      f"session {session_id} is being written by another lsp-agent process ({who}{where}); "
+                      f"session {session_id} is being written by another lsp-agent process ({who}{where}){unseen}; "
                       "it can be read here, but a run must wait until that process finishes with it "
                       "(or use another session)", Holder(pid, host))
 
@@ -98,7 +104,7 @@ class SessionLeases:
         taken, found = self.try_take(session_id)
         if not taken:
             assert found is not None
-            raise session_busy(session_id, found)
+            raise session_busy(session_id, found, self.lease_s())
         mine = found is not None and found.owner == process_owner()
         if found is not None and not mine:
             pid, host = describe(found.owner)

@@ -120,8 +120,9 @@ def test_a_holder_that_cannot_be_looked_at_holds_while_its_heartbeat_is_young(st
     leases = SessionLeases(store, lambda: 30)
     store.acquire_lease("ses_x", far, now_ms() - 29_000, lambda _: True)
     assert leases.owner_alive(far) and 0 < (leases.lapses_in(far) or 0) <= 1.0
-    with pytest.raises(AgentError):
+    with pytest.raises(AgentError) as busy:
         leases.take("ses_x")
+    assert "another host or pid namespace" in busy.value.message and "stopped for 30 s" in busy.value.message
     assert store.renew_lease("ses_x", far, now_ms() - 31_000)  # lapsed
     assert not leases.owner_alive(far) and leases.lapses_in(far) is None
     assert leases.take("ses_x") is True
