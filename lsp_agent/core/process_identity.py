@@ -156,7 +156,10 @@ def verdict(owner: str | None) -> Verdict:
         return Verdict.DEAD  # our pid, but not us: an earlier process of this namespace
     if other.start is None:  # written where /proc could not be read: the pid is all there is
         return Verdict.ALIVE if _pid_exists(other.pid) else Verdict.DEAD
-    return Verdict.ALIVE if start_time(other.pid) == other.start else Verdict.DEAD
+    running = start_time(other.pid)
+    if running is None:  # not there — or hidden from us (/proc mounted hidepid): the pid alone decides
+        return Verdict.ALIVE if _pid_exists(other.pid) else Verdict.DEAD
+    return Verdict.ALIVE if running == other.start else Verdict.DEAD
 
 
 def describe(owner: str | None) -> tuple[int | None, str | None]:
