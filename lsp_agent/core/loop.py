@@ -275,16 +275,18 @@ class Generation:
         finally:
             self.ended = True
             cancel_signal.reset(token)
-            self.env.store.end_generation(session.id, self.id)
-            if self.env.steering is not None:
-                interrupted = self.stop_reason in (StopReason.CANCELLED, StopReason.ERROR, None)
-                self.env.steering.end_generation(session, self.id, interrupted)
-            session.active = None
-            session.flush_notes()
-            heartbeat.cancel()
-            self._give_back_lease()
-            if self.trace is not None:
-                self.trace.close()
+            try:
+                self.env.store.end_generation(session.id, self.id)
+                if self.env.steering is not None:
+                    interrupted = self.stop_reason in (StopReason.CANCELLED, StopReason.ERROR, None)
+                    self.env.steering.end_generation(session, self.id, interrupted)
+                session.active = None
+                session.flush_notes()
+            finally:  # whatever failed above, the session is not left held (and kept fresh) by a run that ended
+                heartbeat.cancel()
+                self._give_back_lease()
+                if self.trace is not None:
+                    self.trace.close()
 
     async def _loop(self) -> events.RunFinish:
         while True:
