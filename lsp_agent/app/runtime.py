@@ -17,7 +17,9 @@ from lsp_agent.app.toolset import default_registry
 from lsp_agent.context.compaction import touched_files
 from lsp_agent.context.handoff import CONTINUE_PROMPT
 from lsp_agent.core.errors import AgentError, AgentErrorKind
+from lsp_agent.core.lease import holder_text
 from lsp_agent.core.loop import Generation
+from lsp_agent.core.process_identity import process_owner
 from lsp_agent.core.session import AgentSession, Environment, ModelFacts
 from lsp_agent.disk.applier import DiskApplier
 from lsp_agent.disk.documents import DiskDocuments
@@ -125,7 +127,8 @@ class HeadlessRun:
     handler or when the output is closed — so that it always ends with a run_finish."""
 
     def __init__(self, env: Environment, prompt: str, max_steps: int | None = None,
-                 session_id: str | None = None, on_session: Callable[[str], None] | None = None) -> None:
+                 session_id: str | None = None, on_session: Callable[[str], None] | None = None,
+                 wait_s: float = 0, on_wait: Callable[[str], None] | None = None) -> None:
         if session_id is not None and env.store.session(session_id) is None:
             raise UnknownSession(f"no session {session_id!r} in workspace {env.root}; run without --session "
                                  "to start a new one")
@@ -139,6 +142,10 @@ class HeadlessRun:
         self.cancelled = False
         #: why the run never began (`session_busy`: another live process runs the session)
         self.refusal: AgentError | None = None
+        #: how long to wait for another process to finish with the session before refusing (0: not at all)
+        self.wait_s = wait_s
+        #: told once why the run waits (the CLI's stderr)
+        self.on_wait = on_wait
 
     def cancel(self) -> None:
         """Safe from a signal handler or a sink: the running generation stops at its earliest safe
@@ -158,6 +165,8 @@ class HeadlessRun:
             session = AgentSession(self.env, self.session_id, title=self.prompt[:80])
             if self.on_session is not None:
                 self.on_session(session.id)
+            if self.wait_s > 0:
+                await self._wait_for(session)
             generation = self._start(Generation(session, self.max_steps))
             memory.settle_startup()
             try:
@@ -183,6 +192,22 @@ class HeadlessRun:
                 await close()
             if self.env.mcp is not None:
                 await self.env.mcp.aclose()
+
+    async def _wait_for(self, session: AgentSession) -> None:
+        """Until no other live process holds the session (or the wait is over, or the run cancelled).
+        Then the run begins as usual — and is refused if the session was taken again meanwhile."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.wait_s
+        told = False
+        while not self.cancelled and loop.time() < deadline:
+            holder = self.env.store.lease(session.id)
+            if holder is None or holder.owner == process_owner() or not session.leases.live(holder):
+                return
+            if not told and self.on_wait is not None:
+                told = True
+                self.on_wait(f"session {session.id} is being written by "
+                             f"{holder_text(holder, session.leases.lease_s())}; waiting up to {self.wait_s:g} s")
+            await asyncio.sleep(0.2)
 
     def _continues(self, result: RunFinish, generation: Generation) -> bool:
         return (result.stop_reason is StopReason.HANDOFF and generation.handoff_to is not None

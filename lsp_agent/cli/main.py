@@ -152,6 +152,9 @@ def _run_parser(sub: Any) -> None:
     run.add_argument("--script", type=Path, help="reply script for the scripted provider (JSON)")
     run.add_argument("--session", help=f"continue this session ID (exit {EXIT_SESSION_BUSY} when another live "
                                        "lsp-agent process is running it)")
+    run.add_argument("--wait-for-session", type=float, default=0, metavar="SECONDS",
+                     help="when another lsp-agent process is running the --session, wait up to this long for it "
+                          f"to finish before giving up (exit {EXIT_SESSION_BUSY}); default: do not wait")
     run.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                      help="override a setting, e.g. experimental.tail_reminders=true (repeatable)")
     run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
@@ -294,6 +297,8 @@ async def _run(args: argparse.Namespace) -> int:
         layer["model"] = args.model
     if args.script:
         layer["script"] = str(args.script)
+    if args.wait_for_session < 0:
+        raise UsageError("--wait-for-session must be 0 or more seconds")
     if args.max_steps is not None:
         if args.max_steps < 1:
             raise UsageError("--max-steps must be at least 1")
@@ -327,7 +332,9 @@ async def _run(args: argparse.Namespace) -> int:
     header = None if isinstance(sink, JsonLinesSink) else (lambda session_id: sink.note(_header(env, server,
                                                                                             session_id)))
     try:
-        run = HeadlessRun(env, args.prompt, args.max_steps, args.session, on_session=header)
+        run = HeadlessRun(env, args.prompt, args.max_steps, args.session, on_session=header,
+                          wait_s=args.wait_for_session, on_wait=lambda text: print(f"lsp-agent: {text}",
+                                                                                  file=sys.stderr, flush=True))
     except UnknownSession as exc:
         env.store.close()
         raise UsageError(str(exc)) from None

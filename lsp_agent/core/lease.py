@@ -26,7 +26,7 @@ from lsp_agent.core.errors import AgentError, AgentErrorKind, Holder
 from lsp_agent.core.process_identity import Verdict, describe, process_owner, verdict
 from lsp_agent.core.storage import LeaseStore, SessionLease
 
-__all__ = ["LEASE_S", "SessionLeases", "session_busy"]
+__all__ = ["LEASE_S", "SessionLeases", "holder_text", "session_busy"]
 
 log = logging.getLogger(__name__)
 
@@ -38,20 +38,26 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def session_busy(session_id: str, lease: SessionLease, lease_s: float = LEASE_S) -> AgentError:
+def holder_text(lease: SessionLease, lease_s: float = LEASE_S) -> str:
+    """Who holds a session, in words: "another lsp-agent process (pid N on host H)"."""
     pid, host = describe(lease.owner)
     who = f"pid {pid}" if pid is not None else "an unidentified process"
     where = f" on host {host}" if host else ""
+    text = f"another lsp-agent process ({who}{where})"
     # Another namespace's pid 1 is not this one: say why it still counts (a restarted container's
     # predecessor holds the session until its heartbeat has been silent for the lease).
-    unseen = ""
     if verdict(lease.owner) is Verdict.UNKNOWN:
-        unseen = (f"; it runs where this process cannot look (another host or pid namespace), so the session "
-                  f"is free once its heartbeat has stopped for {lease_s:g} s")
+        text += (f"; it runs where this process cannot look (another host or pid namespace), so the session "
+                 f"is free once its heartbeat has stopped for {lease_s:g} s")
+    return text
+
+
+def session_busy(session_id: str, lease: SessionLease, lease_s: float = LEASE_S) -> AgentError:
+    pid, host = describe(lease.owner)
     return AgentError(AgentErrorKind.SESSION_BUSY,
-                      f"session {session_id} is being written by another lsp-agent process ({who}{where}){unseen}; "
-                      "it can be read here, but a run must wait until that process finishes with it "
-                      "(or use another session)", Holder(pid, host))
+                      f"session {session_id} is being written by {holder_text(lease, lease_s)}; it can be read "
+                      "here, but a run must wait until that process finishes with it (or use another session)",
+                      Holder(pid, host))
 
 
 class SessionLeases:

@@ -134,16 +134,25 @@ async def test_after_kill_9_of_the_owner_the_second_server_takes_over_and_repair
     assert not result["ok"] and "interrupted" in result["output"]
 
 
-async def cli_run(root: Path, tmp_path: Path, session_id: str) -> tuple[int, list[dict[str, Any]], str]:
+async def start_cli(root: Path, tmp_path: Path, session_id: str, *more: str) -> asyncio.subprocess.Process:
     script = tmp_path / "cli-script.json"
     script.write_text(STRICT.model_dump_json(), encoding="utf-8")
-    process = await asyncio.create_subprocess_exec(
+    return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "lsp_agent", "run", "from the terminal", "--workspace", str(root), "--session",
-        session_id, "--model", "scripted/cli", "--script", str(script), "--json",
+        session_id, "--model", "scripted/cli", "--script", str(script), "--json", *more,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=dict(os.environ))
+
+
+async def cli_ended(process: asyncio.subprocess.Process, err_before: bytes = b"") -> tuple[
+        int, list[dict[str, Any]], str]:
     out, err = await asyncio.wait_for(process.communicate(), TIMEOUT * 2)
     assert process.returncode is not None
-    return process.returncode, [json.loads(line) for line in out.decode().splitlines() if line.strip()], err.decode()
+    lines = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
+    return process.returncode, lines, (err_before + err).decode()
+
+
+async def cli_run(root: Path, tmp_path: Path, session_id: str) -> tuple[int, list[dict[str, Any]], str]:
+    return await cli_ended(await start_cli(root, tmp_path, session_id))
 
 
 async def test_the_cli_beside_a_server_running_the_session_is_refused_clearly(
@@ -163,6 +172,27 @@ async def test_the_cli_beside_a_server_running_the_session_is_refused_clearly(
     (root / "release").write_text("go", encoding="utf-8")
     assert (await first.finished(generation))["stopReason"] == "final"
     code, lines, stderr = await cli_run(root, tmp_path, sid)  # the server is done with it: the CLI may run
+    assert code == 0 and lines[-1]["stopReason"] == "final", (code, lines[-3:], stderr)
+    calls, results = results_per_call(await messages(first, sid))
+    assert results == Counter(calls) and len(calls) == 1
+
+
+async def test_the_cli_asked_to_wait_runs_once_the_server_is_done_with_the_session(
+        servers: Servers, root: Path, tmp_path: Path) -> None:
+    first, sid, generation = await first_runs_a_live_call(servers, root)
+    process = await start_cli(root, tmp_path, sid, "--wait-for-session", "120")
+    assert process.stderr is not None
+    told = b""
+    while b"waiting up to 120 s" not in told:  # it says why it waits (after any start-up notice), then waits
+        line = await asyncio.wait_for(process.stderr.readline(), TIMEOUT)
+        assert line, told
+        told += line
+    assert f"pid {server_pid(first)}".encode() in told, told
+    assert process.returncode is None
+
+    (root / "release").write_text("go", encoding="utf-8")
+    assert (await first.finished(generation))["stopReason"] == "final"
+    code, lines, stderr = await cli_ended(process, told)
     assert code == 0 and lines[-1]["stopReason"] == "final", (code, lines[-3:], stderr)
     calls, results = results_per_call(await messages(first, sid))
     assert results == Counter(calls) and len(calls) == 1
