@@ -217,8 +217,10 @@ class Generation:
     # --- the loop -----------------------------------------------------------------------------
 
     def begin(self, prompt: str, claim_item: str | None = None) -> None:
-        """Write the prompt and mark the session busy, synchronously, in one store transaction that
-        also marks the queued row `claim_item` sent (RowChanged, and nothing written, if it changed)."""
+        """Take the session's lease (an AgentError `session_busy`, and nothing written, while another live
+        process holds it), catch up with the store, then write the prompt and mark the session busy,
+        synchronously, in one store transaction that also marks the queued row `claim_item` sent
+        (RowChanged, and nothing written, if it changed)."""
         session = self.session
         try:  # one writer per session: another live process running it refuses this run (session_busy)
             self._took_lease = session.leases.take(session.id)
