@@ -1,10 +1,16 @@
-"""A restart that gets the same pid, as in a container where the server is pid 1: each server here runs
-as pid 1 of a fresh pid namespace (`unshare --pid --fork --mount-proc`, as root), is killed with SIGKILL
-while a steer is accepted and a queued row is steered into its running generation, and restarts.
+"""A restart that gets the same pid, as in a container where the server is pid 1. Each server is killed
+with SIGKILL while a steer is accepted and a queued row is steered into its running generation, and
+restarts with the same pid, two ways (as root):
 
-A pid alone made the restarted server take its dead predecessor's write-ahead rows for its own (pid 1
-is alive: itself) and leave them waiting forever — both lost. With process identities the rows of a
-process in another pid namespace are judged by its session lease: once the dead one's heartbeat lapses,
+- fresh-namespace: each server is pid 1 of a pid namespace of its own (`unshare --pid --fork
+  --mount-proc`), as when a container restarts;
+- one-namespace: every server runs in one long-lived namespace and gets the same pid there
+  (`ns_last_pid` set just before it starts), as when a container's init restarts its server.
+
+A pid alone made the restarted server take its dead predecessor's write-ahead rows for its own (that
+pid is alive: itself) and leave them waiting forever — both lost. With process identities, in one
+namespace our own pid is only us (the nonce differs: dead at once); a process in another namespace
+cannot be looked at, and its rows are judged by its session lease: once the dead one's heartbeat lapses,
 the steer and the steered row are back in the queue, exactly once, after this restart and the next.
 """
 
@@ -13,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -45,11 +53,70 @@ def _unshare_works() -> bool:
 pytestmark = pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --pid` (root or user namespaces)")
 
 
-@pytest_asyncio.fixture
-async def servers(tmp_path: Path) -> AsyncIterator[Servers]:
-    started = Servers(tmp_path, command=[*IN_NEW_PID_NAMESPACE, *SERVER])
-    yield started
-    await started.close()
+#: the pid every server of the one-namespace variant gets (the namespace's pid counter is set before each)
+SAME_PID = 10
+
+
+class ServersInOneNamespace(Servers):
+    """Every server started in one long-lived pid namespace (a container that restarts its server, the
+    namespace kept by its pid 1), each with the pid `SAME_PID`: `ns_last_pid` is set just before it forks."""
+
+    def __init__(self, scripts: Path, holder: int) -> None:
+        super().__init__(scripts, command=[
+            "nsenter", "-t", str(holder), "-p", "-m", "--", "sh", "-c",
+            f'echo {SAME_PID - 1} > /proc/sys/kernel/ns_last_pid && "$0" "$@"', *SERVER])
+        self.namespace = os.readlink(f"/proc/{holder}/ns/pid")
+
+    def _server_pid(self) -> int:
+        """The server's pid as this (the host's) namespace sees it."""
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                if os.readlink(f"/proc/{entry}/ns/pid") != self.namespace:
+                    continue
+                status = Path(f"/proc/{entry}/status").read_text(encoding="ascii")
+            except OSError:
+                continue
+            nspid = next(line.split()[-1] for line in status.splitlines() if line.startswith("NSpid:"))
+            if nspid == str(SAME_PID):
+                return int(entry)
+        raise AssertionError(f"no process with pid {SAME_PID} in the namespace")
+
+    async def kill(self, editor: Editor) -> None:  # type: ignore[override]
+        process = editor.client._server
+        assert process is not None and process.returncode is None
+        os.kill(self._server_pid(), signal.SIGKILL)
+        await asyncio.wait_for(process.wait(), TIMEOUT)  # its shell, then nsenter, end with it
+        await editor.client.stop()  # type: ignore[no-untyped-call]
+
+
+@pytest_asyncio.fixture(params=["fresh-namespace", "one-namespace"])
+async def servers(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[Servers, int]]:
+    if request.param == "fresh-namespace":
+        started: Servers = Servers(tmp_path, command=[*IN_NEW_PID_NAMESPACE, *SERVER])
+        yield started, 1
+        await started.close()
+        return
+    holder = subprocess.Popen([*IN_NEW_PID_NAMESPACE, "sleep", "3600"])
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (inside := _children(holder.pid)):
+            assert time.monotonic() < deadline, "the namespace's pid 1 did not start"
+            time.sleep(0.02)
+        started = ServersInOneNamespace(tmp_path, inside[0])
+        yield started, SAME_PID
+        await started.close()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 def owners(root: Path) -> list[ProcessIdentity]:
@@ -67,11 +134,12 @@ async def waiting_texts(editor: Editor, session_id: str) -> list[str]:
 
 
 async def test_a_steer_and_a_steered_row_survive_restarts_that_get_the_same_pid(
-        servers: Servers, tmp_path: Path) -> None:
+        servers: tuple[Servers, int], tmp_path: Path) -> None:
+    started_servers, pid = servers
     root = tmp_path / "ws"
     root.mkdir()
     (root / "gate_tool.py").write_text(GATE_TOOL, encoding="utf-8")
-    first = await servers.start(root, gated_script(), OPTIONS)
+    first = await started_servers.start(root, gated_script(), OPTIONS)
     started = await first.run("run the gate tool")
     sid, generation = started["sessionID"], started["generation"]
     await eventually(lambda: asyncio.sleep(0, (root / "tool.started").exists()), what="the tool started")
@@ -82,18 +150,18 @@ async def test_a_steer_and_a_steered_row_survive_restarts_that_get_the_same_pid(
     row = (await first.request("agent/queue/add", {"sessionID": sid, "text": "the steered row"}))["item"]
     await first.request("agent/queue/steer", {"taskID": row["id"]})
     written = owners(root)
-    # two corrections written ahead (the steer, the row's) and the steered row, all by pid 1
-    assert len(written) == 3 and {o.pid for o in written} == {1}, written
-    await servers.kill(first)
+    # two corrections written ahead (the steer, the row's) and the steered row, all by the server's pid
+    assert len(written) == 3 and {o.pid for o in written} == {pid}, written
+    await started_servers.kill(first)
 
     expected = ["the accepted steer", "the steered row"]
     for restart in ("this restart", "the next"):
-        server = await servers.start(root, STRICT, OPTIONS)
+        server = await started_servers.start(root, STRICT, OPTIONS)
 
         async def recovered(editor: Editor = server) -> bool:
             return await waiting_texts(editor, sid) == expected
 
         await eventually(recovered, TIMEOUT, what=f"both back in the queue after {restart}")
         assert owners(root) == []  # the write-ahead rows are settled: nothing left to recover twice
-        await servers.kill(server)
+        await started_servers.kill(server)
     assert os.path.exists(root / "tool.started")
