@@ -20,7 +20,7 @@ from lsp_agent.core.gate import Gate
 from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.prefix import RequestBytes
 from lsp_agent.core.rejected_calls import bounded_history
-from lsp_agent.core.repair import interrupted_results
+from lsp_agent.core.repair import interrupted_results, unanswered_calls
 from lsp_agent.core.storage import PendingCorrection, Store
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import CommandPolicy, FileTracker
@@ -167,11 +167,19 @@ class AgentSession:
                 raise KeyError(session_id)
             self.id = session_id
             self._load()
-            # Only a lease holder repairs: a call left unanswered may be running in another process
-            # right now (another editor window on this folder), and must not get a second result.
+            if unanswered_calls(self.history):
+                self._repair_if_free()
+
+    def _repair_if_free(self) -> None:
+        # Only a lease holder repairs: a call left unanswered may be running in another process right
+        # now (another editor window on this folder), and must not get a second result. Loading writes
+        # nothing otherwise, so reading a session never waits for the store's write lock.
+        try:
             with self.leases.held_briefly(self.id) as held:
                 if held:
                     self.repair()
+        except Exception:  # the store refused the write (locked, full): read as stored; a run repairs it
+            log.warning("session %s: not repaired on load; the next run here repairs it", self.id, exc_info=True)
 
     def _load(self) -> None:
         # A session stored before refused calls were bounded may hold one too large to ever send.

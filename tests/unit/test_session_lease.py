@@ -209,3 +209,21 @@ async def test_the_heartbeat_renews_and_reports_a_lease_taken_over(store: Any) -
         await asyncio.wait_for(keeping, 10)  # it stops by itself
     finally:
         keeping.cancel()
+
+
+def test_loading_takes_no_lease_unless_there_is_something_to_repair(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a session writes nothing, so it never waits for the store's write lock (another process
+    holding it, a full disk); with a call to repair and the lease out of reach, it is read as stored."""
+    env, sid = _with_unanswered_call(tmp_path)
+    env.store.append_message(sid, Message(role=Role.TOOL, parts=[
+        ToolResultPart(call_id="c1", name="read_file", ok=True, output="answered")]))
+
+    def locked(*_: Any) -> Any:
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr(env.store, "acquire_lease", locked)
+    assert len(AgentSession(env, sid).history) == 3  # whole: no lease asked for
+    env2, sid2 = _with_unanswered_call(tmp_path / "other")
+    monkeypatch.setattr(env2.store, "acquire_lease", locked)
+    assert len(AgentSession(env2, sid2).history) == 2 and len(env2.store.messages(sid2)) == 2
