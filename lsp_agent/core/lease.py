@@ -72,11 +72,13 @@ class SessionLeases:
         return int(self.lease_s() * 1000)
 
     def live(self, lease: SessionLease, now: int | None = None) -> bool:
-        """Whether the lease's holder is still there."""
+        """Whether the lease's holder is still there. One that cannot be looked at is, until the time its
+        last heartbeat named: the holder's own setting, which a process reading other settings (a CLI
+        `--config`) could not guess."""
         found = verdict(lease.owner)
         if found is not Verdict.UNKNOWN:
             return found is Verdict.ALIVE
-        return (now if now is not None else now_ms()) - lease.heartbeat_at < self._expiry_ms()
+        return (now if now is not None else now_ms()) < lease.expires_at
 
     def owner_alive(self, owner: str | None) -> bool:
         """Whether the process that wrote `owner` (a steered row, a pending correction) still runs. One
@@ -94,7 +96,7 @@ class SessionLeases:
         if verdict(owner) is not Verdict.UNKNOWN:
             return None
         now = now_ms()
-        left = [self._expiry_ms() - (now - lease.heartbeat_at) for lease in self.store.leases()
+        left = [lease.expires_at - now for lease in self.store.leases()
                 if lease.owner == owner and self.live(lease, now)]
         return max(left) / 1000 if left else None
 
@@ -102,7 +104,8 @@ class SessionLeases:
 
     def try_take(self, session_id: str) -> tuple[bool, SessionLease | None]:
         """(taken, the lease found): taken is False only when another live process holds it."""
-        return self.store.acquire_lease(session_id, process_owner(), now_ms(), self.live)
+        now = now_ms()
+        return self.store.acquire_lease(session_id, process_owner(), now, now + self._expiry_ms(), self.live)
 
     def take(self, session_id: str) -> bool:
         """Take the lease or refuse with `session_busy` naming the holder. True when this call took it
@@ -138,7 +141,8 @@ class SessionLeases:
         while True:
             await asyncio.sleep(max(self.lease_s() / 3, 0.1))
             try:
-                held = self.store.renew_lease(session_id, process_owner(), now_ms())
+                now = now_ms()
+                held = self.store.renew_lease(session_id, process_owner(), now, now + self._expiry_ms())
             except Exception:  # a store fault (full, locked): the run reports it; the next beat tries again
                 log.warning("session %s: could not renew the lease", session_id, exc_info=True)
                 continue

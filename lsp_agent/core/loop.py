@@ -178,6 +178,10 @@ class Generation:
         self.begun = False
         #: this generation took the session's lease when it began (and gives it back when it ends)
         self._took_lease = False
+        #: renews the lease while the generation runs
+        self._heartbeat: asyncio.Future[None] | None = None
+        #: the end is written (`_close`): by the run_finish, or by `run` when the loop raised
+        self._closed = False
         self.ended = False
         self.stop_reason: StopReason | None = None
         #: set when the run ended by handing off to a fresh session (the Agent starts it)
@@ -267,7 +271,7 @@ class Generation:
         assert self.begun, "begin() the generation or pass a prompt"
         session = self.session
         token = cancel_signal.set(self.cancel_event)
-        heartbeat = asyncio.ensure_future(session.leases.keep(session.id, self.cancel))
+        self._heartbeat = asyncio.ensure_future(session.leases.keep(session.id, self.cancel))
         try:
             if self.env.mcp is not None:  # MCP servers start when a session first needs them
                 await self.env.mcp.start()
@@ -278,17 +282,30 @@ class Generation:
             self.ended = True
             cancel_signal.reset(token)
             try:
-                self.env.store.end_generation(session.id, self.id)
-                if self.env.steering is not None:
-                    interrupted = self.stop_reason in (StopReason.CANCELLED, StopReason.ERROR, None)
-                    self.env.steering.end_generation(session, self.id, interrupted)
-                session.active = None
-                session.flush_notes()
-            finally:  # whatever failed above, the session is not left held (and kept fresh) by a run that ended
-                heartbeat.cancel()
-                self._give_back_lease()
+                self._close()  # done already when the run ended with a run_finish
+            finally:
                 if self.trace is not None:
                     self.trace.close()
+
+    def _close(self) -> None:
+        """The generation's end in the store and the session, once: nothing runs, pending corrections are
+        settled, notes written, the lease given back. Before run_finish is shown, so that a client (or
+        another process) told the run is over finds the session free."""
+        if self._closed:
+            return
+        self._closed = True
+        session = self.session
+        try:
+            self.env.store.end_generation(session.id, self.id)
+            if self.env.steering is not None:
+                interrupted = self.stop_reason in (StopReason.CANCELLED, StopReason.ERROR, None)
+                self.env.steering.end_generation(session, self.id, interrupted)
+            session.active = None
+            session.flush_notes()
+        finally:  # whatever failed above, the session is not left held (and kept fresh) by a run that ended
+            if self._heartbeat is not None:
+                self._heartbeat.cancel()
+            self._give_back_lease()
 
     async def _loop(self) -> events.RunFinish:
         while True:
@@ -662,7 +679,10 @@ class Generation:
             self.trace.write({"runFinish": result.wire()})
         # Stored before it is shown: how the run ended survives a reader that went away (a closed pipe).
         self.env.store.record_event(self.session.id, "run.finish", result.wire())
-        self.emit(result)
+        try:
+            self._close()
+        finally:
+            self.emit(result)
         return result
 
     def _result(self, reason: StopReason, error: events.ErrorInfo | None) -> events.RunFinish:

@@ -70,12 +70,14 @@ class PendingCorrection:
 @dataclass(frozen=True)
 class SessionLease:
     """Which process writes a session now: its identity (core/process_identity.py), when it took the
-    session and when it last said it is still there (wall-clock ms)."""
+    session, when it last said it is still there, and until when that heartbeat holds for a process
+    that cannot check the holder's identity (wall-clock ms; the holder's own setting decides it)."""
 
     session_id: str
     owner: str
     acquired_at: int
     heartbeat_at: int
+    expires_at: int
 
 
 class SessionStore(Protocol):
@@ -178,13 +180,14 @@ class QueueStore(Protocol):
 class LeaseStore(Protocol):
     """One writer per session (core/lease.py holds the rules; the store only keeps the rows)."""
 
-    def acquire_lease(self, session_id: str, owner: str, now: int,
+    def acquire_lease(self, session_id: str, owner: str, now: int, expires_at: int,
                       holder_live: Callable[[SessionLease], bool]) -> tuple[bool, SessionLease | None]:
-        """In one transaction: take the session's lease for `owner` unless another owner holds it and
-        `holder_live` says that holder is still there. Returns (taken, the lease found before)."""
+        """In one transaction: take the session's lease for `owner` (heartbeat `now`, holding until
+        `expires_at`) unless another owner holds it and `holder_live` says that holder is still there.
+        Returns (taken, the lease found before)."""
         ...
 
-    def renew_lease(self, session_id: str, owner: str, now: int) -> bool:
+    def renew_lease(self, session_id: str, owner: str, now: int, expires_at: int) -> bool:
         """The heartbeat; False when `owner` no longer holds the lease (it was taken over)."""
         ...
 

@@ -168,20 +168,20 @@ class MemoryStore:
 
     # --- session leases -----------------------------------------------------------------------
 
-    def acquire_lease(self, session_id: str, owner: str, now: int,
+    def acquire_lease(self, session_id: str, owner: str, now: int, expires_at: int,
                       holder_live: Callable[[SessionLease], bool]) -> tuple[bool, SessionLease | None]:
         found = self._leases.get(session_id)
         if found is not None and found.owner != owner and holder_live(found):
             return False, found
         acquired = found.acquired_at if found is not None and found.owner == owner else now
-        self._leases[session_id] = SessionLease(session_id, owner, acquired, now)
+        self._leases[session_id] = SessionLease(session_id, owner, acquired, now, expires_at)
         return True, found
 
-    def renew_lease(self, session_id: str, owner: str, now: int) -> bool:
+    def renew_lease(self, session_id: str, owner: str, now: int, expires_at: int) -> bool:
         found = self._leases.get(session_id)
         if found is None or found.owner != owner:
             return False
-        self._leases[session_id] = replace(found, heartbeat_at=now)
+        self._leases[session_id] = replace(found, heartbeat_at=now, expires_at=expires_at)
         return True
 
     def release_lease(self, session_id: str, owner: str) -> None:

@@ -57,7 +57,7 @@ MIGRATIONS: list[str] = [
     """
     CREATE TABLE session_leases (
         session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, acquired_at INTEGER NOT NULL,
-        heartbeat_at INTEGER NOT NULL);
+        heartbeat_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);
     """,
 ]
 

@@ -66,6 +66,6 @@ def test_an_unprivileged_process_cannot_take_over_a_live_root_holders_session(hi
         store = Store(db)
         assert store.lease("ses_x").owner == process_owner()
         store.release_lease("ses_x", process_owner())
-        store.acquire_lease("ses_x", "pid:999999999", 0, lambda _: True)  # a holder that died
+        store.acquire_lease("ses_x", "pid:999999999", 0, 30_000, lambda _: True)  # a holder that died
         store.close()
         assert attempt(db, hidden) == "TAKEN"

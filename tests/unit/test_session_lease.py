@@ -97,7 +97,7 @@ def test_take_refuse_and_release(store: Any) -> None:
 def test_a_live_holder_refuses_with_session_busy_naming_it(store: Any) -> None:
     parent = os.getppid()
     holder = other(pid=parent, start=start_time(parent), nonce="n")
-    assert store.acquire_lease("ses_x", holder, now_ms(), lambda _: True) == (True, None)
+    assert store.acquire_lease("ses_x", holder, now_ms(), now_ms() + 30_000, lambda _: True) == (True, None)
     with pytest.raises(AgentError) as busy:
         SessionLeases(store).take("ses_x")
     assert busy.value.kind is AgentErrorKind.SESSION_BUSY and f"pid {parent} on host" in busy.value.message
@@ -108,24 +108,35 @@ def test_a_live_holder_refuses_with_session_busy_naming_it(store: Any) -> None:
 
 def test_a_dead_holders_lease_is_taken_over(store: Any) -> None:
     for dead in ("pid:999999999", f"pid:{os.getpid()}", other(nonce="earlier")):
-        store.acquire_lease("ses_x", dead, now_ms(), lambda _: True)
+        store.acquire_lease("ses_x", dead, now_ms(), now_ms() + 30_000, lambda _: True)
         assert SessionLeases(store).take("ses_x") is True
         assert store.lease("ses_x").owner == process_owner()
-        assert not store.renew_lease("ses_x", dead, now_ms())  # the dead one's heartbeat finds it gone
+        # the dead one's heartbeat (were it to beat again) finds it gone
+        assert not store.renew_lease("ses_x", dead, now_ms(), now_ms() + 30_000)
         store.release_lease("ses_x", process_owner())
 
 
 def test_a_holder_that_cannot_be_looked_at_holds_while_its_heartbeat_is_young(store: Any) -> None:
     far = other(host="elsewhere")
     leases = SessionLeases(store, lambda: 30)
-    store.acquire_lease("ses_x", far, now_ms() - 29_000, lambda _: True)
+    store.acquire_lease("ses_x", far, now_ms() - 29_000, now_ms() + 1_000, lambda _: True)
     assert leases.owner_alive(far) and 0 < (leases.lapses_in(far) or 0) <= 1.0
     with pytest.raises(AgentError) as busy:
         leases.take("ses_x")
     assert "another host or pid namespace" in busy.value.message and "stopped for 30 s" in busy.value.message
-    assert store.renew_lease("ses_x", far, now_ms() - 31_000)  # lapsed
+    assert store.renew_lease("ses_x", far, now_ms() - 31_000, now_ms() - 1_000)  # lapsed
     assert not leases.owner_alive(far) and leases.lapses_in(far) is None
     assert leases.take("ses_x") is True
+
+
+def test_the_holders_own_lease_length_decides_not_the_observers(store: Any) -> None:
+    """A holder with a long lease beats rarely; an observer configured for a short one (a CLI
+    `--config`) must not take its silence between beats for death."""
+    far = other(host="elsewhere")
+    store.acquire_lease("ses_x", far, now_ms() - 100_000, now_ms() + 200_000, lambda _: True)  # 300 s lease
+    assert SessionLeases(store, lambda: 3).owner_alive(far)
+    with pytest.raises(AgentError):
+        SessionLeases(store, lambda: 3).take("ses_x")
 
 
 def test_held_briefly_gives_back_only_what_it_took(store: Any) -> None:
@@ -138,7 +149,7 @@ def test_held_briefly_gives_back_only_what_it_took(store: Any) -> None:
         assert held
     assert store.lease("ses_x").owner == process_owner()
     store.release_lease("ses_x", process_owner())
-    store.acquire_lease("ses_x", other(host="elsewhere"), now_ms(), lambda _: True)
+    store.acquire_lease("ses_x", other(host="elsewhere"), now_ms(), now_ms() + 30_000, lambda _: True)
     with leases.held_briefly("ses_x") as held:
         assert not held
 
@@ -157,7 +168,7 @@ def _with_unanswered_call(tmp_path: Path) -> tuple[Any, str]:
 
 def test_loading_a_session_another_live_process_holds_neither_repairs_nor_writes(tmp_path: Path) -> None:
     env, sid = _with_unanswered_call(tmp_path)
-    env.store.acquire_lease(sid, other(host="elsewhere"), now_ms(), lambda _: True)
+    env.store.acquire_lease(sid, other(host="elsewhere"), now_ms(), now_ms() + 30_000, lambda _: True)
     loaded = AgentSession(env, sid)
     assert len(env.store.messages(sid)) == 2 and len(loaded.history) == 2
     loaded.note_external_change(["a"])  # an idle session's note waits: no write to a session held elsewhere
@@ -170,7 +181,7 @@ async def test_a_run_catches_up_with_what_another_process_wrote(tmp_path: Path) 
     from lsp_agent.core.agent import Agent
 
     env, sid = _with_unanswered_call(tmp_path)
-    env.store.acquire_lease(sid, other(host="elsewhere"), now_ms(), lambda _: True)
+    env.store.acquire_lease(sid, other(host="elsewhere"), now_ms(), now_ms() + 30_000, lambda _: True)
     agent = Agent(env)
     stale = agent.session(sid)
     with pytest.raises(AgentError) as busy:
@@ -193,7 +204,7 @@ async def test_the_heartbeat_renews_and_reports_a_lease_taken_over(store: Any) -
 
     leases = SessionLeases(store, lambda: 0.3)  # below the setting's floor: only to keep the test short
     leases.take("ses_x")
-    store.renew_lease("ses_x", process_owner(), 0)
+    store.renew_lease("ses_x", process_owner(), 0, 30_000)
     lost = asyncio.Event()
     keeping = asyncio.ensure_future(leases.keep("ses_x", lost.set))
     try:
@@ -204,7 +215,7 @@ async def test_the_heartbeat_renews_and_reports_a_lease_taken_over(store: Any) -
         await asyncio.wait_for(renewed(), 10)
         assert not lost.is_set()
         store.release_lease("ses_x", process_owner())  # another process took it over meanwhile
-        store.acquire_lease("ses_x", other(host="elsewhere"), now_ms(), lambda _: False)
+        store.acquire_lease("ses_x", other(host="elsewhere"), now_ms(), now_ms() + 30_000, lambda _: False)
         await asyncio.wait_for(lost.wait(), 10)
         await asyncio.wait_for(keeping, 10)  # it stops by itself
     finally:
