@@ -304,7 +304,9 @@ class Generation:
             session.flush_notes()
         finally:  # whatever failed above, the session is not left held (and kept fresh) by a run that ended
             if self._heartbeat is not None:
+                # Dropped, not only cancelled: the task holds this generation's cancel (a cycle otherwise).
                 self._heartbeat.cancel()
+                self._heartbeat = None
             self._give_back_lease()
 
     async def _loop(self) -> events.RunFinish:

@@ -155,8 +155,6 @@ class AgentSession:
         #: stored messages whose refused calls' arguments were omitted when loaded, by id: the pages a
         #: client reads show what the model is sent, not the rows' oversized arguments
         self.bounded_on_load: dict[str, Message] = {}
-        #: whether this process may write the session now (core/lease.py); the setting is read on each use
-        self.leases = SessionLeases(env.store, lambda: self.env.settings.limits.session_lease_s)
         if session_id is None:
             self.id = ids.session_id()
             env.store.create_session(self.id, str(env.root), env.settings.model, title)
@@ -180,6 +178,14 @@ class AgentSession:
                     self.repair()
         except Exception:  # the store refused the write (locked, full): read as stored; a run repairs it
             log.warning("session %s: not repaired on load; the next run here repairs it", self.id, exc_info=True)
+
+    @property
+    def leases(self) -> SessionLeases:
+        """Whether this process may write the session now (core/lease.py), under the current settings.
+        Made on each use: an object kept here that called back into the session would be a reference
+        cycle, and a cycle keeps a dropped session's whole history alive until a GC pass."""
+        limits = self.env.settings.limits
+        return SessionLeases(self.env.store, lambda: limits.session_lease_s)
 
     def _load(self) -> None:
         # A session stored before refused calls were bounded may hold one too large to ever send.
