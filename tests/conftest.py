@@ -183,6 +183,8 @@ SLOW_TESTS: dict[str, frozenset[str] | None] = {
         "test_a_correction_accepted_by_a_run_that_then_fails_is_shown_not_lost"}),
     "reliability/test_kill9.py": frozenset({
         "test_kill_9_at_a_random_point_loses_nothing_accepted_and_the_session_goes_on"}),
+    "reliability/test_same_pid_restart.py": None,
+    "reliability/test_session_owner.py": None,
     "reliability/test_memory.py": frozenset({
         "test_large_rejected_messages_are_freed_at_once",
         "test_rss_is_flat_over_a_long_session"}),
