@@ -238,3 +238,18 @@ def test_loading_takes_no_lease_unless_there_is_something_to_repair(tmp_path: Pa
     env2, sid2 = _with_unanswered_call(tmp_path / "other")
     monkeypatch.setattr(env2.store, "acquire_lease", locked)
     assert len(AgentSession(env2, sid2).history) == 2 and len(env2.store.messages(sid2)) == 2
+
+
+async def test_a_compaction_or_handoff_asked_for_is_refused_while_another_process_holds_the_session(
+        tmp_path: Path) -> None:
+    from lsp_agent.core.agent import Agent
+
+    env, sid = _with_unanswered_call(tmp_path)
+    env.store.acquire_lease(sid, other(host="elsewhere"), now_ms(), now_ms() + 30_000, lambda _: True)
+    agent = Agent(env)
+    before = len(env.store.messages(sid))
+    for request in (agent.context_requests.compact, agent.context_requests.handoff):
+        with pytest.raises(AgentError) as busy:
+            await request(sid)
+        assert busy.value.kind is AgentErrorKind.SESSION_BUSY
+    assert len(env.store.messages(sid)) == before and len(env.store.sessions()) == 1
