@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
@@ -46,7 +47,7 @@ from lsp_agent.server.convert import make_converter, to_plain
 from lsp_agent.server.diagnostics import DiagnosticsPublisher
 from lsp_agent.server.documents import BufferDocuments
 from lsp_agent.server.edits import EditorCaps, LspApplier
-from lsp_agent.server.line_document import LineWorkspace
+from lsp_agent.server.line_document import LineDocument, LineWorkspace
 from lsp_agent.server.notify import LspEventSink
 from lsp_agent.server.watch import OwnWrites, Watcher
 from lsp_agent.settings.config import Settings, inspect_workspace
@@ -102,6 +103,21 @@ class AgentProtocol(LanguageServerProtocol):
             self._line_workspace = workspace
         else:
             self._line_workspace = LineWorkspace.replacing(workspace)
+
+    # server/did_change_fast_path.py applies a plain didChange here, past pygls's dispatch: only to an
+    # open LineDocument of a running server, so everything else (a change before the runtime, after
+    # shutdown, of a document never opened) gets the general path's answer.
+    def line_document(self, uri: str) -> LineDocument | None:
+        server = self._server
+        if self._shutdown or self._line_workspace is None or not isinstance(server, AgentServer) \
+                or server.rt is None:
+            return None
+        document = self._line_workspace.text_documents.get(unquote(uri))
+        return document if isinstance(document, LineDocument) else None
+
+    def document_changed(self, uri: str) -> None:
+        assert isinstance(self._server, AgentServer)
+        self._server.document_changed(uri)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
@@ -197,6 +213,10 @@ class AgentServer(LanguageServer):
     @property
     def initialized_once(self) -> bool:
         return self.rt is not None or self.startup_problem is not None
+
+    def document_changed(self, uri: str) -> None:
+        """After any didChange is applied (pygls's route or the fast path): a read waiting for it goes on."""
+        self.runtime().documents.changed(uri)
 
     def runtime(self) -> Runtime:
         if self.rt is None:

@@ -60,7 +60,7 @@ def did_open(ls: AgentServer, params: types.DidOpenTextDocumentParams) -> None:
 
 @routes.lsp(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: AgentServer, params: types.DidChangeTextDocumentParams) -> None:
-    ls.runtime().documents.changed(params.text_document.uri)
+    ls.document_changed(params.text_document.uri)
 
 
 @routes.lsp(types.TEXT_DOCUMENT_DID_SAVE)
