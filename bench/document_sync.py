@@ -25,6 +25,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -88,16 +89,28 @@ class Client:
         await self.send({"method": method, "params": params})
 
 
+def server_env(checkout: str | None) -> dict[str, str]:
+    """The environment of a server of `checkout` (None: whatever this Python imports)."""
+    if checkout is None:
+        return dict(os.environ)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(checkout).resolve()),
+                                                                      os.environ.get("PYTHONPATH")]))}
+
+
+def imported_from(checkout: str | None) -> str:
+    """Where a server of `checkout` imports lsp_agent from: printed, so a table names what it measured."""
+    done = subprocess.run([sys.executable, "-c", "import lsp_agent; print(lsp_agent.__file__)"],
+                          env=server_env(checkout), capture_output=True, text=True, check=True)
+    return str(Path(done.stdout.strip()).parent)
+
+
 async def measure(lines: int, changes: int, seed: int, checkout: str | None = None,
                   status_every_s: float = 0.05) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "ws"
         root.mkdir()
-        env = {**os.environ, "LSP_AGENT_STATE_DIR": str(Path(tmp) / "state"),
+        env = {**server_env(checkout), "LSP_AGENT_STATE_DIR": str(Path(tmp) / "state"),
                "XDG_CONFIG_HOME": str(Path(tmp) / "config")}
-        if checkout is not None:
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(checkout).resolve()),
-                                                              os.environ.get("PYTHONPATH")]))
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "lsp_agent", "serve", cwd=root, env=env, limit=1 << 24,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
@@ -158,6 +171,10 @@ async def main() -> int:
     sizes = [int(n) for n in args.lines.split(",")]
     servers: list[tuple[str, str | None]] = [
         (name, path) for name, _, path in (spec.partition("=") for spec in args.server)] or [("this checkout", None)]
+    for name, path in servers:
+        if path is not None and not (Path(path) / "lsp_agent" / "__init__.py").is_file():
+            parser.error(f"--server {name}={path}: no lsp_agent package there")
+    origins = {name: imported_from(path) for name, path in servers}
     results: dict[tuple[str, int], list[dict[str, float]]] = {(name, n): [] for name, _ in servers for n in sizes}
     for run in range(args.runs):
         for n in sizes:  # interleaved, so a drift of the machine's speed hits every size and server alike
@@ -165,6 +182,8 @@ async def main() -> int:
                 results[name, n].append(await measure(n, args.changes, run, path, args.status_every_ms / 1000))
     print(f"{args.changes} one-character didChange per document, {args.runs} run(s), agent/status every "
           f"{args.status_every_ms:g} ms, load {os.getloadavg()[0]:.1f}")
+    for name, origin in origins.items():
+        print(f"server {name}: lsp_agent from {origin}")
     print("| server | lines | MB | ms per change | flood s | status p50 ms | p99 ms | max ms | status answers "
           "| final ms |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
