@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidRequest
+from pygls.exceptions import FeatureNotificationError, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
@@ -118,6 +118,9 @@ class AgentProtocol(LanguageServerProtocol):
     def document_changed(self, uri: str) -> None:
         assert isinstance(self._server, AgentServer)
         self._server.document_changed(uri)
+
+    def change_failed(self, error: Exception) -> None:
+        self._server._report_server_error(error, FeatureNotificationError)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:

@@ -15,9 +15,12 @@ path never decides what a message means, only that it is the plain case.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from lsp_agent.server.line_document import LineDocument
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DID_CHANGE", "ChangeTarget", "DidChange", "RangeChange", "apply", "read_did_change"]
 
@@ -65,6 +68,9 @@ class ChangeTarget(Protocol):
 
     def document_changed(self, uri: str) -> None:
         """What the server does after any didChange (the general path's handler does the same)."""
+
+    def change_failed(self, error: Exception) -> None:
+        """Applying a change raised: told as pygls tells a notification handler's failure."""
 
 
 def _is_uinteger(value: object) -> bool:
@@ -132,12 +138,18 @@ def apply(target: ChangeTarget, did_change: DidChange) -> bool:
     document = target.line_document(did_change.uri)
     if document is None or not document.incremental:
         return False
-    for change in did_change.changes:
-        if isinstance(change, str):
-            document.replace_all(change)
-        else:
-            document.replace_range(change.start_line, change.start_character, change.end_line,
-                                   change.end_character, change.text)
-        document.version = did_change.version
-    target.document_changed(did_change.uri)
+    try:
+        for change in did_change.changes:
+            if isinstance(change, str):
+                document.replace_all(change)
+            else:
+                document.replace_range(change.start_line, change.start_character, change.end_line,
+                                       change.end_character, change.text)
+            document.version = did_change.version
+        target.document_changed(did_change.uri)
+    except Exception as exc:
+        # Where pygls's dispatch would catch a failing handler, this path must too: the changes
+        # before it stay applied (as there), the failure is told, and the next message is read.
+        log.exception("didChange of %s could not be applied", did_change.uri)
+        target.change_failed(exc)
     return True

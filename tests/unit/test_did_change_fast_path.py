@@ -66,6 +66,7 @@ class Target:
     def __init__(self, workspace: LineWorkspace) -> None:
         self.workspace = workspace
         self.changed: list[str] = []
+        self.failures: list[Exception] = []
 
     def line_document(self, uri: str) -> LineDocument | None:
         from urllib.parse import unquote
@@ -75,6 +76,9 @@ class Target:
 
     def document_changed(self, uri: str) -> None:
         self.changed.append(uri)
+
+    def change_failed(self, error: Exception) -> None:
+        self.failures.append(error)
 
 
 def opened(workspace: Workspace, text: str) -> Workspace:
@@ -294,3 +298,33 @@ async def test_a_burst_of_fast_changes_gives_the_loop_turns(monkeypatch: pytest.
     assert seen[1:] == [] and len(protocol.changed) == 50
     await asyncio.sleep(0)
     assert seen[1:] == [50]
+
+
+async def test_a_change_that_fails_to_apply_is_told_and_the_next_message_is_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace = opened(LineWorkspace(None), "")
+    assert isinstance(workspace, LineWorkspace)
+    protocol = RecordingProtocol(workspace)
+    real = LineDocument.replace_range
+
+    def fails_on_b(self: LineDocument, *args: Any) -> None:
+        if args[-1] == "b":
+            raise IndexError("no such line")
+        real(self, *args)
+
+    monkeypatch.setattr(LineDocument, "replace_range", fails_on_b)
+    await pump_for(protocol).receive(frame(insert(2, "b")) + frame(insert(3, "a")) + frame(
+        {"jsonrpc": "2.0", "id": 1, "method": "agent/status", "params": {}}))
+    assert [type(e) for e in protocol.failures] == [IndexError]
+    assert protocol.log == [("changed", "a"), ("agent/status", "a")]
+
+
+def test_the_servers_protocol_takes_plain_changes_only_once_it_runs() -> None:
+    from lsp_agent.server.agent_server import AgentServer
+    from lsp_agent.server.did_change_fast_path import ChangeTarget
+
+    protocol = AgentServer().protocol
+    # The transport's fast path is on for the real server (it checks this once) ...
+    assert isinstance(protocol, ChangeTarget)
+    # ... and before `initialize` built the runtime, every change goes the general way.
+    assert protocol.line_document(URI) is None
