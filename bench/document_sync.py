@@ -99,8 +99,10 @@ def server_env(checkout: str | None) -> dict[str, str]:
 
 def imported_from(checkout: str | None) -> str:
     """Where a server of `checkout` imports lsp_agent from: printed, so a table names what it measured."""
+    # From a directory of no checkout, as the servers run (`-c` would look in the current one first).
     done = subprocess.run([sys.executable, "-c", "import lsp_agent; print(lsp_agent.__file__)"],
-                          env=server_env(checkout), capture_output=True, text=True, check=True)
+                          env=server_env(checkout), capture_output=True, text=True, check=True,
+                          cwd=tempfile.gettempdir())
     return str(Path(done.stdout.strip()).parent)
 
 
