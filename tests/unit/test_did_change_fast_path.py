@@ -31,8 +31,10 @@ PIECES = ["a", "bc", "😀", "é", "\n", "\r\n", "\r", "x😀y", "\U0001d518\r\n
 texts = st.lists(st.sampled_from(PIECES), max_size=30).map("".join)
 # Columns and lines past the ends too: both paths clamp them the same way.
 positions = st.fixed_dictionaries({"line": st.integers(0, 12), "character": st.integers(0, 14)})
-range_changes = st.builds(lambda start, end, text: {"range": {"start": start, "end": end}, "text": text},
-                          positions, positions, texts)
+# rangeLength (deprecated, read by neither path) sent by some editors, not by others
+range_changes = st.builds(lambda start, end, text, length: {"range": {"start": start, "end": end}, "text": text,
+                                                            **({} if length is None else {"rangeLength": length})},
+                          positions, positions, texts, st.none() | st.integers(0, 20))
 whole_changes = st.builds(lambda text: {"text": text}, texts)
 changes = st.one_of(range_changes, range_changes, range_changes, whole_changes)
 notifications = st.lists(changes, min_size=0, max_size=3)
