@@ -146,12 +146,13 @@ def test_a_flood_of_changes_leaves_the_server_answering_and_a_run_reads_the_fina
         if version == CHANGES // 2:
             burst.append(frame(message(id="status-mid", method="agent/status", params={})))
             # Closed and opened again in the middle of the flood: the change after the second
-            # open applies to the second text, not to the first nor to the disk's.
+            # open applies to the second text, not to the first nor to the disk's. That change has
+            # a key the fast path does not read, so pygls applies it: the two paths keep one order.
             insert_a = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
                         "text": "A"}
             burst += [did_open(other, "first\n"), did_change(other, 2, [insert_a]),
                       frame(message(method="textDocument/didClose", params={"textDocument": {"uri": other}})),
-                      did_open(other, "second\n"), did_change(other, 2, [insert_a | {"text": "B"}])]
+                      did_open(other, "second\n"), did_change(other, 2, [insert_a | {"text": "B", "unread": 1}])]
     final = editor.text()
     head_rows = len(editor.head_lines()) + 2
     far = len(editor.head_lines()) + max(i for i, line in enumerate(editor.rest) if "x" in line) + 1
