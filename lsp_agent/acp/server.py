@@ -285,16 +285,19 @@ class LspAgentAcp:
         return self.workspaces[root]
 
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any) -> NewSessionResponse:
-        ws = self._workspace(cwd, mcp_servers)
-        session = ws.agent.session(None)
+        with core_errors():  # a store that cannot be opened or written: its classified error
+            ws = self._workspace(cwd, mcp_servers)
+            session = ws.agent.session(None)
         self._bind(ws, session.id)
         self._offer_trust(ws, session.id)
         return NewSessionResponse(session_id=session.id, modes=modes.state(ws.agent.env.settings))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            **kwargs: Any) -> LoadSessionResponse:
-        ws = self._workspace(cwd, mcp_servers)
-        if not ws.agent.knows_session(session_id):
+        with core_errors():
+            ws = self._workspace(cwd, mcp_servers)
+            known = ws.agent.knows_session(session_id)
+        if not known:
             raise RequestError(*_not_found(session_id))
         self._bind(ws, session_id)
         assert self.sink is not None

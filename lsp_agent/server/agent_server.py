@@ -31,11 +31,12 @@ from lsp_agent.app.runtime import make_provider, mcp_manager, model_facts, open_
 from lsp_agent.app.toolset import default_registry
 from lsp_agent.app.trust_wire import trust_state
 from lsp_agent.core.agent import Agent, Started
+from lsp_agent.core.errors import AgentError
 from lsp_agent.core.session import ModelChoice
 from lsp_agent.domain.events import VerificationStatus
 from lsp_agent.domain.ports import Provider, ProviderError, ProviderErrorKind
 from lsp_agent.domain.verification import derive
-from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError
+from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError, from_core
 from lsp_agent.protocol.methods import CONFIG_SECTION
 from lsp_agent.protocol.models import RunParams
 from lsp_agent.protocol.trust_models import AGENT_WORKSPACE_TRUST_CHANGED
@@ -180,6 +181,9 @@ class AgentServer(LanguageServer):
         self.rt: Runtime | None = None
         #: set when the runtime could not be built after boot.py answered `initialize`
         self.startup_problem: str | None = None
+        #: the classified refusal behind it, when there is one (the store unavailable): every request that
+        #: needs the runtime answers with it, so the editor sees `store_unavailable` and its reason
+        self.startup_error: ProtocolError | None = None
         self.reporter = layered.OnceReporter()
         self.init_options: Any = None
         self.client_section: Any = None
@@ -200,6 +204,8 @@ class AgentServer(LanguageServer):
 
     def runtime(self) -> Runtime:
         if self.rt is None:
+            if self.startup_error is not None:
+                raise self.startup_error
             if self.startup_problem is not None:
                 raise ProtocolError(UNAVAILABLE, f"the server could not start: {self.startup_problem}",
                                     kind="not_initialized")
@@ -211,6 +217,10 @@ class AgentServer(LanguageServer):
             self._setup(params)
         except ProtocolError:
             raise
+        except AgentError as exc:  # the store cannot be used: its classified error, not an internal one
+            log.error("initialize failed: %s", exc.message)
+            self.startup_error = from_core(exc)
+            raise self.startup_error from None
         except Exception as exc:  # the store, the workspace: say what, not only "internal error"
             log.exception("initialize failed")
             raise ProtocolError(UNAVAILABLE, f"{type(exc).__name__}: {exc}", kind="not_initialized") from None
@@ -230,7 +240,7 @@ class AgentServer(LanguageServer):
         diagnostics = DiagnosticsPublisher(self, root, documents)
         sink = LspEventSink(self, diagnostics.update, server_progress=bool(window and window.work_done_progress),
                             steer_chars=lambda: self.runtime().agent.queue.steer_chars())
-        store = Store(workspace_dir(root) / "store.db")
+        store = Store(workspace_dir(root) / "store.db", settings.limits.store_busy_ms)
         env = open_environment(root, settings, provider, sink, store=store, watched=True)
         env = dataclasses.replace(env, documents=documents, applier=applier,
                                   approver=EditorApprover(self))  # agent/requestApproval (server/approval.py)
@@ -254,6 +264,8 @@ class AgentServer(LanguageServer):
             task = asyncio.ensure_future(self.pull_configuration())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+        for notice in rt.store.notices:  # a damaged store moved aside: where it went
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=notice))
         told = asyncio.ensure_future(self.tell_sandbox())
         self._background.add(told)
         told.add_done_callback(self._background.discard)
