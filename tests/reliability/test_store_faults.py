@@ -390,3 +390,26 @@ async def test_acp_full_store_is_a_classified_error(tmp_path: Path, state_tmpfs:
                                         TIMEOUT)
         assert result.stop_reason == "end_turn"
 
+
+
+def test_the_busy_timeout_is_the_setting(tmp_path: Path) -> None:
+    """The bound on how long a write holds the event loop is `limits.store_busy_ms`, as configured."""
+    from lsp_agent.app.runtime import open_environment
+    from lsp_agent.providers.scripted import ScriptedProvider
+    from lsp_agent.settings.config import Settings
+
+    ws, _ = cli_workspace(tmp_path)
+    settings = Settings.model_validate({"model": "scripted/t", "limits": {"store_busy_ms": 250}})
+    env = open_environment(ws, settings, ScriptedProvider(STRICT), RecordingSink())
+    try:
+        assert env.store.db.execute("PRAGMA busy_timeout").fetchone()[0] == 250  # type: ignore[attr-defined]
+    finally:
+        env.store.close()
+
+
+class RecordingSink:
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def emit(self, event: Any) -> None:
+        self.events.append(event)
