@@ -350,7 +350,8 @@ class LspAgentAcp:
         if generation is not None:
             result = await ws.agent.wait(generation)
         else:
-            result = await self._wait_queued(ws, session_id, item.id)
+            with core_errors():  # withdrawing or sending the row writes to the store too
+                result = await self._wait_queued(ws, session_id, item.id)
         return await self._answer(session_id, result)
 
     async def _wait_queued(self, ws: Workspace, session_id: str, item_id: str) -> RunFinish | None:

@@ -413,3 +413,39 @@ class RecordingSink:
 
     def emit(self, event: Any) -> None:
         self.events.append(event)
+
+
+async def test_acp_deleted_state_directory_mid_run_ends_both_prompts_with_the_store_error(tmp_path: Path) -> None:
+    """A run and a follow-up queued behind it, then the state directory goes: the run's prompt ends with
+    the classified error (not an internal one), the queued prompt is refused the same way."""
+    ws = server_workspace(tmp_path)
+    script = write_script(tmp_path / "script.json", gated_script())
+    client = RecordingClient()
+    async with acp_agent(client, script) as (conn, _):
+        session = await asyncio.wait_for(conn.new_session(cwd=str(ws)), TIMEOUT)
+        first = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("run it")]))
+        await tool_started(ws)
+        second = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block(CANARY_QUEUED)]))
+        await asyncio.sleep(0)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + TIMEOUT
+        while not store_has_queued(ws, CANARY_QUEUED):  # the follow-up is on disk, behind the run
+            assert loop.time() < deadline and not second.done(), "the follow-up was not queued"
+            await asyncio.sleep(0.02)
+        shutil.rmtree(os.environ["LSP_AGENT_STATE_DIR"])
+        (ws / "go").write_text("", encoding="utf-8")
+        for prompt in (first, second):
+            with pytest.raises(RequestError) as caught:
+                await asyncio.wait_for(prompt, TIMEOUT)
+            assert caught.value.data.get("kind") == "store_unavailable", (caught.value, caught.value.data)
+            assert "(missing)" in str(caught.value), caught.value
+
+
+def store_has_queued(ws: Path, text: str) -> bool:
+    from lsp_agent.store.db import Store
+
+    store = Store(store_path(ws))
+    try:
+        return any(item.text == text for session in store.sessions() for item in store.queue_waiting(session.id))
+    finally:
+        store.close()
