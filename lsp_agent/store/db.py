@@ -86,15 +86,19 @@ class Store(QueueTables, SkillTables):
         #: what the user must be told about the opening (a damaged file moved aside)
         self.notices: list[str] = []
         self.moved_aside: Path | None = None
+        damaged = _identity_of(path)
         try:
             self.db = _open(path, busy_ms)
         except StoreUnavailable as exc:
             if exc.reason is not StoreReason.CORRUPT:
                 raise
-            self.moved_aside = _move_aside(path, exc)
-            self.notices.append(f"lsp-agent: the session store {path} was damaged ({exc.detail}); it was moved "
-                                f"aside to {self.moved_aside} and a new, empty store was started")
-            log.warning("%s", self.notices[-1])
+            # Moved only while the path still names the file found damaged: when another process moved
+            # it first, the store there now is that process's new one, and it is used, never moved.
+            if _identity_of(path) == damaged:
+                self.moved_aside = _move_aside(path, exc)
+                self.notices.append(f"lsp-agent: the session store {path} was damaged ({exc.detail}); it was "
+                                    f"moved aside to {self.moved_aside} and a new, empty store was started")
+                log.warning("%s", self.notices[-1])
             self.db = _open(path, busy_ms)
         try:
             self.identity = FileIdentity.of(path)
@@ -297,6 +301,14 @@ def _open(path: Path, busy_ms: int) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _identity_of(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _move_aside(path: Path, fault: StoreUnavailable) -> Path:

@@ -98,7 +98,7 @@ class FileIdentity:
 
     def check(self) -> None:
         try:
-            info = self.path.stat()
+            info = os.stat(self.path)
         except OSError as exc:
             raise StoreUnavailable(R.MISSING, f"{_ADVICE[R.MISSING]} ({exc.strerror})", str(self.path)) from None
         if (info.st_dev, info.st_ino) != (self.device, self.inode):
