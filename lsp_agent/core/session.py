@@ -179,9 +179,10 @@ class AgentSession:
         """Answer the tool calls a dead process left without results (see core/repair.py), so the
         history is valid for every provider. Written once: afterwards every call has its result."""
         repairs = interrupted_results(self.history, self.env.registry, store_fault=store_fault)
+        cause = "lost their results to a store fault" if store_fault else "were interrupted by a restart"
         for message in repairs:
-            log.warning("session %s: %d tool call(s) of step %s were interrupted by a restart; answered as such",
-                        self.id, len(message.parts), message.step)
+            log.warning("session %s: %d tool call(s) of step %s %s; answered as such",
+                        self.id, len(message.parts), message.step, cause)
             self.append(message)
         return len(repairs)
 
