@@ -33,6 +33,7 @@ from tests.e2e.conftest import TIMEOUT, Editor
 from tests.e2e.servers import Servers
 from tests.e2e.test_lsp_steering import messages
 from tests.helpers import call, reply
+from tests.security.identity import UNPRIVILEGED, scratch, skip_unless_possible
 
 #: a tool that runs until the test lets it finish (it creates `go`): the fault is made while it runs
 GATED_TOOL = ("import os, time\nopen('tool.started', 'w').write('1')\n"
@@ -449,3 +450,23 @@ def store_has_queued(ws: Path, text: str) -> bool:
         return any(item.text == text for session in store.sessions() for item in store.queue_waiting(session.id))
     finally:
         store.close()
+
+
+def test_cli_unwritable_state_directory_as_an_unprivileged_user() -> None:
+    """Permissions, not a mount: a state directory `nobody` may not write (root's, 0755) — sqlite's
+    `unable to open database file` and EACCES both read as `read_only`, as for a read-only mount."""
+    skip_unless_possible(UNPRIVILEGED)
+    with scratch() as base:
+        ws, state = base / "ws", base / "state"
+        ws.mkdir()
+        state.mkdir(mode=0o755)
+        script = write_script(base / "script.json", Script(label="t", replies=[reply(text="done")]))
+        UNPRIVILEGED.own(ws)
+        argv = [UNPRIVILEGED.python(), "-m", "lsp_agent", "run", "say done", "--workspace", str(ws), "--model",
+                "scripted/t", "--script", str(script), "--json"]
+        env = {**UNPRIVILEGED.env(), "LSP_AGENT_STATE_DIR": str(state), "HOME": str(ws),
+               "XDG_CONFIG_HOME": str(ws / ".config")}
+        done = subprocess.run([*UNPRIVILEGED.prefix(), *argv], capture_output=True, text=True, timeout=TIMEOUT * 4,
+                              cwd="/", env=env)
+        lines = [json.loads(line) for line in done.stdout.splitlines()]
+        assert_store_refused(done.returncode, lines, done.stdout + done.stderr, "read_only")
