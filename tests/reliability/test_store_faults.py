@@ -470,3 +470,25 @@ def test_cli_unwritable_state_directory_as_an_unprivileged_user() -> None:
                               cwd="/", env=env)
         lines = [json.loads(line) for line in done.stdout.splitlines()]
         assert_store_refused(done.returncode, lines, done.stdout + done.stderr, "read_only")
+
+
+def test_cli_state_directory_deleted_mid_run(tmp_path: Path) -> None:
+    """A cleanup script removes the state directory while the CLI's run executes a tool: the tool's
+    result cannot be kept, and the run says so and ends — not `final` over a store that is gone."""
+    ws = server_workspace(tmp_path)
+    script = write_script(tmp_path / "script.json", gated_script())
+    argv = [sys.executable, "-m", "lsp_agent", "run", "run the gated tool", "--workspace", str(ws), "--model",
+            "scripted/t", "--script", str(script), "--json"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/",
+                            env=dict(os.environ))
+    try:
+        asyncio.run(tool_started(ws))
+        shutil.rmtree(os.environ["LSP_AGENT_STATE_DIR"])
+        (ws / "go").write_text("", encoding="utf-8")
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert_store_refused(proc.returncode, lines, out + err, "missing")
