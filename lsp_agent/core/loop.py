@@ -273,7 +273,7 @@ class Generation:
         """The store refused a write mid-run: the run ends `error` saying why (the user sees it; the
         store may not take even the record of the end). Whatever the refused write carried was never
         added to the history, but calls already stored may lack their results: the session answers
-        them before its next generation (`AgentSession.begin_after_fault`)."""
+        them before its next generation (`AgentSession.repair_after_fault`)."""
         log.warning("session %s: %s", self.session.id, exc.message)
         self.session.store_faulted = True
         info = events.ErrorInfo(kind=exc.kind.value, message=exc.message)
