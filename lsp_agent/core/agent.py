@@ -114,7 +114,8 @@ class Agent:
 
     def session_page(self, session_id: str, after: str | None = None, limit: int = 100) -> SessionPage:
         """Up to `limit` stored messages after message `after` (from the start when None)."""
-        self.session(session_id)  # loaded (and so repaired) first: the pages show the history a run would see
+        # Loaded (and so repaired and bounded) first: the pages show the history a run would see.
+        bounded = self.session(session_id).bounded_on_load
         record = self.env.store.session(session_id)
         if record is None:
             raise not_found(f"no session {session_id!r} in this workspace", AgentErrorKind.UNKNOWN_SESSION)
@@ -126,7 +127,7 @@ class Agent:
             seq = found
         page = self.env.store.messages(session_id, after_seq=seq, limit=limit + 1)
         more = len(page) > limit
-        page = page[:limit]
+        page = [bounded.get(message.id, message) for message in page[:limit]]
         return SessionPage(record, page, page[-1].id if more and page else None)
 
     # --- generations ------------------------------------------------------------------------------

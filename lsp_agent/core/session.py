@@ -152,6 +152,9 @@ class AgentSession:
         self.approvals: set[str] = set()
         #: a generation ended because the store refused a write (see repair_after_fault)
         self.store_faulted = False
+        #: stored messages whose refused calls' arguments were omitted when loaded, by id: the pages a
+        #: client reads show what the model is sent, not the rows' oversized arguments
+        self.bounded_on_load: dict[str, Message] = {}
         if session_id is None:
             self.id = ids.session_id()
             env.store.create_session(self.id, str(env.root), env.settings.model, title)
@@ -162,7 +165,10 @@ class AgentSession:
                 raise KeyError(session_id)
             self.id = session_id
             # A session stored before refused calls were bounded may hold one too large to ever send.
-            self.history = bounded_history(env.store.messages(session_id), env.settings.limits.rejected_args_chars)
+            stored = env.store.messages(session_id)
+            self.history = bounded_history(stored, env.settings.limits.rejected_args_chars)
+            self.bounded_on_load = {kept.id: kept for kept, row in zip(self.history, stored, strict=True)
+                                    if kept is not row}
             self.repair()
             self.context = ContextState.load(env.store, session_id, self.history)
             self.approvals = remembered(env.store, session_id)

@@ -132,6 +132,15 @@ class RunCommand(Tool[RunCommandArgs]):
             return ToolResult.failure(
                 ErrorKind.TOOL_FAILURE, f"ERROR: could not start {argv[0]}: {exc.strerror or exc}."
             )
+        if outcome.start_error is not None:
+            # bubblewrap's own exit 1 is not the command's: saying "exit=1" would send the model
+            # looking for a bug in a program that never ran.
+            return ToolResult.failure(
+                ErrorKind.TOOL_FAILURE,
+                f"ERROR: could not start {shown}: the sandbox could not run it: {outcome.start_error}. "
+                "The command never ran; its program is not reachable inside the sandbox.",
+                exit_code=None, timed_out=False,
+            )
         body, cut = head_tail(_stable(outcome.output, ctx.root), limits.output_chars)
         notes: list[str] = []
         if cut or outcome.output_truncated:

@@ -128,3 +128,32 @@ def test_a_check_that_runs_passes(under_tmp: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert verify_result(events)["metadata"]["envelope"]["status"] == "passed"
     assert events[-1]["verification"] == "verified"
+
+
+def test_a_command_the_sandbox_cannot_start_says_so_not_exit_1(tmp_path: Path, isolated_state: Path) -> None:
+    # An allow-listed program found on PATH in a directory the sandbox hides (the state directory):
+    # bubblewrap exits 1 with its own line; the model must not read that as the program's failure.
+    program(isolated_state / "bin" / "mycheck")
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "lsp-agent" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[tools]\nallowed_programs = ["mycheck"]\n', encoding="utf-8")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"label": "cmd", "replies": [
+        {"text": "running", "tool_calls": [{"name": "run_command", "arguments": {"command": "mycheck"}}]},
+        {"text": "done"}]}), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+           "PATH": f"{isolated_state / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+
+    proc = subprocess.run([sys.executable, "-m", "lsp_agent", "run", "run it", "--workspace", str(ws),
+                           "--model", "scripted/t", "--script", str(script), "--json"],
+                          capture_output=True, text=True, timeout=180, cwd="/", env=env)
+
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    use = next(e for e in events if e["type"] == "tool_use" and e["part"]["tool"] == "run_command")
+    state = use["part"]["state"]
+    assert state["output"].startswith("ERROR: could not start mycheck: the sandbox could not run it: execvp "
+                                      "mycheck: No such file or directory"), state["output"]
+    assert "exit=1" not in state["output"] and state["metadata"]["exit_code"] is None
