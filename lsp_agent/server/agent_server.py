@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -174,6 +175,10 @@ class Runtime:
     provider_problem: str | None = None
 
 
+#: how often a server whose store could not be opened tries again (on a request that needs it)
+STORE_RETRY_S = 1.0
+
+
 class AgentServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("lsp-agent", _version(), text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
@@ -184,6 +189,9 @@ class AgentServer(LanguageServer):
         #: the classified refusal behind it, when there is one (the store unavailable): every request that
         #: needs the runtime answers with it, so the editor sees `store_unavailable` and its reason
         self.startup_error: ProtocolError | None = None
+        #: the initialize params the store refused, to start again once it can be used
+        self._store_retry: types.InitializeParams | None = None
+        self._store_retried_at = 0.0
         self.reporter = layered.OnceReporter()
         self.init_options: Any = None
         self.client_section: Any = None
@@ -203,6 +211,8 @@ class AgentServer(LanguageServer):
         return self.rt is not None or self.startup_problem is not None
 
     def runtime(self) -> Runtime:
+        if self.rt is None and self._store_retry is not None:
+            self._start_when_the_store_can_be_used()
         if self.rt is None:
             if self.startup_error is not None:
                 raise self.startup_error
@@ -220,10 +230,34 @@ class AgentServer(LanguageServer):
         except AgentError as exc:  # the store cannot be used: its classified error, not an internal one
             log.error("initialize failed: %s", exc.message)
             self.startup_error = from_core(exc)
+            self._store_retry = params
             raise self.startup_error from None
         except Exception as exc:  # the store, the workspace: say what, not only "internal error"
             log.exception("initialize failed")
             raise ProtocolError(UNAVAILABLE, f"{type(exc).__name__}: {exc}", kind="not_initialized") from None
+
+    def _start_when_the_store_can_be_used(self) -> None:
+        """A store that could not be opened at start (a full disk, a read-only directory) is tried again
+        when a request needs the runtime — at most once a second, so a keystroke flood does not retry on
+        every change — and the server starts once the cause is gone, without a restart."""
+        params = self._store_retry
+        now = time.monotonic()
+        if params is None or now - self._store_retried_at < STORE_RETRY_S:
+            return
+        self._store_retried_at = now
+        try:
+            self.setup(params)
+        except ProtocolError:
+            return  # still refused: startup_error says why
+        self._store_retry = None
+        self.startup_error = self.startup_problem = None
+        log.info("the session store can be used again: the server started")
+        if self._initialized:
+            self.initialized()
+            for participant in self.lifecycle.participants:
+                participant.started(self)
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Info, message="lsp-agent started: the session store can be used again"))
 
     def _setup(self, params: types.InitializeParams) -> None:
         root = _root_of(params)

@@ -365,13 +365,38 @@ async def test_server_deleted_state_directory_acknowledges_nothing(servers: Serv
     assert (await editor.request("agent/status", {"sessionID": sid}))["sessionID"] == sid
 
 
+async def run_once_the_store_is_back(editor: Editor, prompt: str) -> dict[str, Any]:
+    """agent/run until the server has opened its store (it tries again at most once a second); each
+    refusal until then must be the store's classified error."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while True:
+        try:
+            return await editor.run(prompt)
+        except JsonRpcException as exc:
+            assert exc.data == {"kind": "store_unavailable", "status": 503}, exc
+            assert loop.time() < deadline, "the server never opened its store"
+            await asyncio.sleep(0.1)
+
+
 @needs_root
-async def test_server_read_only_store_at_start_is_a_classified_refusal(servers: Servers, tmp_path: Path,
-                                                                       state_tmpfs: Path) -> None:
+@pytest.mark.parametrize("reason", ["read_only", "full"])
+async def test_server_store_unusable_at_start_is_refused_then_started_without_a_restart(
+        servers: Servers, tmp_path: Path, state_tmpfs: Path, reason: str) -> None:
     ws = server_workspace(tmp_path)
-    remount(state_tmpfs, "ro")
-    editor = await servers.start(ws, gated_script())
-    assert_unavailable(await refusal(editor, "agent/run", {"prompt": "hello"}), "read_only")
+    if reason == "read_only":
+        remount(state_tmpfs, "ro")
+    else:
+        filler = fill(state_tmpfs)
+    editor = await servers.start(ws, STRICT)
+    assert_unavailable(await refusal(editor, "agent/run", {"prompt": "hello"}), reason)
+    assert_unavailable(await refusal(editor, "agent/status", {}), reason)
+    if reason == "read_only":
+        remount(state_tmpfs, "rw")
+    else:
+        filler.unlink()
+    started = await run_once_the_store_is_back(editor, "hello")
+    assert (await editor.finished(started["generation"]))["stopReason"] == "final"
 
 
 # --- ACP -----------------------------------------------------------------------------------------
