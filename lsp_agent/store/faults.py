@@ -38,7 +38,7 @@ _ADVICE = {
     R.FULL: "no space is left on the state directory's file system; free some and try again",
     R.CORRUPT: "the database file is damaged",
     R.LOCKED: "another process holds the database's write lock; try again when it lets go",
-    R.MISSING: "the state directory or its database was deleted; what was written since is lost",
+    R.MISSING: "the state directory or its database is missing (deleted, or its path names something else)",
     R.IO: "the file system failed",
 }
 
@@ -100,7 +100,8 @@ class FileIdentity:
         try:
             info = os.stat(self.path)
         except OSError as exc:
-            raise StoreUnavailable(R.MISSING, f"{_ADVICE[R.MISSING]} ({exc.strerror})", str(self.path)) from None
+            raise StoreUnavailable(R.MISSING, f"{_ADVICE[R.MISSING]}; this write and any after it are not kept "
+                                   f"({exc.strerror}); restart to start a new store", str(self.path)) from None
         if (info.st_dev, info.st_ino) != (self.device, self.inode):
-            raise StoreUnavailable(R.MISSING, f"{_ADVICE[R.MISSING]} (the path now names another file; "
-                                   "restart to use it)", str(self.path))
+            raise StoreUnavailable(R.MISSING, f"{_ADVICE[R.MISSING]}; this write and any after it are not kept "
+                                   "(the path now names another file); restart to use it", str(self.path))
