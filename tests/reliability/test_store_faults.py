@@ -110,11 +110,6 @@ class LockHolder:
         self.proc.stdin.close()
         assert self.proc.wait(TIMEOUT) == 0
 
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
 
 def store_path(ws: Path) -> Path:
     return workspace_dir(ws) / "store.db"
