@@ -45,6 +45,7 @@ class ContextRequests:
             session.context.compact_requested = True
             return CompactionOutcome("in_progress", "the running generation compacts before its next model request")
         session.env = self.environment()
+        session.repair_after_fault()  # the summary request sends the history: every call with its result
         try:
             return await ContextManager(session, self._ask).compact(self._base_request(session), "manual")
         except ProviderError as exc:
@@ -60,6 +61,7 @@ class ContextRequests:
             what = f"running generation {session.active.id}" if session.active else "being compacted"
             raise conflict(f"session {session.id} is {what}; cancel it or wait before handing off", AgentErrorKind.BUSY)
         session.env = self.environment()
+        session.repair_after_fault()
         try:
             handoff = await prepare_handoff(session, self._base_request(session), self._ask, reason)
         except ProviderError as exc:

@@ -150,6 +150,8 @@ class AgentSession:
         self.sent_tools: tuple[list[ToolSpec], str] = ([], "")
         #: `allow_session` grants (exact keys, core/approval.py `grant_of`); a resumed session keeps its own
         self.approvals: set[str] = set()
+        #: a generation ended because the store refused a write (see repair_after_fault)
+        self.store_faulted = False
         #: stored messages whose refused calls' arguments were omitted when loaded, by id: the pages a
         #: client reads show what the model is sent, not the rows' oversized arguments
         self.bounded_on_load: dict[str, Message] = {}
@@ -171,13 +173,22 @@ class AgentSession:
             self.context = ContextState.load(env.store, session_id, self.history)
             self.approvals = remembered(env.store, session_id)
 
-    def repair(self) -> int:
+    def repair_after_fault(self) -> None:
+        """After a generation the store failed under: calls it stored may lack the results the store
+        refused. They are answered (stored first, like every message) before anything is sent to the
+        model again; while the store still refuses, this raises StoreUnavailable and nothing is sent."""
+        if self.store_faulted:
+            self.repair(store_fault=True)
+            self.store_faulted = False
+
+    def repair(self, *, store_fault: bool = False) -> int:
         """Answer the tool calls a dead process left without results (see core/repair.py), so the
         history is valid for every provider. Written once: afterwards every call has its result."""
-        repairs = interrupted_results(self.history, self.env.registry)
+        repairs = interrupted_results(self.history, self.env.registry, store_fault=store_fault)
+        cause = "lost their results to a store fault" if store_fault else "were interrupted by a restart"
         for message in repairs:
-            log.warning("session %s: %d tool call(s) of step %s were interrupted by a restart; answered as such",
-                        self.id, len(message.parts), message.step)
+            log.warning("session %s: %d tool call(s) of step %s %s; answered as such",
+                        self.id, len(message.parts), message.step, cause)
             self.append(message)
         return len(repairs)
 
