@@ -285,16 +285,19 @@ class LspAgentAcp:
         return self.workspaces[root]
 
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any) -> NewSessionResponse:
-        ws = self._workspace(cwd, mcp_servers)
-        session = ws.agent.session(None)
+        with core_errors():  # a store that cannot be opened or written: its classified error
+            ws = self._workspace(cwd, mcp_servers)
+            session = ws.agent.session(None)
         self._bind(ws, session.id)
         self._offer_trust(ws, session.id)
         return NewSessionResponse(session_id=session.id, modes=modes.state(ws.agent.env.settings))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            **kwargs: Any) -> LoadSessionResponse:
-        ws = self._workspace(cwd, mcp_servers)
-        if not ws.agent.knows_session(session_id):
+        with core_errors():
+            ws = self._workspace(cwd, mcp_servers)
+            known = ws.agent.knows_session(session_id)
+        if not known:
             raise RequestError(*_not_found(session_id))
         self._bind(ws, session_id)
         assert self.sink is not None
@@ -347,7 +350,8 @@ class LspAgentAcp:
         if generation is not None:
             result = await ws.agent.wait(generation)
         else:
-            result = await self._wait_queued(ws, session_id, item.id)
+            with core_errors():  # withdrawing or sending the row writes to the store too
+                result = await self._wait_queued(ws, session_id, item.id)
         return await self._answer(session_id, result)
 
     async def _wait_queued(self, ws: Workspace, session_id: str, item_id: str) -> RunFinish | None:

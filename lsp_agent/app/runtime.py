@@ -21,9 +21,10 @@ from lsp_agent.core.lease import holder_text
 from lsp_agent.core.loop import Generation
 from lsp_agent.core.process_identity import process_owner
 from lsp_agent.core.session import AgentSession, Environment, ModelFacts
+from lsp_agent.core.storage import StoreUnavailable
 from lsp_agent.disk.applier import DiskApplier
 from lsp_agent.disk.documents import DiskDocuments
-from lsp_agent.domain.events import RunFinish, StopReason
+from lsp_agent.domain.events import ErrorEvent, ErrorInfo, RunFinish, StopReason, Tokens, VerificationStatus
 from lsp_agent.domain.ports import EventSink, Provider, ProviderError
 from lsp_agent.settings.config import Settings
 from lsp_agent.settings.paths import workspace_dir
@@ -107,7 +108,8 @@ def open_environment(root: Path, settings: Settings, provider: Provider, sink: E
     one, each run re-checks the workspace after its latest check before declaring the verification."""
     base = state or workspace_dir(root)
     return Environment(
-        root=root.resolve(), settings=settings, store=store or Store(base / "store.db"),
+        root=root.resolve(), settings=settings,
+        store=store or Store(base / "store.db", settings.limits.store_busy_ms),
         registry=default_registry(settings), provider=provider, documents=DiskDocuments(root),
         applier=DiskApplier(root.resolve()), sink=sink, traces=TraceDir(base / "traces"),
         model=model_facts(settings, wire, server), skills=WorkspaceSkills(root.resolve()),
@@ -161,8 +163,10 @@ class HeadlessRun:
         return generation
 
     async def run(self) -> RunFinish:
+        session_id = self.session_id or ""
         try:
             session = AgentSession(self.env, self.session_id, title=self.prompt[:80])
+            session_id = session.id
             if self.on_session is not None:
                 self.on_session(session.id)
             if self.wait_s > 0:
@@ -184,8 +188,13 @@ class HeadlessRun:
                 follow = Generation(fresh, generation.max_steps)
                 follow.carry_over(generation)
                 session, generation = fresh, self._start(follow)
+                session_id = session.id
                 result = await generation.run(CONTINUE_PROMPT)
             return result
+        except StoreUnavailable as exc:
+            # Before a generation began (a generation that began reports its own end): still one end.
+            return store_unavailable_finish(self.env.sink, exc, self.env.settings.model,
+                                            self.env.provider.scripted, session_id)
         finally:
             close = getattr(self.env.provider, "aclose", None)
             if close is not None:
@@ -212,6 +221,20 @@ class HeadlessRun:
     def _continues(self, result: RunFinish, generation: Generation) -> bool:
         return (result.stop_reason is StopReason.HANDOFF and generation.handoff_to is not None
                 and not self.cancelled and generation.steps < generation.max_steps)
+
+
+def store_unavailable_finish(sink: EventSink, fault: StoreUnavailable, model: str, scripted: bool,
+                             session_id: str = "") -> RunFinish:
+    """The end of a run the store refused before a generation began (it could not be opened, the
+    session not created or loaded, the prompt not written): the classified error and the run's end
+    (`error`, nothing done), as every run ends. `generation` is empty: none was started."""
+    info = ErrorInfo(kind=fault.kind.value, message=fault.message)
+    sink.emit(ErrorEvent(session_id=session_id, generation="", error=info))
+    finish = RunFinish(session_id=session_id, generation="", stop_reason=StopReason.ERROR,
+                       verification=VerificationStatus.NOT_RUN, steps=0, tool_calls=0, tool_errors=0, tokens=Tokens(),
+                       files_changed=[], model=model, scripted=scripted, error=info)
+    sink.emit(finish)
+    return finish
 
 
 def mcp_manager(settings: Settings, root: Path) -> McpManager | None:

@@ -279,8 +279,10 @@ async def _run(args: argparse.Namespace) -> int:
         make_provider,
         open_environment,
         run_header,
+        store_unavailable_finish,
     )
     from lsp_agent.cli.sinks import JsonLinesSink
+    from lsp_agent.core.storage import StoreUnavailable
     from lsp_agent.domain.events import StopReason, VerificationStatus
     from lsp_agent.domain.ports import ProviderError
     from lsp_agent.settings.config import ConfigError, inspect_workspace, load_settings
@@ -323,7 +325,13 @@ async def _run(args: argparse.Namespace) -> int:
         print(notice, file=sys.stderr, flush=True)
     server = await discover_server(provider, settings)
     sink = _sink(args.json)
-    env = open_environment(root, settings, provider, sink, wire=args.wire, server=server)
+    try:
+        env = open_environment(root, settings, provider, sink, wire=args.wire, server=server)
+    except StoreUnavailable as exc:
+        store_unavailable_finish(sink, exc, settings.model, provider.scripted, args.session or "")
+        return EXIT_STOPPED
+    for notice in getattr(env.store, "notices", []):  # a damaged store moved aside: where it went
+        print(notice, file=sys.stderr, flush=True)
     if args.json and not provider.scripted:  # the human transcript prints its own header (_header)
         print(run_header(env, server), file=sys.stderr, flush=True)
     from lsp_agent.cli.approve import TerminalApprover
@@ -338,6 +346,10 @@ async def _run(args: argparse.Namespace) -> int:
     except UnknownSession as exc:
         env.store.close()
         raise UsageError(str(exc)) from None
+    except StoreUnavailable as exc:
+        env.store.close()
+        store_unavailable_finish(sink, exc, settings.model, provider.scripted, args.session or "")
+        return EXIT_STOPPED
     sink.on_closed = run.cancel  # a closed stdout (`| head -1`) ends the run, recorded as cancelled
     with cancel_on_signals(run) as received:
         result = await run.run()
@@ -468,6 +480,14 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        from lsp_agent.core.errors import AgentError
+
+        if not isinstance(exc, AgentError):
+            raise
+        # a classified refusal (the store unavailable, …): said as such, never as a traceback
+        print(f"lsp-agent: {exc.kind.value}: {exc.message}", file=sys.stderr)
+        return EXIT_STOPPED
     parser.error(f"unknown command {args.command}")
     return EXIT_USAGE
 

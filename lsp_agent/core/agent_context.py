@@ -45,6 +45,7 @@ class ContextRequests:
             session.context.compact_requested = True
             return CompactionOutcome("in_progress", "the running generation compacts before its next model request")
         session.env = self.environment()
+        session.repair_after_fault()  # the summary request sends the history: every call with its result
         try:
             with session.writing():  # another process running the session refuses it (session_busy)
                 return await ContextManager(session, self._ask).compact(self._base_request(session), "manual")
@@ -61,6 +62,7 @@ class ContextRequests:
             what = f"running generation {session.active.id}" if session.active else "being compacted"
             raise conflict(f"session {session.id} is {what}; cancel it or wait before handing off", AgentErrorKind.BUSY)
         session.env = self.environment()
+        session.repair_after_fault()
         try:
             with session.writing():
                 handoff = await prepare_handoff(session, self._base_request(session), self._ask, reason)

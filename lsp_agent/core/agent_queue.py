@@ -6,6 +6,7 @@ guarded writes, recovery after a crash) are `core.queue`'s."""
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -15,10 +16,13 @@ from lsp_agent.core.errors import AgentError, AgentErrorKind
 from lsp_agent.core.queue import Queue
 from lsp_agent.core.queue_model import QueueItem, QueueStatus
 from lsp_agent.core.steering import ReceiptStatus, Steering
+from lsp_agent.core.storage import StoreUnavailable
 from lsp_agent.domain.events import QueueChangedEvent, SinkEvent, StopReason
 
 if TYPE_CHECKING:
     from lsp_agent.core.session import AgentSession
+
+log = logging.getLogger(__name__)
 
 __all__ = ["CONTINUE_AFTER", "QUEUE_CLIENT", "FollowUps", "queue_changed"]
 
@@ -153,8 +157,13 @@ class FollowUps:
         return None
 
     def after_generation(self, session: AgentSession, reason: StopReason | None) -> None:
-        """A finished run hands over to the next row; one that was stopped pauses the waiting rows."""
-        if reason in CONTINUE_AFTER:
-            self.start_next(session)
-        elif reason is not None and self.queue.pause_waiting(session.id):
-            self.changed(session.id)
+        """A finished run hands over to the next row; one that was stopped pauses the waiting rows.
+        A store that refuses either leaves the rows as they are (queued, on disk): the run's end was
+        reported already, and the next request or restart finds them."""
+        try:
+            if reason in CONTINUE_AFTER:
+                self.start_next(session)
+            elif reason is not None and self.queue.pause_waiting(session.id):
+                self.changed(session.id)
+        except StoreUnavailable as exc:
+            log.warning("session %s: the follow-up queue waits: %s", session.id, exc.message)

@@ -23,6 +23,8 @@ class AgentErrorKind(StrEnum):
     COMPACTION_IN_PROGRESS = "compaction_in_progress"
     # the model could not be used
     PROVIDER_ERROR = "provider_error"
+    # the session store cannot be used (its reason says why: read_only, full, corrupt, locked, missing, io)
+    STORE_UNAVAILABLE = "store_unavailable"
 
 
 @dataclass(frozen=True)

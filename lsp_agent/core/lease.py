@@ -24,7 +24,7 @@ from contextlib import contextmanager
 
 from lsp_agent.core.errors import AgentError, AgentErrorKind, Holder
 from lsp_agent.core.process_identity import Verdict, describe, process_owner, verdict
-from lsp_agent.core.storage import LeaseStore, SessionLease
+from lsp_agent.core.storage import LeaseStore, SessionLease, StoreUnavailable
 
 __all__ = ["LEASE_S", "SessionLeases", "holder_text", "session_busy"]
 
@@ -143,8 +143,8 @@ class SessionLeases:
             try:
                 now = now_ms()
                 held = self.store.renew_lease(session_id, process_owner(), now, now + self._expiry_ms())
-            except Exception:  # a store fault (full, locked): the run reports it; the next beat tries again
-                log.warning("session %s: could not renew the lease", session_id, exc_info=True)
+            except StoreUnavailable as exc:  # full, locked: the run reports it; the next beat tries again
+                log.warning("session %s: could not renew the lease: %s", session_id, exc.message)
                 continue
             if not held:
                 log.warning("session %s: the lease was taken over by another process; stopping this run",

@@ -33,6 +33,7 @@ from lsp_agent.core.loop_guard import LoopGuard
 from lsp_agent.core.outside_edits import CheckSnapshot
 from lsp_agent.core.rejected_calls import bounded_call
 from lsp_agent.core.session import AgentSession, Environment
+from lsp_agent.core.storage import StoreUnavailable
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import ToolContext
 from lsp_agent.domain import bounded_json, events, verification
@@ -61,6 +62,14 @@ from lsp_agent.domain.ports import (
 )
 
 log = logging.getLogger(__name__)
+
+
+def _despite_store(write: Callable[..., None], *args: Any) -> None:
+    """A write of the run's end: a store that refuses it was already reported with the run's end."""
+    try:
+        write(*args)
+    except StoreUnavailable as exc:
+        log.warning("%s", exc.message)
 
 
 def _tokens(usage: Usage, unknown: bool = False) -> events.Tokens:
@@ -243,14 +252,12 @@ class Generation:
     def _give_back_lease(self) -> None:
         if self._took_lease:
             self._took_lease = False
-            try:
-                self.session.leases.release(self.session.id)
-            except Exception:  # a store fault: the run's own end is what must be reported, not this
-                log.warning("session %s: could not release its lease; the next run here takes it again",
-                            self.session.id, exc_info=True)
+            # A store fault here is reported with the run's end; the next run here takes the lease again.
+            _despite_store(self.session.leases.release, self.session.id)
 
     def _record_prompt(self, prompt: str, claim_item: str | None) -> None:
         session = self.session
+        session.repair_after_fault()
         prompt_message = Message(role=Role.USER, parts=[TextPart(text=prompt)], generation=self.id)
         if not session.history:
             # A new session opens with the project instructions: right after the static instructions,
@@ -277,7 +284,10 @@ class Generation:
                 await self.env.mcp.start()
             if self.check_snapshot is not None and self._check_stands():
                 await self.check_snapshot.take()  # a check from an earlier run: edits from now on are found
-            return await self._loop()
+            try:
+                return await self._loop()
+            except StoreUnavailable as exc:
+                return self._store_failed(exc)
         finally:
             self.ended = True
             cancel_signal.reset(token)
@@ -296,18 +306,29 @@ class Generation:
         self._closed = True
         session = self.session
         try:
-            self.env.store.end_generation(session.id, self.id)
+            _despite_store(self.env.store.end_generation, session.id, self.id)
             if self.env.steering is not None:
                 interrupted = self.stop_reason in (StopReason.CANCELLED, StopReason.ERROR, None)
                 self.env.steering.end_generation(session, self.id, interrupted)
             session.active = None
-            session.flush_notes()
+            _despite_store(session.flush_notes)
         finally:  # whatever failed above, the session is not left held (and kept fresh) by a run that ended
             if self._heartbeat is not None:
                 # Dropped, not only cancelled: the task holds this generation's cancel (a cycle otherwise).
                 self._heartbeat.cancel()
                 self._heartbeat = None
             self._give_back_lease()
+
+    def _store_failed(self, exc: StoreUnavailable) -> events.RunFinish:
+        """The store refused a write mid-run: the run ends `error` saying why (the user sees it; the
+        store may not take even the record of the end). Whatever the refused write carried was never
+        added to the history, but calls already stored may lack their results: the session answers
+        them before its next generation (`AgentSession.repair_after_fault`)."""
+        log.warning("session %s: %s", self.session.id, exc.message)
+        self.session.store_faulted = True
+        info = events.ErrorInfo(kind=exc.kind.value, message=exc.message)
+        self.emit(events.ErrorEvent(**self._base(), error=info))
+        return self._finish(StopReason.ERROR, info)
 
     async def _loop(self) -> events.RunFinish:
         while True:
@@ -680,7 +701,16 @@ class Generation:
         if self.trace is not None:
             self.trace.write({"runFinish": result.wire()})
         # Stored before it is shown: how the run ended survives a reader that went away (a closed pipe).
-        self.env.store.record_event(self.session.id, "run.finish", result.wire())
+        # A store that cannot take it must not cost the reader the end of the run.
+        try:
+            self.env.store.record_event(self.session.id, "run.finish", result.wire())
+        except StoreUnavailable as exc:
+            if error is None:
+                self.session.store_faulted = True
+                error = events.ErrorInfo(kind=exc.kind.value, message=exc.message)
+                self.emit(events.ErrorEvent(**self._base(), error=error))
+                result = result.model_copy(update={"stop_reason": StopReason.ERROR, "error": error})
+                self.stop_reason = StopReason.ERROR
         try:
             self._close()
         finally:

@@ -39,9 +39,21 @@ def _may_have_effects(name: str, registry: ToolRegistry) -> bool:
     return tool is not None and tool.access is not Access.READ
 
 
-def interrupted_results(history: list[Message], registry: ToolRegistry) -> list[Message]:
+#: the same answers for calls whose results the store refused (a full disk): the process lived on
+_STORE_NO_EFFECTS = ("ERROR: this call has no result: the session store could not record it (the run ended "
+                     "with a store error). The tool only reads, so it had no effects; call it again if you still "
+                     "need its result.")
+_STORE_MAYBE_EFFECTS = ("ERROR: this call has no result: the session store could not record it (the run ended "
+                        "with a store error). It may have had effects (files written, commands run): check the "
+                        "current state (read the files, run the check) before repeating it.")
+
+
+def interrupted_results(history: list[Message], registry: ToolRegistry, *,
+                        store_fault: bool = False) -> list[Message]:
     """One tool message per assistant message with unanswered calls (its generation and step), answering
-    each call; empty when the history is whole. Deterministic: no timestamps, no random text."""
+    each call; empty when the history is whole. Deterministic: no timestamps, no random text.
+    `store_fault`: the results were lost to a store that refused them, not to a restart."""
+    texts = (_STORE_NO_EFFECTS, _STORE_MAYBE_EFFECTS) if store_fault else (_NO_EFFECTS, _MAYBE_EFFECTS)
     by_message: dict[str, tuple[Message, list[ToolCallPart]]] = {}
     for message, call in unanswered_calls(history):
         by_message.setdefault(message.id, (message, []))[1].append(call)
@@ -51,7 +63,7 @@ def interrupted_results(history: list[Message], registry: ToolRegistry) -> list[
         for call in calls:
             effects = _may_have_effects(call.name, registry)
             parts.append(ToolResultPart(call_id=call.call_id, name=call.name, ok=False,
-                                        output=_MAYBE_EFFECTS if effects else _NO_EFFECTS,
+                                        output=texts[1] if effects else texts[0],
                                         error_kind=ErrorKind.CANCELLED,
                                         metadata={INTERRUPTED: True, MAY_HAVE_EFFECTS: effects}))
         repairs.append(Message(role=Role.TOOL, parts=list(parts), generation=message.generation, step=message.step))

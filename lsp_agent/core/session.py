@@ -21,7 +21,7 @@ from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.prefix import RequestBytes
 from lsp_agent.core.rejected_calls import bounded_history
 from lsp_agent.core.repair import interrupted_results, unanswered_calls
-from lsp_agent.core.storage import PendingCorrection, Store
+from lsp_agent.core.storage import PendingCorrection, Store, StoreUnavailable
 from lsp_agent.core.tool_registry import ToolRegistry
 from lsp_agent.core.tools import CommandPolicy, FileTracker
 from lsp_agent.core.write_detect import IgnoredPaths
@@ -152,6 +152,8 @@ class AgentSession:
         self.sent_tools: tuple[list[ToolSpec], str] = ([], "")
         #: `allow_session` grants (exact keys, core/approval.py `grant_of`); a resumed session keeps its own
         self.approvals: set[str] = set()
+        #: a generation ended because the store refused a write (see repair_after_fault)
+        self.store_faulted = False
         #: stored messages whose refused calls' arguments were omitted when loaded, by id: the pages a
         #: client reads show what the model is sent, not the rows' oversized arguments
         self.bounded_on_load: dict[str, Message] = {}
@@ -176,8 +178,8 @@ class AgentSession:
             with self.leases.held_briefly(self.id) as held:
                 if held:
                     self.repair()
-        except Exception:  # the store refused the write (locked, full): read as stored; a run repairs it
-            log.warning("session %s: not repaired on load; the next run here repairs it", self.id, exc_info=True)
+        except StoreUnavailable as exc:  # locked, full: read as stored; a run here repairs it
+            log.warning("session %s: not repaired on load (%s); the next run here repairs it", self.id, exc.message)
 
     @property
     def leases(self) -> SessionLeases:
@@ -210,7 +212,10 @@ class AgentSession:
             self.instructions_seen = SkillsSeen(INSTRUCTIONS)
             self.requests = RequestBytes()
             self.sent_tools = ([], "")
-        self.repair()
+        if self.store_faulted:  # this process's own run lost results to the store: said so, not "a restart"
+            self.repair_after_fault()
+        else:
+            self.repair()
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -224,13 +229,22 @@ class AgentSession:
             if took:
                 self.leases.release(self.id)
 
-    def repair(self) -> int:
+    def repair_after_fault(self) -> None:
+        """After a generation the store failed under: calls it stored may lack the results the store
+        refused. They are answered (stored first, like every message) before anything is sent to the
+        model again; while the store still refuses, this raises StoreUnavailable and nothing is sent."""
+        if self.store_faulted:
+            self.repair(store_fault=True)
+            self.store_faulted = False
+
+    def repair(self, *, store_fault: bool = False) -> int:
         """Answer the tool calls a dead process left without results (see core/repair.py), so the
         history is valid for every provider. Written once: afterwards every call has its result."""
-        repairs = interrupted_results(self.history, self.env.registry)
+        repairs = interrupted_results(self.history, self.env.registry, store_fault=store_fault)
+        cause = "lost their results to a store fault" if store_fault else "were interrupted by a restart"
         for message in repairs:
-            log.warning("session %s: %d tool call(s) of step %s were interrupted by a restart; answered as such",
-                        self.id, len(message.parts), message.step)
+            log.warning("session %s: %d tool call(s) of step %s %s; answered as such",
+                        self.id, len(message.parts), message.step, cause)
             self.append(message)
         return len(repairs)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -23,10 +24,19 @@ from typing import Protocol
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid
 from lsp_agent.core.process_identity import process_owner
 from lsp_agent.core.queue import MAX_STEER_CHARS, Queue, QueueItem, QueueStatus, now_ms
-from lsp_agent.core.storage import CorrectionExists, PendingCorrection, RowChanged, SessionStore, StaleGeneration
+from lsp_agent.core.storage import (
+    CorrectionExists,
+    PendingCorrection,
+    RowChanged,
+    SessionStore,
+    StaleGeneration,
+    StoreUnavailable,
+)
 from lsp_agent.domain import ids
 from lsp_agent.domain.history import Message, Role, TextPart
 from lsp_agent.domain.wire import WireModel
+
+log = logging.getLogger(__name__)
 
 CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 #: The defaults of `limits.steer_receipts` and `limits.steer_pending`.
@@ -262,9 +272,13 @@ class Steering:
         ended = [c for c in state.pending if c.generation == generation]
         state.pending = keep
         for correction in ended:
-            self.store.drop_correction(session.id, correction.client_id)
-            if correction.queue_item is not None:
-                self.queue.requeue_steered(correction.queue_item, paused=interrupted)
+            try:
+                self.store.drop_correction(session.id, correction.client_id)
+                if correction.queue_item is not None:
+                    self.queue.requeue_steered(correction.queue_item, paused=interrupted)
+            except StoreUnavailable as exc:
+                # Still on disk, written ahead: the next start surfaces it as a queued row.
+                log.warning("correction %s stays pending: %s", correction.client_id, exc.message)
             self._settle(session.id, correction.client_id, status=ReceiptStatus.REJECTED,
                          reason=RejectReason.GENERATION_ENDED)
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol
 
+from lsp_agent.core.errors import AgentError, AgentErrorKind
 from lsp_agent.core.queue_model import QueueItem, QueueStatus
 from lsp_agent.domain.history import Message, Part
 
@@ -26,6 +28,8 @@ __all__ = [
     "SessionStore",
     "StaleGeneration",
     "Store",
+    "StoreReason",
+    "StoreUnavailable",
 ]
 
 
@@ -40,6 +44,29 @@ class RowChanged(Exception):
 class CorrectionExists(Exception):
     """A pending correction with this session and clientID is already stored: accepted under an
     earlier receipt table, now gone (a restart whose recovery left it to its still-living owner)."""
+
+
+class StoreReason(StrEnum):
+    READ_ONLY = "read_only"  # the state directory or the file cannot be written (a read-only mount, permissions)
+    FULL = "full"  # no space left on the state directory's file system
+    CORRUPT = "corrupt"  # the file is not a database, or its pages are damaged
+    LOCKED = "locked"  # another process held the database's write lock longer than the busy timeout
+    MISSING = "missing"  # the state directory or the database file was deleted (or replaced) under us
+    IO = "io"  # any other I/O failure of the file system
+
+
+class StoreUnavailable(AgentError):
+    """A store operation failed for a reason of the store's disk, not of the request: nothing of it was
+    acknowledged. Every front end shows it as `store_unavailable` with the reason; a running generation
+    ends with it (`error`), and the session is usable again once the cause is gone (except `missing`, whose
+    records went with the directory)."""
+
+    def __init__(self, reason: StoreReason, detail: str, where: str = "") -> None:
+        self.reason = reason
+        self.detail = detail
+        place = f" at {where}" if where else ""
+        super().__init__(AgentErrorKind.STORE_UNAVAILABLE,
+                         f"the session store{place} is unavailable ({reason.value}): {detail}")
 
 
 @dataclass(frozen=True)

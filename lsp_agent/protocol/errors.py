@@ -11,7 +11,8 @@
 | -32009 | 409    | busy, session_busy, conflict,           | the session already runs a generation (in |
 |        |        | steer_conflict                          | this process, or in another: `data.owner`)|
 |        |        |                                         | a queued row changed; a clientID reused   |
-| -32010 | 503    | config                                  | no usable model/provider in the settings  |
+| -32010 | 503    | config, provider_error,                 | no usable model/provider in the settings; |
+|        |        | store_unavailable                       | the session store refused the write       |
 | -32603 | 500    | internal                                | a bug; the server keeps serving           |
 
 `-32601` (method not found) comes from the JSON-RPC layer for unknown methods.
@@ -58,9 +59,11 @@ CONFLICT = ErrorCode(-32009, "Conflict", 409, ("busy", "session_busy", "conflict
                      "`conflict`: a queued row changed under the request (refresh with agent/queue/list and "
                      "retry). `steer_conflict`: the clientID was used for a different correction. "
                      "`compaction_in_progress`: agent/compact while another compaction of the session runs.")
-UNAVAILABLE = ErrorCode(-32010, "Unavailable", 503, ("config", "provider_error"),
+UNAVAILABLE = ErrorCode(-32010, "Unavailable", 503, ("config", "provider_error", "store_unavailable"),
                         "The settings name no usable model/provider (`config`; the server said why), or the "
-                        "model failed while writing a compaction or handoff summary (`provider_error`).")
+                        "model failed while writing a compaction or handoff summary (`provider_error`), or the "
+                        "session store refused the write (`store_unavailable`; the message names the reason: "
+                        "read_only, full, corrupt, locked, missing or io) — nothing of the request was accepted.")
 INTERNAL = ErrorCode(-32603, "InternalError", 500, ("internal",),
                      "A bug in the server; the request failed but the server keeps serving.")
 

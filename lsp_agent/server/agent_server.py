@@ -13,14 +13,16 @@ import asyncio
 import dataclasses
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
+from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidRequest
+from pygls.exceptions import FeatureNotificationError, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
@@ -31,11 +33,12 @@ from lsp_agent.app.runtime import make_provider, mcp_manager, model_facts, open_
 from lsp_agent.app.toolset import default_registry
 from lsp_agent.app.trust_wire import trust_state
 from lsp_agent.core.agent import Agent, Started
+from lsp_agent.core.errors import AgentError
 from lsp_agent.core.session import ModelChoice
 from lsp_agent.domain.events import VerificationStatus
 from lsp_agent.domain.ports import Provider, ProviderError, ProviderErrorKind
 from lsp_agent.domain.verification import derive
-from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError
+from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError, from_core
 from lsp_agent.protocol.methods import CONFIG_SECTION
 from lsp_agent.protocol.models import RunParams
 from lsp_agent.protocol.trust_models import AGENT_WORKSPACE_TRUST_CHANGED
@@ -46,7 +49,7 @@ from lsp_agent.server.convert import make_converter, to_plain
 from lsp_agent.server.diagnostics import DiagnosticsPublisher
 from lsp_agent.server.documents import BufferDocuments
 from lsp_agent.server.edits import EditorCaps, LspApplier
-from lsp_agent.server.line_document import LineWorkspace
+from lsp_agent.server.line_document import LineDocument, LineWorkspace
 from lsp_agent.server.notify import LspEventSink
 from lsp_agent.server.watch import OwnWrites, Watcher
 from lsp_agent.settings.config import Settings, inspect_workspace
@@ -102,6 +105,24 @@ class AgentProtocol(LanguageServerProtocol):
             self._line_workspace = workspace
         else:
             self._line_workspace = LineWorkspace.replacing(workspace)
+
+    # server/did_change_fast_path.py applies a plain didChange here, past pygls's dispatch: only to an
+    # open LineDocument of a running server, so everything else (a change before the runtime, after
+    # shutdown, of a document never opened) gets the general path's answer.
+    def line_document(self, uri: str) -> LineDocument | None:
+        server = self._server
+        if self._shutdown or self._line_workspace is None or not isinstance(server, AgentServer) \
+                or server.rt is None:
+            return None
+        document = self._line_workspace.text_documents.get(unquote(uri))
+        return document if isinstance(document, LineDocument) else None
+
+    def document_changed(self, uri: str) -> None:
+        assert isinstance(self._server, AgentServer)
+        self._server.document_changed(uri)
+
+    def change_failed(self, error: Exception) -> None:
+        self._server._report_server_error(error, FeatureNotificationError)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
@@ -173,6 +194,10 @@ class Runtime:
     provider_problem: str | None = None
 
 
+#: how often a server whose store could not be opened tries again (on a request that needs it)
+STORE_RETRY_S = 1.0
+
+
 class AgentServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("lsp-agent", _version(), text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
@@ -180,6 +205,12 @@ class AgentServer(LanguageServer):
         self.rt: Runtime | None = None
         #: set when the runtime could not be built after boot.py answered `initialize`
         self.startup_problem: str | None = None
+        #: the classified refusal behind it, when there is one (the store unavailable): every request that
+        #: needs the runtime answers with it, so the editor sees `store_unavailable` and its reason
+        self.startup_error: ProtocolError | None = None
+        #: the initialize params the store refused, to start again once it can be used
+        self._store_retry: types.InitializeParams | None = None
+        self._store_retried_at = 0.0
         self.reporter = layered.OnceReporter()
         self.init_options: Any = None
         self.client_section: Any = None
@@ -198,8 +229,16 @@ class AgentServer(LanguageServer):
     def initialized_once(self) -> bool:
         return self.rt is not None or self.startup_problem is not None
 
+    def document_changed(self, uri: str) -> None:
+        """After any didChange is applied (pygls's route or the fast path): a read waiting for it goes on."""
+        self.runtime().documents.changed(uri)
+
     def runtime(self) -> Runtime:
+        if self.rt is None and self._store_retry is not None:
+            self._start_when_the_store_can_be_used()
         if self.rt is None:
+            if self.startup_error is not None:
+                raise self.startup_error
             if self.startup_problem is not None:
                 raise ProtocolError(UNAVAILABLE, f"the server could not start: {self.startup_problem}",
                                     kind="not_initialized")
@@ -211,9 +250,37 @@ class AgentServer(LanguageServer):
             self._setup(params)
         except ProtocolError:
             raise
+        except AgentError as exc:  # the store cannot be used: its classified error, not an internal one
+            log.error("initialize failed: %s", exc.message)
+            self.startup_error = from_core(exc)
+            self._store_retry = params
+            raise self.startup_error from None
         except Exception as exc:  # the store, the workspace: say what, not only "internal error"
             log.exception("initialize failed")
             raise ProtocolError(UNAVAILABLE, f"{type(exc).__name__}: {exc}", kind="not_initialized") from None
+
+    def _start_when_the_store_can_be_used(self) -> None:
+        """A store that could not be opened at start (a full disk, a read-only directory) is tried again
+        when a request needs the runtime — at most once a second, so a keystroke flood does not retry on
+        every change — and the server starts once the cause is gone, without a restart."""
+        params = self._store_retry
+        now = time.monotonic()
+        if params is None or now - self._store_retried_at < STORE_RETRY_S:
+            return
+        self._store_retried_at = now
+        try:
+            self.setup(params)
+        except ProtocolError:
+            return  # still refused: startup_error says why
+        self._store_retry = None
+        self.startup_error = self.startup_problem = None
+        log.info("the session store can be used again: the server started")
+        if self._initialized:
+            self.initialized()
+            for participant in self.lifecycle.participants:
+                participant.started(self)
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Info, message="lsp-agent started: the session store can be used again"))
 
     def _setup(self, params: types.InitializeParams) -> None:
         root = _root_of(params)
@@ -230,7 +297,7 @@ class AgentServer(LanguageServer):
         diagnostics = DiagnosticsPublisher(self, root, documents)
         sink = LspEventSink(self, diagnostics.update, server_progress=bool(window and window.work_done_progress),
                             steer_chars=lambda: self.runtime().agent.queue.steer_chars())
-        store = Store(workspace_dir(root) / "store.db")
+        store = Store(workspace_dir(root) / "store.db", settings.limits.store_busy_ms)
         env = open_environment(root, settings, provider, sink, store=store, watched=True)
         env = dataclasses.replace(env, documents=documents, applier=applier,
                                   approver=EditorApprover(self))  # agent/requestApproval (server/approval.py)
@@ -254,6 +321,8 @@ class AgentServer(LanguageServer):
             task = asyncio.ensure_future(self.pull_configuration())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+        for notice in rt.store.notices:  # a damaged store moved aside: where it went
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=notice))
         told = asyncio.ensure_future(self.tell_sandbox())
         self._background.add(told)
         told.add_done_callback(self._background.discard)

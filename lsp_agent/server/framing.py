@@ -49,6 +49,8 @@ _DIGITS = re.compile(rb"[0-9]{1,19}")
 #: CRLF, LF or a lone CR: some clients end header lines with CR only.
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _BLANK = re.compile(rb"[ \t\r\n]+")
+#: The header every client writes (one line, CRLF, then the blank line), read in one step.
+_PLAIN_HEADER = re.compile(rb"Content-Length: ([0-9]{1,19})\r\n\r\n")
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,26 @@ class FrameDecoder:
             return self._body()
         if self._state is _State.RESYNC:
             return self._resync()
+        if not self._in_block and (plain := _PLAIN_HEADER.match(self._buf)) is not None:
+            return self._plain_frame(plain.end(), int(plain.group(1)))
         return self._header_line()
+
+    def _plain_frame(self, header_end: int, length: int) -> tuple[Event | None, bool]:
+        """The common header in one step, and its body with it when it is all here: what reading
+        the header line by line makes of it, at a fraction of the cost (a burst of small
+        notifications is mostly headers)."""
+        if length > self.max_body:
+            return self._header_line()  # refused there, with the scan that follows
+        end = header_end + length
+        if len(self._buf) < end:
+            del self._buf[:header_end]
+            self._length = length
+            self._state = _State.BODY
+            return None, True
+        body = bytes(self._buf[header_end:end])
+        del self._buf[:end]
+        self.frames += 1
+        return Frame(body), True
 
     def _resync(self) -> tuple[Event | None, bool]:
         match = _HEADER_START.search(self._buf)

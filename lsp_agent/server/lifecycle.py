@@ -60,7 +60,9 @@ def did_open(ls: AgentServer, params: types.DidOpenTextDocumentParams) -> None:
 
 @routes.lsp(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: AgentServer, params: types.DidChangeTextDocumentParams) -> None:
-    ls.runtime().documents.changed(params.text_document.uri)
+    # Most changes never come here: server/did_change_fast_path.py applies them past pygls and calls
+    # the same `document_changed`, so what a change sets off belongs there, not in this route.
+    ls.document_changed(params.text_document.uri)
 
 
 @routes.lsp(types.TEXT_DOCUMENT_DID_SAVE)

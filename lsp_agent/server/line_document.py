@@ -51,14 +51,29 @@ class LineDocument(TextDocument):
     def lines(self) -> tuple[str, ...]:
         return tuple(self._current_lines())
 
+    @property
+    def incremental(self) -> bool:
+        """Whether a change with a range is applied as a range (the server's sync kind), as pygls decides."""
+        return self._is_sync_kind_incremental
+
     def _apply_full_change(self, change: types.TextDocumentContentChangeEvent) -> None:
-        self._line_list, self._joined = change.text.splitlines(True), change.text
+        self.replace_all(change.text)
 
     def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
+        start, end = change.range.start, change.range.end
+        self.replace_range(start.line, start.character, end.line, end.character, change.text)
+
+    def replace_all(self, text: str) -> None:
+        """A change without a range: the whole text replaced."""
+        self._line_list, self._joined = text.splitlines(True), text
+
+    def replace_range(self, start_line: int, start_character: int, end_line: int, end_character: int,
+                      text: str) -> None:
+        """A change with a range in client units (UTF-16 unless negotiated), applied as pygls applies
+        it. Plain integers, so that a caller that read the change itself builds no lsprotocol objects."""
         lines = self._current_lines()
-        text = change.text
-        start_line, start_col = self._server_position(lines, change.range.start)
-        end_line, end_col = self._server_position(lines, change.range.end)
+        start_line, start_col = self._server_position(lines, start_line, start_character)
+        end_line, end_col = self._server_position(lines, end_line, end_character)
         self._joined = None
         if start_line == len(lines):  # an empty document: pygls appends
             self._line_list = text.splitlines(True)
@@ -82,20 +97,21 @@ class LineDocument(TextDocument):
         region = "".join(lines[before:first]) + "".join(pieces) + "".join(lines[last + 1:after + 1])
         lines[before:after + 1] = region.splitlines(True)
 
-
-    def _server_position(self, lines: list[str], position: types.Position) -> tuple[int, int]:
+    def _server_position(self, lines: list[str], line_no: int, character: int) -> tuple[int, int]:
         """pygls's conversion of a client position to a code-point column, without its walk over
         the line in Python (a tenth of a millisecond per change on a line of code) when the line
         has no character outside the BMP: there a UTF-16 unit is a code point."""
-        if lines and position.line < len(lines) and isinstance(self.position_codec.impl, Utf16):
-            line = lines[position.line]
+        if lines and line_no < len(lines) and isinstance(self.position_codec.impl, Utf16):
+            line = lines[line_no]
             if line.isascii() or _ASTRAL.search(line) is None:
                 # As pygls counts: a CRLF is one unit, and a column past the end is the last unit.
                 units = len(line) - line.endswith("\r\n")
                 if units == 0:
-                    return position.line, 0
-                return position.line, (units - 1 if position.character > units else position.character)
-        converted = self.position_codec.position_from_client_units(lines, position)
+                    return line_no, 0
+                return line_no, (units - 1 if character > units else character)
+        # A fresh Position: pygls's conversion clamps the one it is given in place.
+        converted = self.position_codec.position_from_client_units(
+            lines, types.Position(line=line_no, character=character))
         return converted.line, converted.character
 
 

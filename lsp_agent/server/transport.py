@@ -17,6 +17,7 @@ import re
 import stat
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO, Protocol, cast
 
@@ -27,6 +28,7 @@ from pygls.protocol import JsonRPCProtocol
 
 from lsp_agent._startup import memory
 from lsp_agent.server import envelope
+from lsp_agent.server.did_change_fast_path import DID_CHANGE, ChangeTarget, apply, read_did_change
 from lsp_agent.server.framing import BadFrame, Frame, FrameDecoder, Start, TransportLimits
 
 log = logging.getLogger(__name__)
@@ -36,6 +38,9 @@ _CHUNK = 64 * 1024
 LARGE_FRAME = 4 * 1024 * 1024
 LARGE_FRAME_GC_AFTER_S = (0.5, 3.0)
 _CAMEL = re.compile(r"_([a-z])")
+#: Longest run of changes applied on the fast path without a loop turn (seconds): a burst of them
+#: is applied in batches, so a running generation's tasks and timers are never held up for long.
+FAST_BATCH_S = 0.002
 
 
 __all__ = ["Pump", "TransportLimits", "feed", "serve_stdio", "serve_tcp"]
@@ -57,8 +62,12 @@ class Pump:
         self.protocol = protocol
         self.limits = limits
         self.decoder = decoder if decoder is not None else FrameDecoder(limits.max_body)
+        #: where a plain didChange is applied without pygls (None: every message goes through pygls)
+        self.changes = protocol if isinstance(protocol, ChangeTarget) else None
+        self._batch_started = time.perf_counter()
 
     async def receive(self, data: bytes) -> None:
+        self._batch_started = time.perf_counter()  # the loop has just had its turn (the read)
         self.decoder.push(data)
         while (event := self.decoder.next()) is not None:
             await self.handle(event)
@@ -87,11 +96,25 @@ class Pump:
             if isinstance(verdict, envelope.Reject):
                 log.warning("rejected message: %s", verdict.message)
                 self.reply(verdict)
+            elif self.applied_directly(verdict.message):
+                # Nothing was scheduled, so nothing waits for a turn; but a long burst still
+                # gives the loop a turn now and then.
+                if time.perf_counter() - self._batch_started >= FAST_BATCH_S:
+                    await asyncio.sleep(0)
+                    self._batch_started = time.perf_counter()
             else:
                 self.dispatch(verdict.message)
                 # One message per loop turn, as pygls' reader did: a handler it scheduled
                 # (an async notification) starts before the next message is handled.
                 await asyncio.sleep(0)
+                self._batch_started = time.perf_counter()
+
+    def applied_directly(self, raw: dict[str, Any]) -> bool:
+        """A didChange of the plain shape, applied in place, in its turn (server/did_change_fast_path.py)."""
+        if self.changes is None or raw.get("method") != DID_CHANGE:
+            return False
+        did_change = read_did_change(raw)
+        return did_change is not None and apply(self.changes, did_change)
 
     async def stalled(self) -> None:
         bad = self.decoder.stalled()

@@ -51,6 +51,10 @@ class Limits(_Section):
         2_000, ge=0, description="A refused call's arguments longer than this are not kept in the history: "
         "only the tool name, their size and a short preview (a 20 MB refused write must not travel with "
         "every later request).")
+    store_busy_ms: int = Field(
+        1_000, ge=0, le=10_000, description="How long one store write waits for another process's lock "
+        "(milliseconds) before it is refused as `store_unavailable` (locked): the write runs on the event loop, so "
+        "this bounds how long a lock can hold up the server.")
     instructions_bytes: int = Field(
         32 * 1024, ge=0, description="Most bytes of project instructions (AGENTS.md, .lsp-agent/instructions.md) "
         "sent to the model, all files together; beyond it a file is cut with a marker (0: none are sent).")

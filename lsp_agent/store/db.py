@@ -2,25 +2,46 @@
 as they are created, so a crash loses at most the step in flight.
 
 Writes are single small statements (well under a millisecond in WAL mode), so
-they run inline on the event loop.
+they run inline on the event loop. What makes that safe when the disk misbehaves:
+- another process's write lock is waited for at most `busy_ms` (a setting, default 1 s), then the
+  write is refused as `store_unavailable` (locked) and nothing of it is acknowledged. Readers are
+  never blocked by a writer in WAL mode, so `agent/status` answers while the lock is held. Moving
+  every write to a store thread instead would turn each synchronous caller (the append-before-
+  remember ordering of the history, the guarded queue writes) into an awaited one for a wait that
+  the bound already caps;
+- every sqlite or OS failure of the file becomes a classified `StoreUnavailable` (store/faults.py);
+- after each write the path must still name the file written (a deleted state directory is found
+  before the write is acknowledged, not after the row is lost);
+- a file that is not a database is moved aside (`store.db.corrupt-<n>`) and the user told, never
+  opened over or recreated in place.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ConfigDict, TypeAdapter
 
 from lsp_agent.core.queue_model import QueueItem
-from lsp_agent.core.storage import CorrectionExists, PendingCorrection, SessionRecord, StaleGeneration
+from lsp_agent.core.storage import (
+    CorrectionExists,
+    PendingCorrection,
+    SessionRecord,
+    StaleGeneration,
+    StoreReason,
+    StoreUnavailable,
+)
 from lsp_agent.core.storage import Store as StorePort
 from lsp_agent.domain.history import Message, Part, Role
+from lsp_agent.store.faults import FileIdentity, classify
 from lsp_agent.store.lease import LeaseTables
 from lsp_agent.store.migrations import migrate
 from lsp_agent.store.queue import QueueTables, claim_for_send, requeue_steered, stamp_applied
@@ -34,6 +55,11 @@ _PART = TypeAdapter[Part](Part, config=ConfigDict(cache_strings="keys"))
 
 #: the connection's page cache in KiB (sqlite's default is 2,000)
 CACHE_KIB = 128
+#: how long a write waits for another process's lock by default (limits.store_busy_ms)
+BUSY_MS = 1_000
+
+log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def now_ms() -> int:
@@ -56,21 +82,37 @@ class Store(QueueTables, SkillTables, LeaseTables):
     """The sqlite implementation of the core's storage port (`lsp_agent.core.storage.Store`) and of
     the skills' (`lsp_agent.skills.port.SkillStore`, met by shape: the store never imports skills)."""
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, busy_ms: int = BUSY_MS) -> None:
         self.path = path
-        self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        # The store appends (the B-tree's right edge) and reads a session back once: a small page cache
-        # serves that as well as sqlite's 2 MB default, which a 1,000-step run filled, all of it peak RSS.
-        self.db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-        migrate(self.db)
+        #: what the user must be told about the opening (a damaged file moved aside)
+        self.notices: list[str] = []
+        self.moved_aside: Path | None = None
+        damaged = _identity_of(path)
+        try:
+            self.db = _open(path, busy_ms)
+        except StoreUnavailable as exc:
+            if exc.reason is not StoreReason.CORRUPT:
+                raise
+            # Moved only while the path still names the file found damaged: when another process moved
+            # it first, the store there now is that process's new one, and it is used, never moved.
+            if _identity_of(path) == damaged:
+                self.moved_aside = _move_aside(path, exc)
+                self.notices.append(f"lsp-agent: the session store {path} was damaged ({exc.detail}); it was "
+                                    f"moved aside to {self.moved_aside} and a new, empty store was started")
+                log.warning("%s", self.notices[-1])
+            self.db = _open(path, busy_ms)
+        try:
+            self.identity = FileIdentity.of(path)
+        except OSError as exc:
+            self.db.close()
+            raise _fault(exc, path) from exc
 
     def close(self) -> None:
         self.db.close()
+
+    def check_written(self) -> None:
+        """The file written to is still the store (raises StoreUnavailable `missing` when it is not)."""
+        self.identity.check()
 
     def release_memory(self) -> None:
         """The connection's page cache (up to 2 MB) is rebuilt from the file on demand."""
@@ -82,10 +124,10 @@ class Store(QueueTables, SkillTables, LeaseTables):
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
+            self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            _rollback(self.db)
             raise
-        self.db.execute("COMMIT")
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -223,6 +265,96 @@ class Store(QueueTables, SkillTables, LeaseTables):
             sql += " AND kind=?"
             params.append(kind)
         return [{"kind": r["kind"], **json.loads(r["data"])} for r in self.db.execute(sql + " ORDER BY id", params)]
+
+
+def _fault(exc: BaseException, path: Path) -> BaseException:
+    return classify(exc, path) or exc
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    # sqlite has already rolled back after some failures (a full disk): a second ROLLBACK would
+    # raise over the error that says why
+    if db.in_transaction:
+        with suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+
+
+def _open(path: Path, busy_ms: int) -> sqlite3.Connection:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=busy_ms / 1000)
+    except (sqlite3.Error, OSError) as exc:
+        raise _fault(exc, path) from exc
+    try:
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        # The store appends (the B-tree's right edge) and reads a session back once: a small page cache
+        # serves that as well as sqlite's 2 MB default, which a 1,000-step run filled, all of it peak RSS.
+        db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        migrate(db)
+    except (sqlite3.Error, OSError) as exc:
+        _rollback(db)
+        db.close()
+        raise _fault(exc, path) from exc
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _identity_of(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _move_aside(path: Path, fault: StoreUnavailable) -> Path:
+    """`store.db` → the first free `store.db.corrupt-<n>`, its -wal and -shm files beside it (named so
+    sqlite still pairs them: the damaged file stays readable for whoever wants to rescue it)."""
+    n = 1
+    while path.with_name(f"{path.name}.corrupt-{n}").exists():
+        n += 1
+    aside = path.with_name(f"{path.name}.corrupt-{n}")
+    try:
+        path.rename(aside)
+        for suffix in ("-wal", "-shm"):
+            companion = path.with_name(path.name + suffix)
+            if companion.exists():
+                companion.rename(aside.with_name(aside.name + suffix))
+    except OSError as exc:
+        raise StoreUnavailable(StoreReason.CORRUPT, f"{fault.detail}; it could not be moved aside ({exc})",
+                               str(path)) from exc
+    return aside
+
+
+def _classified(method: F) -> F:
+    """sqlite's and the OS's failures as `StoreUnavailable`; a write is acknowledged (returns) only
+    once the path is seen to still name the file it went to."""
+
+    @functools.wraps(method)
+    def call(self: Store, *args: Any, **kwargs: Any) -> Any:
+        before = self.db.total_changes
+        try:
+            result = method(self, *args, **kwargs)
+        except (sqlite3.Error, OSError) as exc:
+            raise _fault(exc, self.path) from exc
+        if self.db.total_changes != before:
+            self.check_written()
+        return result
+
+    return call  # type: ignore[return-value]
+
+
+#: not wrapped: the transaction is the wrapped methods' own tool; closing must never raise a fault
+_UNWRAPPED = frozenset({"transaction", "close", "check_written"})
+for _cls in reversed(Store.__mro__):
+    for _name, _value in vars(_cls).items():
+        if callable(_value) and not _name.startswith("_") and _name not in _UNWRAPPED:
+            setattr(Store, _name, _classified(_value))
 
 
 def _conforms(store: Store) -> StorePort:

@@ -26,6 +26,24 @@ SMOKES = {
 }
 
 
+def test_the_document_sync_bench_runs_the_checkout_it_is_given(tmp_path: Path) -> None:
+    # Another checkout of this code: its package reached through a link, so the path it is imported
+    # from tells it from the lsp_agent the bench itself would import (run from this checkout, whose
+    # package a `python -c` there would find first).
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "lsp_agent").symlink_to(REPO / "lsp_agent")
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "document_sync.py"), "--changes", "20", "--lines",
+                           "20", "--server", f"named={other}"], cwd=REPO, capture_output=True, text=True,
+                          timeout=600, env={**_env(), "LSP_AGENT_STATE_DIR": str(tmp_path / "state")})
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    assert f"server named: lsp_agent from {other / 'lsp_agent'}" in done.stdout, done.stdout
+    assert "| named | 20 |" in done.stdout
+    refused = subprocess.run([sys.executable, str(REPO / "bench" / "document_sync.py"), "--server",
+                              f"nothing={tmp_path}"], capture_output=True, text=True, timeout=120, env=_env())
+    assert refused.returncode == 2 and "no lsp_agent package there" in refused.stderr
+
+
 @pytest.mark.parametrize("bench", sorted(SMOKES))
 def test_the_bench_runs_to_its_table(bench: str, tmp_path: Path) -> None:
     args, marker = SMOKES[bench]

@@ -110,9 +110,12 @@ def test_a_runtime_that_cannot_be_built_after_the_early_answer_is_reported(works
         assert "capabilities" in server.request("initialize", init_params(workspace), TIMEOUT)["result"]
         shown = server.until(lambda m: m.get("method") == "window/showMessage", TIMEOUT)["params"]
         assert shown["type"] == 1 and shown["message"].startswith("lsp-agent could not start:")
-        assert "NotADirectoryError" in shown["message"] or "FileExistsError" in shown["message"], shown
+        # the store's classified error: its path, the reason and the OS's own words
+        assert "session store" in shown["message"] and "unavailable (missing)" in shown["message"], shown
+        assert "Not a directory" in shown["message"] or "File exists" in shown["message"], shown
         status = server.request("agent/status", {}, TIMEOUT)
-        assert status["error"]["code"] == -32010 and "could not start" in status["error"]["message"]
+        assert status["error"]["code"] == -32010 and status["error"]["data"]["kind"] == "store_unavailable"
+        assert "unavailable (missing)" in status["error"]["message"], status
         again = server.request("initialize", init_params(workspace), TIMEOUT)
         assert again["error"]["code"] == -32600  # the client was told it is initialized: it stays so
     finally:

@@ -17,6 +17,7 @@ from lsp_agent.core.errors import AgentError, AgentErrorKind
 from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.process_identity import ProcessIdentity, Verdict, current, process_owner, start_time, verdict
 from lsp_agent.core.session import AgentSession
+from lsp_agent.core.storage import StoreReason, StoreUnavailable
 from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
 from lsp_agent.protocol.errors import from_core
 from lsp_agent.store.db import Store
@@ -231,7 +232,7 @@ def test_loading_takes_no_lease_unless_there_is_something_to_repair(tmp_path: Pa
         ToolResultPart(call_id="c1", name="read_file", ok=True, output="answered")]))
 
     def locked(*_: Any) -> Any:
-        raise RuntimeError("database is locked")
+        raise StoreUnavailable(StoreReason.LOCKED, "another process holds the write lock")
 
     monkeypatch.setattr(env.store, "acquire_lease", locked)
     assert len(AgentSession(env, sid).history) == 3  # whole: no lease asked for
