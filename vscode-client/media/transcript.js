@@ -54,6 +54,12 @@
       case 'getDraft':
         vscode.postMessage({ type: 'draftReply', requestId: message.requestId, text: input.value });
         break;
+      case 'setDraft':
+        input.value = message.text;
+        remember();
+        vscode.postMessage({ type: 'draft', text: input.value });
+        input.focus();
+        break;
       case 'clearDraft':
         input.value = '';
         remember();

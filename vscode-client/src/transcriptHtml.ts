@@ -88,6 +88,39 @@ export function renderEntries(entries: readonly Entry[]): string {
   return entries.map(renderEntry).join('\n');
 }
 
+/** A prompt typed before the server or the model was there, with why it waits. */
+export interface WaitingView {
+  id: number;
+  text: string;
+}
+
+/**
+ * The waiting prompts below the transcript: each says why it waits and offers what unblocks it
+ * (choose a model), to try again now, or to take it back into the input for editing.
+ */
+export function renderWaiting(items: readonly WaitingView[], reason: string | undefined): string {
+  if (items.length === 0) {
+    return '';
+  }
+  const why = reason ?? 'sending…';
+  const choose = reason && /model/.test(reason)
+    ? '<button type="button" class="choose-model" data-command="lspAgent.chooseModel">Choose a model…</button>'
+    : '';
+  const rows = items.map((item) => {
+    const id = escapeHtml(String(item.id));
+    return (
+      `<div class="entry prompt waiting" data-key="waiting:${id}" role="group" aria-label="Waiting prompt">` +
+      `<div class="who">You <span class="badge">waiting</span> <span class="reason">${escapeHtml(why)}</span></div>` +
+      `<pre>${escapeHtml(item.text)}</pre>` +
+      `<div class="actions">${choose}` +
+      `<button type="button" class="send-waiting" data-command="lspAgent.sendWaiting" data-arg="${id}">Send now</button>` +
+      `<button type="button" class="withdraw-waiting" data-command="lspAgent.withdrawWaiting" data-arg="${id}" title="Take it back into the input">Edit</button>` +
+      `</div></div>`
+    );
+  });
+  return `<section class="waiting-prompts" aria-label="Prompts waiting to be sent">${rows.join('\n')}</section>`;
+}
+
 export interface ShellOptions {
   nonce: string;
   cspSource: string;

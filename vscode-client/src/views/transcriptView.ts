@@ -10,9 +10,10 @@ import type { AgentClient } from '../agentClient.js';
 import { CommandIds, INPUT_FOCUS_CONTEXT } from '../commands.js';
 import type { Composer, Host } from '../host.js';
 import { ReviewCommandIds } from '../review.js';
-import { statusFacts, statusView } from '../status.js';
-import type { ServerState } from '../status.js';
-import { renderEntries, renderShell } from '../transcriptHtml.js';
+import { statusView } from '../status.js';
+import type { StatusFacts } from '../status.js';
+import { renderEntries, renderShell, renderWaiting } from '../transcriptHtml.js';
+import type { WaitingView } from '../transcriptHtml.js';
 
 export const TRANSCRIPT_VIEW_ID = 'lspAgent.transcript';
 
@@ -25,6 +26,9 @@ const WEBVIEW_COMMANDS = new Set<string>([
   CommandIds.showQueue,
   CommandIds.newSession,
   CommandIds.openSession,
+  CommandIds.chooseModel,
+  CommandIds.sendWaiting,
+  CommandIds.withdrawWaiting,
   ReviewCommandIds.review,
 ]);
 
@@ -48,10 +52,16 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     private readonly extensionUri: vscode.Uri,
     private readonly client: AgentClient,
     private readonly host: Host,
-    private readonly serverState: () => ServerState,
+    private readonly facts: () => StatusFacts,
+    private readonly waiting: () => { items: readonly WaitingView[]; reason: string | undefined },
     private readonly onSubmit: (text: string) => Promise<boolean>,
   ) {
     this.subscriptions.push(client.onDidChange(() => this.scheduleRender()));
+  }
+
+  /** Something the view draws besides the client's state changed (server, model, waiting prompts). */
+  refresh(): void {
+    this.scheduleRender();
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
@@ -101,6 +111,11 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     });
   }
 
+  setDraft(text: string): void {
+    this.lastDraft = text;
+    void this.view?.webview.postMessage({ type: 'setDraft', text });
+  }
+
   clearDraft(): void {
     this.lastDraft = '';
     void this.view?.webview.postMessage({ type: 'clearDraft' });
@@ -129,10 +144,13 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
       return;
     }
     const state = this.client.snapshot;
-    const status = statusView(statusFacts(this.serverState(), state, this.client.waitingCount));
+    const status = statusView(this.facts());
+    const waiting = this.waiting();
+    const entries = this.client.transcript.entries;
     void this.view.webview.postMessage({
       type: 'render',
-      html: renderEntries(this.client.transcript.entries),
+      // waiting prompts go last, where the next run's output will appear
+      html: (entries.length === 0 && waiting.items.length > 0 ? '' : renderEntries(entries)) + renderWaiting(waiting.items, waiting.reason),
       // codicon syntax ($(name)) means nothing in a webview: keep the words
       status: status.text.replace(/\$\([^)]*\)\s*/g, ''),
       running: state.running,
