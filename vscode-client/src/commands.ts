@@ -154,7 +154,7 @@ export class AgentCommands {
   private hold(text: string): void {
     this.waiting.add(text);
     const why = waitingReason(this.readiness.setup);
-    this.host.flash(`LSP Agent: your prompt waits${why ? ` (${why})` : ''}; it runs when ready`);
+    this.host.flash(`LSP Agent: prompt ${why ?? 'waiting'}`);
     void this.flushWaiting();
   }
 

@@ -135,7 +135,7 @@ describe('the bundled extension, activated against a stand-in vscode', () => {
 
   it('a task given without a server waits, visibly, instead of being thrown away', async () => {
     await record.commands.get('lspAgent.runTask')!();
-    assert.match(record.statusItems[0]!.text, /Agent: server failed · 1 waiting · your prompt waits \(waiting for the server/);
+    assert.match(record.statusItems[0]!.text, /Agent: server failed · 1 waiting · prompt waiting for the server/);
     assert.ok(!record.messages.some((m) => m.level === 'error' && /Run Task/.test(m.text)), 'no error: the prompt is kept');
   });
 

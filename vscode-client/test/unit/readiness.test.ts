@@ -166,7 +166,7 @@ describe('a typed prompt is never dropped', () => {
     await commands.runTask();
     assert.deepEqual(waiting.items.map((p) => p.text), ['fix the test']);
     assert.deepEqual(host.executed, [{ command: REVEAL_TRANSCRIPT, args: [] }]);
-    assert.match(host.last('flash')!, /waits \(waiting for the server: it is not running/);
+    assert.match(host.last('flash')!, /^LSP Agent: prompt waiting for the server: it is not running/);
   });
 
   it('another failure keeps the prompt waiting (the error is shown), and Edit puts it back into the input', async () => {
