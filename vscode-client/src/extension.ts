@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 
 import { AgentClient } from './agentClient.js';
+import { ApprovalBroker } from './approvalCards.js';
 import { ChangeTracker, editedUris } from './changes.js';
 import { AgentCommands, CommandIds, INPUT_FOCUS_CONTEXT } from './commands.js';
 import type { ItemArg } from './commands.js';
@@ -72,6 +73,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log: log.logger,
   });
   server.onWorkspaceTrustChanged = (params: unknown): void => void trust.onTrustChanged(params);
+  // Approval questions: cards in the agent view; a notification only while the view is hidden.
+  const approvals = new ApprovalBroker({
+    viewVisible: () => transcript.visible,
+    notify: (message, labels) => vscode.window.showWarningMessage(message, ...labels),
+    reveal: (id) => void transcript.revealApproval(id),
+  });
+  server.approvals = approvals;
   // The view calls back into the commands only after both exist (on the user's Enter).
   const transcript: TranscriptView = new TranscriptView(
     context.extensionUri,
@@ -80,6 +88,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     () => currentFacts(agent, readiness, waiting, trust),
     () => ({ items: waiting.items, reason: waitingReason(readiness.setup) }),
     (text: string): Promise<boolean> => cmds.submit(text),
+    approvals,
   );
   const cmds: AgentCommands = new AgentCommands(host, agent, transcript, log.logger, readiness, waiting);
   const queue = new QueueView(agent);
@@ -104,6 +113,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       void cmds.flushWaiting();
     }),
     waiting.onDidChange(() => transcript.refresh()),
+    approvals.onDidChange(() => transcript.refresh()),
     trust.onDidChange(() => transcript.refresh()),
     vscode.workspace.onDidGrantWorkspaceTrust(() => {
       status.update();
@@ -130,6 +140,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (running !== agent.snapshot.running) {
         running = agent.snapshot.running;
         void host.setContext(RUNNING_CONTEXT, running);
+        if (!running) {
+          // Only a running generation asks; a card left from one that ended (the server stopped
+          // waiting, e.g. at approvalTimeoutS) must not look answerable.
+          approvals.denyAll();
+        }
       }
       const sessionID = agent.snapshot.sessionID;
       if (context.workspaceState.get(SESSION_KEY) !== sessionID) {

@@ -11,7 +11,9 @@ import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient
 
 import { FIX_DIAGNOSTIC_COMMAND, fixPromptLine } from './agentClient.js';
 import type { AgentClient } from './agentClient.js';
-import { REQUEST_APPROVAL, requestApproval } from './approval.js';
+import { REQUEST_APPROVAL } from './approval.js';
+import type { RequestApprovalResult } from './approval.js';
+import type { ApprovalBroker } from './approvalCards.js';
 import { CommandIds } from './commands.js';
 import type { Host } from './host.js';
 import type { Log } from './log.js';
@@ -69,6 +71,8 @@ export class ServerManager implements vscode.Disposable {
   beforeApplyEdit: ((edit: unknown) => void) | undefined;
   /** agent/workspaceTrustChanged: the server ignores the workspace's gated settings (trust.ts asks). */
   onWorkspaceTrustChanged: ((params: unknown) => void) | undefined;
+  /** Where agent/requestApproval goes (cards in the agent view); without it every question is denied. */
+  approvals: ApprovalBroker | undefined;
   /** The server said no model is configured (its CLI-shaped message is replaced by the client's own). */
   onNoModel: (() => void) | undefined;
   /** Problems at start are not shown as a notification, only in the status item and the welcome view. */
@@ -145,6 +149,7 @@ export class ServerManager implements vscode.Disposable {
     const client = this.client;
     this.client = undefined;
     this.agent.detach();
+    this.approvals?.denyAll();
     if (client) {
       try {
         await client.stop(5000);
@@ -253,8 +258,10 @@ export class ServerManager implements vscode.Disposable {
       onRequest: (method, handler) => client.onRequest(method, handler),
     };
     client.onRequest(ServerRequests.saveDocuments, (params: unknown) => saveDocuments(params, openDocuments));
-    // approval policy (approval.ts): a modal with the command or diff; anything but a button is a deny
-    client.onRequest(REQUEST_APPROVAL, (params: unknown) => requestApproval(params, vscode.window));
+    // approval policy: a card in the agent view (approvalCards.ts), a notification only while it is hidden
+    client.onRequest(REQUEST_APPROVAL, (params: unknown, token: CancellationToken): Promise<RequestApprovalResult> =>
+      this.approvals ? this.approvals.ask(params, token) : Promise.resolve({ decision: 'deny' }),
+    );
     client.onNotification(WORKSPACE_TRUST_CHANGED, (params: unknown) => this.onWorkspaceTrustChanged?.(params));
     // Replaces the language client's own window/showMessage handler (registered after initialize,
     // so before the server's first message): the no-model sentence becomes the client's message
@@ -268,6 +275,7 @@ export class ServerManager implements vscode.Disposable {
       }
       if (event.newState === State.Stopped) {
         this.agent.detach();
+        this.approvals?.denyAll();
         this.setState('stopped');
       } else if (event.newState === State.Running) {
         if (!this.agent.connected) {

@@ -7,12 +7,13 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 
 import type { AgentClient } from '../agentClient.js';
+import type { ApprovalBroker } from '../approvalCards.js';
 import { CommandIds, INPUT_FOCUS_CONTEXT } from '../commands.js';
 import type { Composer, Host } from '../host.js';
 import { ReviewCommandIds } from '../review.js';
 import { statusView } from '../status.js';
 import type { StatusFacts } from '../status.js';
-import { renderEntries, renderShell, renderWaiting } from '../transcriptHtml.js';
+import { renderApprovals, renderEntries, renderShell, renderWaiting } from '../transcriptHtml.js';
 import type { WaitingView } from '../transcriptHtml.js';
 
 export const TRANSCRIPT_VIEW_ID = 'lspAgent.transcript';
@@ -38,6 +39,7 @@ type FromWebview =
   | { type: 'draftReply'; requestId: number; text: string }
   | { type: 'submit'; text: string }
   | { type: 'focus'; focused: boolean }
+  | { type: 'approve'; id: number; decision: string }
   | { type: 'command'; id: string; arg?: unknown };
 
 export class TranscriptView implements vscode.WebviewViewProvider, Composer, vscode.Disposable {
@@ -55,8 +57,21 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     private readonly facts: () => StatusFacts,
     private readonly waiting: () => { items: readonly WaitingView[]; reason: string | undefined },
     private readonly onSubmit: (text: string) => Promise<boolean>,
+    private readonly approvals: ApprovalBroker,
   ) {
     this.subscriptions.push(client.onDidChange(() => this.scheduleRender()));
+  }
+
+  /** True while the view is on screen (an approval card is then enough, no notification). */
+  get visible(): boolean {
+    return this.view?.visible ?? false;
+  }
+
+  /** Bring the view forward with an approval card focused (from the notification's "Show"). */
+  async revealApproval(id: number): Promise<void> {
+    await vscode.commands.executeCommand(`${TRANSCRIPT_VIEW_ID}.focus`);
+    this.render();
+    void this.view?.webview.postMessage({ type: 'focusApproval', id });
   }
 
   /** Something the view draws besides the client's state changed (server, model, waiting prompts). */
@@ -150,7 +165,10 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     void this.view.webview.postMessage({
       type: 'render',
       // waiting prompts go last, where the next run's output will appear
-      html: (entries.length === 0 && waiting.items.length > 0 ? '' : renderEntries(entries)) + renderWaiting(waiting.items, waiting.reason),
+      html:
+        (entries.length === 0 && (waiting.items.length > 0 || this.approvals.pending.length > 0) ? '' : renderEntries(entries)) +
+        renderApprovals(this.approvals.pending) +
+        renderWaiting(waiting.items, waiting.reason),
       // codicon syntax ($(name)) means nothing in a webview: keep the words
       status: status.text.replace(/\$\([^)]*\)\s*/g, ''),
       running: state.running,
@@ -182,6 +200,10 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
         return;
       case 'focus':
         void this.host.setContext(INPUT_FOCUS_CONTEXT, message.focused);
+        return;
+      case 'approve':
+        // the broker checks that the question is open and the choice was offered
+        this.approvals.answer(message.id, message.decision);
         return;
       case 'command':
         if (WEBVIEW_COMMANDS.has(message.id)) {
