@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.e2e.test_lsp_run import CALC, CHECK  # the calc.py workspace whose mypy-style check fails on line 2
-from tests.e2e_vscode.conftest import AUTOSAVE, PY, OpenVSCode
+from tests.e2e_vscode.conftest import AUTOSAVE, PY, TIMEOUT_MS, OpenVSCode
 from tests.helpers import call, reply
 
 
@@ -99,3 +99,28 @@ def test_the_inline_approval_card_decides_whether_the_command_runs(
     transcript.get_by_text("Finished.").wait_for(timeout=30_000)
     assert transcript.locator(".entry.approval").count() == 0, "the answered card stays"
     assert (vs.workspace / "made.txt").exists() is runs
+
+
+def test_with_the_agent_view_hidden_the_question_comes_as_a_notification(open_vscode: OpenVSCode) -> None:
+    """The user went back to the Explorer while the task runs: the question comes as a notification with
+    the same choices (and one to show the card); its "Allow once" answers it."""
+    touch = "python3 -c \"open('made.txt', 'w').write('x')\""
+    # the pause before the call leaves the user time to leave the agent view
+    vs = open_vscode("off", [reply(call("run_command", command=touch), delay_ms=4000), reply(text="Finished.")],
+                     settings={"lspAgent.approvalPolicy": "untrusted"})
+    transcript = vs.show_transcript()
+    vs.command("LSP Agent: Run Task")
+    vs.answer_input("make the file")
+    vs.status("Agent: running")
+    vs.page.keyboard.press("Control+Shift+E")  # the Explorer takes the side bar: the agent view is hidden
+    vs.page.locator(".part.sidebar .title-label", has_text="Explorer").wait_for(timeout=TIMEOUT_MS)
+
+    toast = vs.notification("LSP Agent wants to run run_command", timeout_ms=30_000)
+    assert "made.txt" in str(toast.inner_text())
+    assert vs.page.locator(".monaco-dialog-box").count() == 0, "a modal blocks the editor"
+    assert toast.locator(".monaco-button", has_text="Show in the Agent View").count() == 1
+    toast.locator(".monaco-button", has_text="Allow once").first.click()
+
+    vs.show_transcript()
+    transcript.get_by_text("Finished.").wait_for(timeout=30_000)
+    assert (vs.workspace / "made.txt").exists()

@@ -30,7 +30,7 @@ class _ChatModel(BaseHTTPRequestHandler):
 
     requests: list[dict[str, Any]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if not self.path.endswith("/chat/completions"):
             self.send_error(404)
@@ -44,7 +44,7 @@ class _ChatModel(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def do_GET(self) -> None:  # noqa: N802 — discovery (/v1/models, /props): nothing to tell
+    def do_GET(self) -> None:  # discovery (/v1/models, /props): nothing to tell
         self.send_error(404)
 
     def log_message(self, *_: Any) -> None:
