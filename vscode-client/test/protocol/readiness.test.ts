@@ -43,9 +43,9 @@ describe('protocol: no model yet (real server)', () => {
       // the user sets a model: pushed as the extension does, then the waiting prompt goes by itself
       await editor.changeSettings({ model: 'scripted/demo', script: fixture('run.json') });
       readiness.modelMaybeSet();
-      const started = await editor.waitFor(() => editor.client.snapshot.generation, 'the waiting prompt to start a run');
-      const finish = await editor.client.waitForFinish(started);
-      assert.equal(finish.stopReason, 'final');
+      // (a scripted run may end before a poll sees it running: wait for its end)
+      const finish = await editor.waitForEvent((e) => e.event.type === 'run_finish', 'the waiting prompt\'s run to end');
+      assert.equal((finish.event as { stopReason?: string }).stopReason, 'final');
       assert.deepEqual(waiting.items, []);
       const prompts = editor.client.transcript.entries.filter((e) => e.kind === 'prompt');
       assert.deepEqual(prompts.map((p) => (p as { text: string }).text), ['what does a.txt say?']);
