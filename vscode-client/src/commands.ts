@@ -146,9 +146,18 @@ export class AgentCommands {
 
   // --- prompts that wait for the server or the model ------------------------------------------
 
-  /** True while a prompt cannot go now, or earlier ones still wait (they go first, in order). */
+  /** No server to send to (starting, failed or stopped). */
+  private serverDown(): boolean {
+    return this.readiness.server !== 'ready';
+  }
+
+  /**
+   * True while a prompt cannot go now, or earlier ones still wait (they go first, in order). A
+   * model believed missing does not hold a prompt back by itself: it may have been set where the
+   * client does not look (.lsp-agent/config.toml), so the server is asked and its refusal decides.
+   */
   private mustWait(): boolean {
-    return waitingReason(this.readiness.setup) !== undefined || this.waiting.items.length > 0;
+    return this.serverDown() || this.waiting.items.length > 0;
   }
 
   private hold(text: string): void {
@@ -173,6 +182,7 @@ export class AgentCommands {
           await this.client.run(text);
         }
         outcome = 'sent';
+        this.readiness.modelMaybeSet(); // accepted: whatever was said about the model no longer holds
       } catch (error) {
         if (!isNoModelError(error)) {
           throw error;
@@ -205,7 +215,7 @@ export class AgentCommands {
     try {
       for (;;) {
         const next = this.waiting.items[0];
-        if (!next || waitingReason(this.readiness.setup) !== undefined) {
+        if (!next || this.serverDown()) {
           return;
         }
         const outcome = await this.send(next.text, 'Run Task');
@@ -221,11 +231,8 @@ export class AgentCommands {
     }
   }
 
-  /** "Send now" on a waiting prompt: try again even if the model is believed missing (config.toml may have changed). */
+  /** "Send now" on a waiting prompt: try again (the server decides whether a model is there now). */
   sendWaiting(): Promise<void> {
-    if (this.readiness.setup === 'noModel') {
-      this.readiness.modelMaybeSet();
-    }
     return this.flushWaiting();
   }
 

@@ -137,18 +137,33 @@ describe('a typed prompt is never dropped', () => {
     // the server's own startup message about it adds nothing
     commands.noModel();
     assert.equal(host.messages.filter((m) => m.level === 'warning').length, 1);
-    // typed meanwhile: waits behind the first, nothing is sent
+    // typed meanwhile: waits behind the first; the first is tried again (a model may have been set
+    // in .lsp-agent/config.toml, which the client does not watch) and refused again, said no twice
+    rpc.answer(Methods.run, noModelRefusal());
     assert.equal(await commands.submit('then the docs'), true);
-    assert.equal(rpc.methods().length, 1);
+    await settle();
+    assert.deepEqual(rpc.methods(), [Methods.run, Methods.run]);
+    assert.deepEqual(waiting.items.map((p) => p.text), ['fix the test', 'then the docs']);
+    assert.equal(host.messages.filter((m) => m.level === 'warning').length, 1);
     // the user sets a model: both go, in order (the second as a follow-up of the running first)
     rpc.answer(Methods.run, { sessionID: SESSION, generation: GEN });
     rpc.answer(Methods.queueAdd, { item: item({ text: 'then the docs' }) });
     readiness.modelMaybeSet();
     await settle();
-    assert.deepEqual(rpc.methods(), [Methods.run, Methods.run, Methods.queueAdd]);
-    assert.deepEqual(rpc.sent[1]!.params, { prompt: 'fix the test' });
+    assert.deepEqual(rpc.methods(), [Methods.run, Methods.run, Methods.run, Methods.queueAdd]);
+    assert.deepEqual(rpc.sent[2]!.params, { prompt: 'fix the test' });
     assert.deepEqual(waiting.items, []);
     assert.equal(client.snapshot.running, true);
+  });
+
+  it('a model set where the client does not look (config.toml) is found by the next prompt: a stale "missing" holds nothing', async () => {
+    const { rpc, waiting, readiness, commands } = setup('ready');
+    readiness.modelMissing();
+    rpc.answer(Methods.run, { sessionID: SESSION, generation: GEN });
+    assert.equal(await commands.submit('fix the test'), true);
+    assert.deepEqual(rpc.methods(), [Methods.run]);
+    assert.deepEqual(waiting.items, []);
+    assert.equal(readiness.setup, 'ready', 'the welcome for a missing model goes');
   });
 
   it('Choose a Model on the message opens the model setting', async () => {
