@@ -252,6 +252,10 @@ class VSCode:
         item.wait_for(state="visible", timeout=timeout_ms)
         return item
 
+    def status_items(self, text: str) -> Any:
+        """Every status bar entry that contains this text."""
+        return self.page.locator("#workbench\\.parts\\.statusbar .statusbar-item", has_text=text)
+
     def status_text(self) -> str:
         item = self.page.locator("#workbench\\.parts\\.statusbar .statusbar-item", has_text="Agent:").first
         return str(item.inner_text()) if item.count() else ""
@@ -339,21 +343,26 @@ OpenVSCode = Callable[..., VSCode]
 @pytest.fixture
 def open_vscode(tools: Tools, extensions_dir: Path, browser: Any, tmp_path: Path,
                 request: pytest.FixtureRequest) -> Iterator[OpenVSCode]:
-    """`open_vscode(autosave, replies, files=…, verify=…, settings=…, prepare=…, restricted=…)`: a window on
-    a fresh workspace (`prepare(workspace)` runs before code-server starts; `restricted`: VS Code does not
-    trust the folder), the extension active (status bar `Agent: idle`)."""
+    """`open_vscode(autosave, replies, files=…, verify=…, settings=…, prepare=…, restricted=…, configured=…,
+    ready=…)`: a window on a fresh workspace (`prepare(workspace)` runs before code-server starts;
+    `restricted`: VS Code does not trust the folder; `configured=False`: no `.lsp-agent/config.toml`, as a
+    new user's project; the replies' script is then `<root>/script.json`), the extension active (the status
+    bar shows `ready`, by default `Agent: idle`)."""
     started: list[tuple[CodeServer, Any, VSCode]] = []
 
     def open_(autosave: str, replies: list[ScriptedReply], *, files: dict[str, str] | None = None,
               verify: list[str] | None = None, kind: str = "test", parser: str = "generic",
               settings: dict[str, Any] | None = None,
-              prepare: Callable[[Path], None] | None = None, restricted: bool = False) -> VSCode:
+              prepare: Callable[[Path], None] | None = None, restricted: bool = False,
+              configured: bool = True, ready: str = "Agent: idle") -> VSCode:
         root = tmp_path / f"host-{len(started)}"
         workspace = root / "workspace"
         workspace.mkdir(parents=True)
         for name, text in (files or {}).items():
             (workspace / name).write_text(text, encoding="utf-8")
-        workspace_config(workspace, write_script(root / "script.json", replies), verify, kind, parser)
+        script = write_script(root / "script.json", replies)
+        if configured:
+            workspace_config(workspace, script, verify, kind, parser)
         if prepare is not None:
             prepare(workspace)
         t0 = time.monotonic()
@@ -370,7 +379,7 @@ def open_vscode(tools: Tools, extensions_dir: Path, browser: Any, tmp_path: Path
         page.goto(f"{server.url}/?folder={workspace}", wait_until="domcontentloaded")
         page.locator(".monaco-workbench").wait_for(timeout=60_000)
         t2 = time.monotonic()
-        vscode.status("Agent: idle", timeout_ms=60_000)
+        vscode.status(ready, timeout_ms=60_000)
         print(f"code-server up {t1 - t0:.1f} s, workbench {t2 - t1:.1f} s, extension active and server ready "
               f"{time.monotonic() - t2:.1f} s")
         return vscode

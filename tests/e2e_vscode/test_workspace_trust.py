@@ -39,7 +39,7 @@ def test_a_hostile_workspace_config_is_shown_and_starts_nothing_until_trusted(op
     vs.doc_screenshot("vscode-trust")
     dialog.locator(".monaco-button", has_text="Not now").first.click()
     dialog.wait_for(state="hidden", timeout=TIMEOUT_MS)
-    vs.status("Agent: project config ignored")
+    vs.status("project config ignored")  # in the one status item, next to the state
 
     # "Not now": an explicit start of the MCP servers finds none, and a whole run starts nothing.
     vs.command("LSP Agent: Show MCP Servers")
@@ -89,7 +89,7 @@ def test_in_restricted_mode_nothing_of_the_workspace_runs_and_nothing_is_asked(o
     # reaching `Agent: idle` means the server started with the user's interpreter, not the repository's
     vs = open_vscode("off", [reply(text="unused")], settings=user, prepare=hostile, restricted=True)
     vs.notification("Restricted Mode")  # said, with what is ignored
-    vs.status("Agent: project config ignored")
+    vs.status("project config ignored")  # in the one status item, next to the state
     vs.command("LSP Agent: Show MCP Servers")
     vs.notification("No MCP servers are configured")
     assert vs.page.locator(".monaco-dialog-box").count() == 0, "asked in Restricted Mode"

@@ -21,9 +21,35 @@
     return transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
   }
 
+  /** What has focus inside the transcript, so a re-render does not take it from a keyboard user. */
+  function focusedTarget() {
+    const active = document.activeElement;
+    if (!active || !transcript.contains(active)) {
+      return undefined;
+    }
+    if (active.dataset.approval) {
+      return `[data-approval="${active.dataset.approval}"][data-decision="${active.dataset.decision}"]`;
+    }
+    if (active.dataset.key) {
+      return `[data-key="${CSS.escape(active.dataset.key)}"]`;
+    }
+    return undefined;
+  }
+
   function render(html) {
     const stick = atBottom();
+    const focused = focusedTarget();
+    const before = new Set(Array.from(transcript.querySelectorAll('.approval')).map((e) => e.dataset.key));
     transcript.innerHTML = html;
+    if (focused) {
+      transcript.querySelector(focused)?.focus();
+    }
+    // A new question takes the focus only when the input does not have it: a keystroke meant for
+    // the input never lands on a button; the card itself (not a button) is focused, Tab goes on.
+    const fresh = Array.from(transcript.querySelectorAll('.approval')).find((e) => !before.has(e.dataset.key));
+    if (fresh && !focused && document.activeElement !== input && document.hasFocus()) {
+      fresh.focus();
+    }
     for (const details of transcript.querySelectorAll('details[data-key]')) {
       if (open.has(details.dataset.key)) {
         details.open = true;
@@ -54,6 +80,12 @@
       case 'getDraft':
         vscode.postMessage({ type: 'draftReply', requestId: message.requestId, text: input.value });
         break;
+      case 'setDraft':
+        input.value = message.text;
+        remember();
+        vscode.postMessage({ type: 'draft', text: input.value });
+        input.focus();
+        break;
       case 'clearDraft':
         input.value = '';
         remember();
@@ -62,12 +94,26 @@
       case 'focusInput':
         input.focus();
         break;
+      case 'focusApproval': {
+        const card = transcript.querySelector(`[data-key="approval:${Number(message.id)}"]`);
+        if (card) {
+          card.scrollIntoView({ block: 'nearest' });
+          card.focus();
+        }
+        break;
+      }
     }
   });
 
   // Buttons (Stop, Sessions…, Review changes) name an LSP Agent command; the extension runs only
   // the ones it allows (transcriptView.ts).
   document.addEventListener('click', (event) => {
+    const approve = event.target instanceof Element ? event.target.closest('[data-approval]') : null;
+    if (approve) {
+      event.preventDefault();
+      vscode.postMessage({ type: 'approve', id: Number(approve.dataset.approval), decision: approve.dataset.decision });
+      return;
+    }
     const target = event.target instanceof Element ? event.target.closest('[data-command]') : null;
     if (target) {
       event.preventDefault();

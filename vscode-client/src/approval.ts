@@ -1,10 +1,10 @@
 // agent/requestApproval: the server asks before a call its approval policy names (a command under
 // "untrusted", a command that would run without a sandbox, an MCP tool that may change things).
-// Shown as a modal warning with the command (or the diff) and the reason; the buttons are the
-// options the server offers. Closing the dialog, malformed params or any error answer `deny`;
-// the server also denies by itself when no answer comes within approvalTimeoutS. The "for session"
-// button names what it would allow without asking again (`sessionScope`), so a grant is never
-// broader than the user read.
+// This module reads the question strictly and words it; approvalCards.ts shows it inline. The
+// buttons are the options the server offers; malformed params answer `deny`, and the server
+// denies by itself when no answer comes within approvalTimeoutS. The "for session" button names
+// what it would allow without asking again (`sessionScope`), so a grant is never broader than
+// the user read.
 
 import type * as gen from './protocol.gen.js';
 
@@ -14,11 +14,6 @@ export type Decision = gen.RequestApprovalResult['decision'];
 /** `sessionScope` is optional here: a server from before it existed sends none (the button then says less). */
 export type RequestApprovalParams = Omit<gen.RequestApprovalParams, 'sessionScope'> & { sessionScope?: string | null };
 export type RequestApprovalResult = gen.RequestApprovalResult;
-
-/** The part of `vscode.window` the dialog needs (a stand-in in tests). */
-export interface ApprovalWindow {
-  showWarningMessage(message: string, options: { modal: boolean; detail?: string }, ...items: string[]): PromiseLike<string | undefined>;
-}
 
 export const DECISION_LABELS: Record<Decision, string> = {
   allow_once: 'Allow once',
@@ -41,11 +36,12 @@ export function optionLabel(option: Decision, sessionScope: string | undefined):
   return `${DECISION_LABELS.allow_session}: ${cut}`;
 }
 
-function scopeOf(params: RequestApprovalParams): string | undefined {
+export function scopeOf(params: RequestApprovalParams): string | undefined {
   return typeof params.sessionScope === 'string' && params.sessionScope.trim() !== '' ? params.sessionScope : undefined;
 }
 
-function parse(params: unknown): RequestApprovalParams | undefined {
+/** The question read strictly: undefined when it lacks what the user must see; unknown options are dropped (none left: deny only). */
+export function parseApproval(params: unknown): RequestApprovalParams | undefined {
   const p = params as Partial<RequestApprovalParams> | null;
   if (!p || typeof p.tool !== 'string' || typeof p.what !== 'string' || typeof p.why !== 'string') {
     return undefined;
@@ -63,21 +59,4 @@ export function approvalText(params: RequestApprovalParams): { message: string; 
     message: `LSP Agent wants to ${subject}`,
     detail: `${params.what}\n\nWhy you are asked: ${params.why}${session}`,
   };
-}
-
-export async function requestApproval(params: unknown, window: ApprovalWindow): Promise<RequestApprovalResult> {
-  const request = parse(params);
-  if (!request) {
-    return { decision: 'deny' };
-  }
-  const { message, detail } = approvalText(request);
-  const scope = scopeOf(request);
-  const byLabel = new Map(request.options.map((o) => [optionLabel(o, scope), o] as const));
-  try {
-    // Modal: VS Code adds its own Cancel button; cancelling (undefined) is a deny.
-    const picked = await window.showWarningMessage(message, { modal: true, detail }, ...byLabel.keys());
-    return { decision: (picked !== undefined && byLabel.get(picked)) || 'deny' };
-  } catch {
-    return { decision: 'deny' };
-  }
 }

@@ -5,9 +5,11 @@ import { UserError } from './agentClient.js';
 import type { AgentClient, Logger } from './agentClient.js';
 import { selectionCorrection, lineRange } from './corrections.js';
 import type { Composer, Host, PickItem } from './host.js';
-import { MAX_STEER_CHARS } from './protocol.js';
+import { CONFIG_SECTION, MAX_STEER_CHARS } from './protocol.js';
 import type { QueueItem, ReceiptView } from './protocol.js';
 import { steerBlocker, waitingItems } from './queueState.js';
+import { CHOOSE_MODEL_ACTION, NO_MODEL_MESSAGE, Readiness, WaitingPrompts, isNoModelError, openSettingCommand, waitingReason } from './readiness.js';
+import type { SettingScope } from './readiness.js';
 import { describeError, errorFacts, isConflict, isMethodNotFound } from './rpc.js';
 
 export const CommandIds = {
@@ -29,6 +31,11 @@ export const CommandIds = {
   queueCancelItem: 'lspAgent.queue.cancelItem',
   queueEditItem: 'lspAgent.queue.editItem',
   openSession: 'lspAgent.openSession',
+  chooseModel: 'lspAgent.chooseModel',
+  openPythonSetting: 'lspAgent.openPythonSetting',
+  openDocs: 'lspAgent.openDocs',
+  sendWaiting: 'lspAgent.sendWaiting',
+  withdrawWaiting: 'lspAgent.withdrawWaiting',
 } as const;
 
 /** The transcript view's focus command (VS Code makes one for every view): opens or reveals it. */
@@ -65,12 +72,21 @@ interface QueuePick extends PickItem {
   item: QueueItem;
 }
 
+/** How a prompt fared when it was handed to the server. */
+type SendOutcome = 'sent' | 'noModel' | 'failed';
+
 export class AgentCommands {
+  private flushing = false;
+
   constructor(
     private readonly host: Host,
     private readonly client: AgentClient,
     private readonly composer: Composer,
     private readonly log: Logger,
+    /** the server and model state; the default (a ready server) suits callers that never wait */
+    readonly readiness: Readiness = new Readiness('ready'),
+    /** prompts typed before the server or the model was there */
+    readonly waiting: WaitingPrompts = new WaitingPrompts(),
   ) {}
 
   /** Runs a command body and turns failures into messages (a command never throws at VS Code). */
@@ -109,11 +125,147 @@ export class AgentCommands {
       if (text === undefined || text.trim() === '') {
         return;
       }
-      await this.client.run(text);
-      this.host.flash('LSP Agent: task started');
-      // Where the run streams: open the panel (or bring it forward) so the user sees it start.
+      // Where the run streams (or the prompt waits): bring the view forward so the user sees it.
+      if (this.mustWait()) {
+        this.hold(text);
+        await this.revealTranscript();
+        return;
+      }
+      const outcome = await this.send(text, 'Run Task');
+      if (outcome === 'failed') {
+        return; // the error was shown; nothing streams to look at
+      }
+      if (outcome === 'sent') {
+        this.host.flash('LSP Agent: task started');
+      } else {
+        this.waiting.add(text);
+      }
       await this.revealTranscript();
     });
+  }
+
+  // --- prompts that wait for the server or the model ------------------------------------------
+
+  /** No server to send to (starting, failed or stopped). */
+  private serverDown(): boolean {
+    return this.readiness.server !== 'ready';
+  }
+
+  /**
+   * True while a prompt cannot go now, or earlier ones still wait (they go first, in order). A
+   * model believed missing does not hold a prompt back by itself: it may have been set where the
+   * client does not look (.lsp-agent/config.toml), so the server is asked and its refusal decides.
+   */
+  private mustWait(): boolean {
+    return this.serverDown() || this.waiting.items.length > 0;
+  }
+
+  private hold(text: string): void {
+    this.waiting.add(text);
+    const why = waitingReason(this.readiness.setup);
+    this.host.flash(`LSP Agent: prompt ${why ?? 'waiting'}`);
+    void this.flushWaiting();
+  }
+
+  /**
+   * Hand one prompt to the server: a new run, or a follow-up while one runs. A refusal for want of
+   * a model is not an error shown with the server's CLI text: it is the one message with a button.
+   */
+  private async send(text: string, what: string): Promise<SendOutcome> {
+    let outcome: SendOutcome = 'failed';
+    await this.guard(this.client.snapshot.running ? 'Queue Follow-up' : what, async () => {
+      try {
+        if (this.client.snapshot.running) {
+          await this.client.queueAdd(text);
+          this.host.flash('LSP Agent: follow-up queued (Ctrl+S steers it into the running task)');
+        } else {
+          await this.client.run(text);
+        }
+        outcome = 'sent';
+        this.readiness.modelMaybeSet(); // accepted: whatever was said about the model no longer holds
+      } catch (error) {
+        if (!isNoModelError(error)) {
+          throw error;
+        }
+        outcome = 'noModel';
+        this.noModel();
+      }
+    });
+    return outcome;
+  }
+
+  /** The server says no model is configured: one message with a button to the setting (once per episode). */
+  noModel(): void {
+    if (!this.readiness.modelMissing()) {
+      return;
+    }
+    void this.host.showWarning(NO_MODEL_MESSAGE, CHOOSE_MODEL_ACTION).then((choice) => {
+      if (choice === CHOOSE_MODEL_ACTION) {
+        void this.chooseModel();
+      }
+    });
+  }
+
+  /** Send the waiting prompts in order while the client is ready; a prompt leaves the list only once sent. */
+  async flushWaiting(): Promise<void> {
+    if (this.flushing) {
+      return;
+    }
+    this.flushing = true;
+    try {
+      for (;;) {
+        const next = this.waiting.items[0];
+        if (!next || this.serverDown()) {
+          return;
+        }
+        const outcome = await this.send(next.text, 'Run Task');
+        if (outcome !== 'sent') {
+          // Kept where the user sees it; a later change (model set, server up) or "Send now" tries again.
+          return;
+        }
+        this.waiting.remove(next.id);
+        await this.revealTranscript();
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  /** "Send now" on a waiting prompt: try again (the server decides whether a model is there now). */
+  sendWaiting(): Promise<void> {
+    return this.flushWaiting();
+  }
+
+  /** The × on a waiting prompt: it goes back into the input box, not away. */
+  withdrawWaiting(id: unknown): Promise<void> {
+    return this.guard('Withdraw Prompt', () => {
+      const prompt = this.waiting.items.find((p) => p.id === Number(id));
+      if (prompt && this.waiting.remove(prompt.id)) {
+        this.composer.setDraft?.(prompt.text);
+      }
+    });
+  }
+
+  // --- the settings a new user needs ----------------------------------------------------------
+
+  /** Open the Settings editor on one lspAgent setting, in the tab where it can be edited. */
+  async openSetting(key: string, scope: SettingScope): Promise<void> {
+    const full = `${CONFIG_SECTION}.${key}`;
+    const { command, args } = openSettingCommand(full, scope, this.host.remoteName?.());
+    try {
+      await this.host.executeCommand(command, ...args);
+    } catch (error) {
+      this.log.warn(`${command}: ${String(error)}; opening the User settings instead`);
+      await this.host.executeCommand('workbench.action.openSettings', full);
+    }
+  }
+
+  chooseModel(): Promise<void> {
+    return this.openSetting('model', 'window');
+  }
+
+  openPythonSetting(): Promise<void> {
+    return this.openSetting('python', 'machine-overridable');
   }
 
   /** The run already started: a view that cannot be shown is logged, not reported as a failed run. */
@@ -208,22 +360,24 @@ export class AgentCommands {
     });
   }
 
-  /** Enter in the agent input: run the text, or queue it while a task runs. */
+  /**
+   * Enter in the agent input: run the text, or queue it while a task runs. With no server or no
+   * model yet it waits, shown in the transcript, and runs when ready; true: the input may be
+   * cleared (the text is sent or waiting), false: it stays in the input (an error was shown).
+   */
   async submit(text: string): Promise<boolean> {
     if (text.trim() === '') {
       return false;
     }
-    let ok = false;
-    await this.guard(this.client.snapshot.running ? 'Queue Follow-up' : 'Run Task', async () => {
-      if (this.client.snapshot.running) {
-        await this.client.queueAdd(text);
-        this.host.flash('LSP Agent: follow-up queued (Ctrl+S steers it into the running task)');
-      } else {
-        await this.client.run(text);
-      }
-      ok = true;
-    });
-    return ok;
+    if (this.mustWait()) {
+      this.hold(text);
+      return true;
+    }
+    const outcome = await this.send(text, 'Run Task');
+    if (outcome === 'noModel') {
+      this.waiting.add(text);
+    }
+    return outcome !== 'failed';
   }
 
   /** Ctrl+S: steer the draft, or promote the queue's steerable prefix. */

@@ -1,9 +1,13 @@
 // Entry point: wires the server, the AgentClient, the views and the commands together. No agent
 // logic lives here (or anywhere in the client): the server decides, the client forwards and draws.
 
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
 import * as vscode from 'vscode';
 
 import { AgentClient } from './agentClient.js';
+import { ApprovalBroker } from './approvalCards.js';
 import { ChangeTracker, editedUris } from './changes.js';
 import { AgentCommands, CommandIds, INPUT_FOCUS_CONTEXT } from './commands.js';
 import type { ItemArg } from './commands.js';
@@ -18,8 +22,9 @@ import { REVIEWING_CONTEXT, ReviewCommandIds, ReviewCommands } from './review.js
 import { VscodeHost } from './vscodeHost.js';
 import { VscodeReviewEditor } from './views/reviewEditor.js';
 import { QUEUE_VIEW_ID, QueueView } from './views/queueView.js';
-import { StatusBar } from './views/statusBar.js';
-import { TrustStatus } from './views/trustStatus.js';
+import { Readiness, SETUP_CONTEXT, WaitingPrompts, waitingReason } from './readiness.js';
+import { StatusBar, currentFacts } from './views/statusBar.js';
+import { SETUP_VIEW_ID, SetupView } from './views/setupView.js';
 import { TRUST_COMMAND, WorkspaceTrust } from './trust.js';
 import { TRANSCRIPT_VIEW_ID, TranscriptView } from './views/transcriptView.js';
 
@@ -55,13 +60,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   manager = server;
 
   let running = false;
-  // The view calls back into the commands only after both exist (on the user's Enter).
-  const transcript: TranscriptView = new TranscriptView(context.extensionUri, agent, host, () => server.state, (text: string): Promise<boolean> =>
-    cmds.submit(text),
-  );
-  const cmds: AgentCommands = new AgentCommands(host, agent, transcript, log.logger);
-  const queue = new QueueView(agent);
-  const status = new StatusBar(agent, () => server.state);
+  // Whether a prompt can go now (server up, a model chosen), and the prompts that wait until it can.
+  const readiness = new Readiness('starting');
+  const waiting = new WaitingPrompts();
   // Workspace trust (trust.ts): VS Code's Restricted Mode first, then the project's own config.
   const trust = new WorkspaceTrust({
     host,
@@ -72,7 +73,29 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log: log.logger,
   });
   server.onWorkspaceTrustChanged = (params: unknown): void => void trust.onTrustChanged(params);
-  const trustStatus = new TrustStatus(trust);
+  // Approval questions: cards in the agent view; a notification only while the view is hidden.
+  const approvals = new ApprovalBroker({
+    viewVisible: () => transcript.visible,
+    notify: (message, labels) => vscode.window.showWarningMessage(message, ...labels),
+    reveal: (id) => void transcript.revealApproval(id),
+  });
+  server.approvals = approvals;
+  // The view calls back into the commands only after both exist (on the user's Enter).
+  const transcript: TranscriptView = new TranscriptView(
+    context.extensionUri,
+    agent,
+    host,
+    () => currentFacts(agent, readiness, waiting, trust),
+    () => ({ items: waiting.items, reason: waitingReason(readiness.setup) }),
+    (text: string): Promise<boolean> => cmds.submit(text),
+    approvals,
+  );
+  const cmds: AgentCommands = new AgentCommands(host, agent, transcript, log.logger, readiness, waiting);
+  const queue = new QueueView(agent);
+  const status = new StatusBar(agent, readiness, waiting, trust);
+  host.flashTo = (message: string): void => status.flash(message);
+  server.onNoModel = (): void => cmds.noModel();
+  const setup = new SetupView();
 
   context.subscriptions.push(
     log.channel,
@@ -81,10 +104,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     transcript,
     queue,
     status,
-    trustStatus,
+    setup,
     reviewEditor,
+    { dispose: () => (host.flashTo = undefined) },
+    readiness.onDidChange(() => {
+      void host.setContext(SETUP_CONTEXT, readiness.setup);
+      transcript.refresh();
+      void cmds.flushWaiting();
+    }),
+    waiting.onDidChange(() => transcript.refresh()),
+    approvals.onDidChange(() => transcript.refresh()),
+    trust.onDidChange(() => transcript.refresh()),
     vscode.workspace.onDidGrantWorkspaceTrust(() => {
-      trustStatus.update();
+      status.update();
       // Restart so restricted settings (the interpreter, providers) are read again, now trusted;
       // the new server announces what it ignores and trust.ts asks.
       void server.restart('workspace trusted in VS Code').then(() => trust.onEditorTrustGranted());
@@ -94,8 +126,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       void host.setContext(REVIEWING_CONTEXT, Boolean(run && [...run.files.values()].some((f) => f.state === 'pending')));
     }),
     vscode.window.registerWebviewViewProvider(TRANSCRIPT_VIEW_ID, transcript, { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.window.registerTreeDataProvider(SETUP_VIEW_ID, setup),
     server.onDidChangeState((state) => {
-      status.update();
+      readiness.setServer(state);
       if (state === 'starting') {
         trust.reset();
       }
@@ -107,6 +140,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (running !== agent.snapshot.running) {
         running = agent.snapshot.running;
         void host.setContext(RUNNING_CONTEXT, running);
+        if (!running) {
+          // Only a running generation asks; a card left from one that ended (the server stopped
+          // waiting, e.g. at approvalTimeoutS) must not look answerable.
+          approvals.denyAll();
+        }
       }
       const sessionID = agent.snapshot.sessionID;
       if (context.workspaceState.get(SESSION_KEY) !== sessionID) {
@@ -149,6 +187,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const mcp = new McpCommands(host, agent, log.logger);
   register(McpCommandIds.list, () => mcp.list());
   register(TRUST_COMMAND, () => trust.manage());
+  register(CommandIds.chooseModel, () => cmds.chooseModel());
+  register(CommandIds.openPythonSetting, () => cmds.openPythonSetting());
+  register(CommandIds.sendWaiting, () => cmds.sendWaiting());
+  register(CommandIds.withdrawWaiting, (id?: string) => cmds.withdrawWaiting(id));
+  // The guide that ships inside the extension, so it opens offline and in any remote.
+  register(CommandIds.openDocs, () =>
+    vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'README.md')),
+  );
 
   // Settings: a new interpreter needs a new process; the rest goes to the running server.
   let restartTimer: NodeJS.Timeout | undefined;
@@ -162,7 +208,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       } else if (change.push) {
         clearTimeout(pushTimer);
         pushTimer = setTimeout(
-          () => void server.applySettings(agent.snapshot.running).catch((e: unknown) => log.logger.error(String(e))),
+          () =>
+            void server
+              .applySettings(agent.snapshot.running)
+              // a model (or its provider) may be set now: prompts waiting for one are tried again, after the push
+              .then(() => readiness.modelMaybeSet())
+              .catch((e: unknown) => log.logger.error(String(e))),
           SETTINGS_DEBOUNCE_MS,
         );
       }
@@ -173,7 +224,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   await host.setContext(INPUT_FOCUS_CONTEXT, false);
   await host.setContext(RUNNING_CONTEXT, false);
   await host.setContext(REVIEWING_CONTEXT, false);
-  void server.restart('activation');
+  await host.setContext(SETUP_CONTEXT, readiness.setup);
+  // VS Code activates the extension at startup (the activity bar icon and the status item are
+  // there for a new user); a workspace that has no lsp-agent config is not told about a missing
+  // interpreter in a notification nobody asked for: the status item and the welcome view say it.
+  const configured = root !== undefined && fs.existsSync(path.join(root.fsPath, '.lsp-agent', 'config.toml'));
+  void server.restart('activation', { quiet: !configured });
 }
 
 /** After (re)start: continue the session this workspace used last, and load its queue. */

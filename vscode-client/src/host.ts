@@ -33,6 +33,8 @@ export interface Host {
   activeDocument(): DocumentFacts | undefined;
   /** an open-file dialog for one file; its URI as a string, or undefined when cancelled */
   pickFile(options: { title: string; openLabel: string }): Promise<string | undefined>;
+  /** the remote's name in a remote window (code-server, SSH, WSL, Codespaces); undefined in a local one */
+  remoteName?(): string | undefined;
 }
 
 export interface DocumentFacts {
@@ -45,4 +47,6 @@ export interface Composer {
   /** the text typed in the agent input right now ('' when the view is closed) */
   draft(): Promise<string>;
   clearDraft(): void;
+  /** put text back into the agent input (a withdrawn waiting prompt) */
+  setDraft?(text: string): void;
 }

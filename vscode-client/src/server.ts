@@ -11,7 +11,10 @@ import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient
 
 import { FIX_DIAGNOSTIC_COMMAND, fixPromptLine } from './agentClient.js';
 import type { AgentClient } from './agentClient.js';
-import { REQUEST_APPROVAL, requestApproval } from './approval.js';
+import { REQUEST_APPROVAL } from './approval.js';
+import type { RequestApprovalResult } from './approval.js';
+import type { ApprovalBroker } from './approvalCards.js';
+import { CommandIds } from './commands.js';
 import type { Host } from './host.js';
 import type { Log } from './log.js';
 import { CONFIG_SECTION, ServerRequests } from './protocol.js';
@@ -19,6 +22,7 @@ import type { FixDiagnosticArgs, RunResult } from './protocol.js';
 import type { Rpc } from './rpc.js';
 import { saveDocuments } from './saveDocuments.js';
 import type { OpenDocuments } from './saveDocuments.js';
+import { isNoModelMessage } from './readiness.js';
 import { probeInterpreter, serverLaunch } from './serverLaunch.js';
 import { SettingsSync, answerConfiguration, insideWorkspace, pythonCommand, serverSettings, userSettingValue } from './settings.js';
 import type { ServerSettings } from './settings.js';
@@ -67,6 +71,12 @@ export class ServerManager implements vscode.Disposable {
   beforeApplyEdit: ((edit: unknown) => void) | undefined;
   /** agent/workspaceTrustChanged: the server ignores the workspace's gated settings (trust.ts asks). */
   onWorkspaceTrustChanged: ((params: unknown) => void) | undefined;
+  /** Where agent/requestApproval goes (cards in the agent view); without it every question is denied. */
+  approvals: ApprovalBroker | undefined;
+  /** The server said no model is configured (its CLI-shaped message is replaced by the client's own). */
+  onNoModel: (() => void) | undefined;
+  /** Problems at start are not shown as a notification, only in the status item and the welcome view. */
+  private quiet = false;
 
   constructor(
     private readonly agent: AgentClient,
@@ -83,9 +93,16 @@ export class ServerManager implements vscode.Disposable {
     this.stateEmitter.fire(state);
   }
 
-  /** Start (or restart) the server; calls are serialised so two restarts never overlap. */
-  restart(reason: string): Promise<void> {
-    this.chain = this.chain.then(() => this.doRestart(reason)).catch((error: unknown) => {
+  /**
+   * Start (or restart) the server; calls are serialised so two restarts never overlap. `quiet`: a
+   * start nobody asked for (VS Code started, the workspace has no lsp-agent config) reports a
+   * missing interpreter in the status item and the welcome view, not in a notification.
+   */
+  restart(reason: string, options: { quiet?: boolean } = {}): Promise<void> {
+    this.chain = this.chain.then(() => {
+      this.quiet = options.quiet ?? false;
+      return this.doRestart(reason);
+    }).catch((error: unknown) => {
       this.log.logger.error(`restart failed: ${String(error)}`);
     });
     return this.chain;
@@ -127,10 +144,12 @@ export class ServerManager implements vscode.Disposable {
     }
   }
 
-  private async doStop(): Promise<void> {
+  /** `announce`: false on the way to a restart, so the view never flashes "not running" in between. */
+  private async doStop(announce = true): Promise<void> {
     const client = this.client;
     this.client = undefined;
     this.agent.detach();
+    this.approvals?.denyAll();
     if (client) {
       try {
         await client.stop(5000);
@@ -139,11 +158,13 @@ export class ServerManager implements vscode.Disposable {
       }
       await client.dispose().catch(() => undefined);
     }
-    this.setState('stopped');
+    if (announce) {
+      this.setState('stopped');
+    }
   }
 
   private async doRestart(reason: string): Promise<void> {
-    await this.doStop();
+    await this.doStop(false);
     this.setState('starting');
     const root = workspaceRoot();
     const context = { platform: process.platform, home: os.homedir(), env: process.env, ...(root ? { workspaceFolder: root } : {}) };
@@ -161,9 +182,13 @@ export class ServerManager implements vscode.Disposable {
     if (!probe.ok) {
       this.log.logger.error(probe.problem);
       this.setState('failed');
+      if (this.quiet) {
+        return;
+      }
       void this.host.showError(`LSP Agent: ${probe.problem}`, 'Open Settings', 'Show Log').then((choice) => {
         if (choice === 'Open Settings') {
-          void vscode.commands.executeCommand('workbench.action.openSettings', `${CONFIG_SECTION}.python`);
+          // on the tab where lspAgent.python lives (Remote in a remote window): commands.ts
+          void vscode.commands.executeCommand(CommandIds.openPythonSetting);
         } else if (choice === 'Show Log') {
           this.log.channel.show();
         }
@@ -233,9 +258,15 @@ export class ServerManager implements vscode.Disposable {
       onRequest: (method, handler) => client.onRequest(method, handler),
     };
     client.onRequest(ServerRequests.saveDocuments, (params: unknown) => saveDocuments(params, openDocuments));
-    // approval policy (approval.ts): a modal with the command or diff; anything but a button is a deny
-    client.onRequest(REQUEST_APPROVAL, (params: unknown) => requestApproval(params, vscode.window));
+    // approval policy: a card in the agent view (approvalCards.ts), a notification only while it is hidden
+    client.onRequest(REQUEST_APPROVAL, (params: unknown, token: CancellationToken): Promise<RequestApprovalResult> =>
+      this.approvals ? this.approvals.ask(params, token) : Promise.resolve({ decision: 'deny' }),
+    );
     client.onNotification(WORKSPACE_TRUST_CHANGED, (params: unknown) => this.onWorkspaceTrustChanged?.(params));
+    // Replaces the language client's own window/showMessage handler (registered after initialize,
+    // so before the server's first message): the no-model sentence becomes the client's message
+    // with a button; every other message is shown as the language client would.
+    client.onNotification('window/showMessage', (params: unknown) => this.showMessage(params));
     this.agent.attach(rpc);
     // The language client restarts a crashed server by itself (a few times): follow it.
     client.onDidChangeState((event) => {
@@ -244,6 +275,7 @@ export class ServerManager implements vscode.Disposable {
       }
       if (event.newState === State.Stopped) {
         this.agent.detach();
+        this.approvals?.denyAll();
         this.setState('stopped');
       } else if (event.newState === State.Running) {
         if (!this.agent.connected) {
@@ -267,6 +299,20 @@ export class ServerManager implements vscode.Disposable {
     if (this.stateValue !== 'ready') {
       this.setState('ready'); // normally already set by the Running state change
     }
+  }
+
+  private showMessage(params: unknown): void {
+    const { type, message } = (params ?? {}) as { type?: unknown; message?: unknown };
+    if (typeof message !== 'string') {
+      return;
+    }
+    if (isNoModelMessage(message) && this.onNoModel) {
+      this.log.logger.warn(message);
+      this.onNoModel();
+      return;
+    }
+    const show = type === 1 ? vscode.window.showErrorMessage : type === 2 ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+    void show(message);
   }
 
   dispose(): void {

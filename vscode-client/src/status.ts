@@ -1,5 +1,7 @@
-// What the status bar item says: idle / running (step k/N) / verified / failed / not_run, plus
-// server trouble and the number of queued follow-ups. Pure.
+// What the one status bar item says: the server's state, idle / running (step k/N) / verified /
+// failed / not_run, a missing model, the queued follow-ups and waiting prompts, and that the
+// project's config is ignored; its tooltip carries the actions (stop, choose a model, trust).
+// Pure.
 
 import type { StopReason, Verification } from './protocol.js';
 
@@ -14,10 +16,19 @@ export interface StatusFacts {
   verification?: Verification;
   stopReason?: StopReason;
   queued: number;
+  /** prompts typed before the server or the model was there */
+  waiting?: number;
+  /** the server says no model is configured */
+  noModel?: boolean;
+  /** what the server ignores of the workspace's own config until it is trusted (empty: nothing) */
+  ignored?: readonly string[];
+  /** a short note about the last action, shown for a few seconds */
+  note?: string;
 }
 
 export interface StatusView {
   text: string;
+  /** Markdown; its links are `command:` links to the commands in STATUS_LINK_COMMANDS */
   tooltip: string;
   /** a ThemeColor id for the background, for states that need attention */
   background?: 'statusBarItem.errorBackground' | 'statusBarItem.warningBackground';
@@ -28,8 +39,9 @@ export function statusFacts(
   server: ServerState,
   state: { running: boolean; step: number; maxSteps?: number; verification?: Verification; stopReason?: StopReason },
   queued: number,
+  extra: Pick<StatusFacts, 'waiting' | 'noModel' | 'ignored' | 'note'> = {},
 ): StatusFacts {
-  const facts: StatusFacts = { server, running: state.running, step: state.step, queued };
+  const facts: StatusFacts = { server, running: state.running, step: state.step, queued, ...extra };
   if (state.maxSteps !== undefined) {
     facts.maxSteps = state.maxSteps;
   }
@@ -48,39 +60,103 @@ const VERIFICATION_ICON: Record<Verification, string> = {
   not_run: '$(circle-slash)',
 };
 
-export function statusView(facts: StatusFacts): StatusView {
-  const queued = facts.queued > 0 ? ` · ${facts.queued} queued` : '';
-  const click = 'Click to show the transcript.';
+/** The commands the tooltip links to (the status bar item trusts exactly these). */
+export const STATUS_LINK_COMMANDS = [
+  'lspAgent.showTranscript',
+  'lspAgent.cancel',
+  'lspAgent.chooseModel',
+  'lspAgent.openPythonSetting',
+  'lspAgent.showLog',
+  'lspAgent.restartServer',
+  'lspAgent.manageWorkspaceTrust',
+] as const;
+
+/**
+ * Text from elsewhere (the server's words about the workspace's config, which the repository
+ * writes) shown as literal text: no link, image or HTML of its own in a tooltip whose links run
+ * commands.
+ */
+export function escapeMarkdown(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!|<>~$]/g, (c) => `\\${c}`).replace(/\s+/g, ' ');
+}
+
+function link(label: string, command: (typeof STATUS_LINK_COMMANDS)[number]): string {
+  return `[${label}](command:${command})`;
+}
+
+/** The state itself: words, the sentence for the tooltip, its actions and colour. */
+function stateView(facts: StatusFacts): { text: string; says: string; actions: string[]; background?: StatusView['background'] } {
   if (facts.server === 'failed') {
     return {
       text: '$(warning) Agent: server failed',
-      tooltip: `The lsp-agent server could not start; see the "LSP Agent" output. ${click}`,
+      says: 'The lsp-agent server could not start (see the "LSP Agent" output).',
+      actions: [link('Choose the Python interpreter', 'lspAgent.openPythonSetting'), link('Show log', 'lspAgent.showLog'), link('Restart', 'lspAgent.restartServer')],
       background: 'statusBarItem.errorBackground',
     };
   }
   if (facts.server === 'starting') {
-    return { text: '$(loading~spin) Agent: starting', tooltip: `Starting the lsp-agent server. ${click}` };
+    return { text: '$(loading~spin) Agent: starting', says: 'Starting the lsp-agent server.', actions: [] };
   }
   if (facts.server === 'stopped') {
-    return { text: '$(debug-disconnect) Agent: stopped', tooltip: `The lsp-agent server is not running. ${click}` };
+    return { text: '$(debug-disconnect) Agent: stopped', says: 'The lsp-agent server is not running.', actions: [link('Restart', 'lspAgent.restartServer')] };
   }
   if (facts.running) {
     const of = facts.maxSteps ? `${facts.step}/${facts.maxSteps}` : String(facts.step);
     return {
-      text: `$(sync~spin) Agent: running (step ${of})${queued}`,
-      tooltip: `A generation is running. Steer it, queue a follow-up or cancel it. ${click}`,
+      text: `$(sync~spin) Agent: running (step ${of})`,
+      says: `A task is running (step ${of}). Steer it, queue a follow-up or stop it.`,
+      actions: [link('Stop', 'lspAgent.cancel')],
+    };
+  }
+  if (facts.noModel) {
+    return {
+      text: '$(warning) Agent: choose a model',
+      says: 'No model is configured, so the agent cannot work yet.',
+      actions: [link('Choose a model', 'lspAgent.chooseModel')],
+      background: 'statusBarItem.warningBackground',
     };
   }
   if (facts.verification) {
     const stop = facts.stopReason ? ` (stop: ${facts.stopReason})` : '';
-    const view: StatusView = {
-      text: `${VERIFICATION_ICON[facts.verification]} Agent: ${facts.verification}${queued}`,
-      tooltip: `Last run: verification ${facts.verification}${stop}. ${click}`,
+    return {
+      text: `${VERIFICATION_ICON[facts.verification]} Agent: ${facts.verification}`,
+      says: `Last run: verification ${facts.verification}${stop}.`,
+      actions: [],
+      ...(facts.verification === 'failed' ? { background: 'statusBarItem.errorBackground' as const } : {}),
     };
-    if (facts.verification === 'failed') {
-      view.background = 'statusBarItem.errorBackground';
-    }
-    return view;
   }
-  return { text: `$(circle-outline) Agent: idle${queued}`, tooltip: `No run yet in this session. ${click}` };
+  return { text: '$(circle-outline) Agent: idle', says: 'No run yet in this session.', actions: [] };
+}
+
+export function statusView(facts: StatusFacts): StatusView {
+  const state = stateView(facts);
+  const suffixes: string[] = [];
+  const lines = [state.says];
+  if (facts.queued > 0) {
+    suffixes.push(`${facts.queued} queued`);
+  }
+  if (facts.waiting) {
+    suffixes.push(`${facts.waiting} waiting`);
+    lines.push(`${facts.waiting} prompt${facts.waiting === 1 ? '' : 's'} typed before the agent was ready: ${facts.waiting === 1 ? 'it runs' : 'they run'} when it is.`);
+  }
+  const ignored = facts.ignored ?? [];
+  if (ignored.length) {
+    suffixes.push('$(shield) project config ignored');
+    lines.push(`This workspace's own lsp-agent configuration is ignored until you trust it:\n${ignored.map((e) => `- ${escapeMarkdown(e)}`).join('\n')}`);
+  }
+  if (facts.note) {
+    suffixes.push(facts.note);
+  }
+  const actions = [link('Show the agent', 'lspAgent.showTranscript'), ...state.actions];
+  if (ignored.length) {
+    actions.push(link('Manage workspace trust', 'lspAgent.manageWorkspaceTrust'));
+  }
+  const view: StatusView = {
+    text: [state.text, ...suffixes].join(' · '),
+    tooltip: `${lines.join('\n\n')}\n\n${actions.join(' · ')} — click the item to show the agent.`,
+  };
+  if (state.background) {
+    view.background = state.background;
+  }
+  return view;
 }

@@ -1,6 +1,8 @@
 // HTML for the transcript webview: entries → escaped markup, and the page shell with its CSP.
 // Pure string building, so what the view shows is unit-tested without VS Code.
 
+import { DECISION_LABELS } from './approval.js';
+import type { ApprovalCard } from './approvalCards.js';
 import { renderMarkdown } from './markdown.js';
 import { finishSummary, firstLine, formatTokens, verificationNote } from './transcript.js';
 import type { Entry } from './transcript.js';
@@ -86,6 +88,69 @@ export function renderEntries(entries: readonly Entry[]): string {
     return '<div class="empty">No run yet. Type a task below and press Enter, or run “LSP Agent: Run Task”.</div>';
   }
   return entries.map(renderEntry).join('\n');
+}
+
+/**
+ * The open approval questions as cards: the exact command (or diff) as code, why it is asked,
+ * one real button per option (Tab / Shift+Tab / Enter / Space, no mouse needed), each described
+ * by what that choice covers. Nothing in it is focused by itself: a keystroke meant for the input
+ * never answers a question.
+ */
+export function renderApprovals(cards: readonly ApprovalCard[]): string {
+  return cards
+    .map((card) => {
+      const id = String(card.id);
+      const buttons = card.choices
+        .map(
+          (c) =>
+            `<button type="button" class="approve ${c.decision}" data-approval="${id}" data-decision="${c.decision}" aria-describedby="approval-${id}-${c.decision}">${escapeHtml(c.label)}</button>`,
+        )
+        .join('');
+      const covers = card.choices
+        .map((c) => `<li id="approval-${id}-${c.decision}"><b>${escapeHtml(DECISION_LABELS[c.decision])}</b>: ${escapeHtml(c.covers)}</li>`)
+        .join('');
+      return (
+        `<section class="entry approval" data-key="approval:${id}" role="group" aria-labelledby="approval-${id}-title" tabindex="-1">` +
+        `<div class="who" id="approval-${id}-title">The agent wants to ${escapeHtml(card.subject)} <span class="badge">approval</span></div>` +
+        `<pre><code class="approval-what">${escapeHtml(card.what)}</code></pre>` +
+        `<div class="why">Why you are asked: ${escapeHtml(card.why)}</div>` +
+        `<div class="actions">${buttons}</div><ul class="covers">${covers}</ul></section>`
+      );
+    })
+    .join('\n');
+}
+
+/** A prompt typed before the server or the model was there, with why it waits. */
+export interface WaitingView {
+  id: number;
+  text: string;
+}
+
+/**
+ * The waiting prompts below the transcript: each says why it waits and offers what unblocks it
+ * (choose a model), to try again now, or to take it back into the input for editing.
+ */
+export function renderWaiting(items: readonly WaitingView[], reason: string | undefined): string {
+  if (items.length === 0) {
+    return '';
+  }
+  const why = reason ?? 'sending…';
+  const choose = reason && /model/.test(reason)
+    ? '<button type="button" class="choose-model" data-command="lspAgent.chooseModel">Choose a model…</button>'
+    : '';
+  const rows = items.map((item) => {
+    const id = escapeHtml(String(item.id));
+    return (
+      `<div class="entry prompt waiting" data-key="waiting:${id}" role="group" aria-label="Waiting prompt">` +
+      `<div class="who">You <span class="badge">waiting</span> <span class="reason">${escapeHtml(why)}</span></div>` +
+      `<pre>${escapeHtml(item.text)}</pre>` +
+      `<div class="actions">${choose}` +
+      `<button type="button" class="send-waiting" data-command="lspAgent.sendWaiting" data-arg="${id}">Send now</button>` +
+      `<button type="button" class="withdraw-waiting" data-command="lspAgent.withdrawWaiting" data-arg="${id}" title="Take it back into the input">Edit</button>` +
+      `</div></div>`
+    );
+  });
+  return `<section class="waiting-prompts" aria-label="Prompts waiting to be sent">${rows.join('\n')}</section>`;
 }
 
 export interface ShellOptions {

@@ -9,6 +9,9 @@ import type { DocumentFacts, Host, InputOptions, PickItem } from './host.js';
 const FLASH_MS = 5000;
 
 export class VscodeHost implements Host {
+  /** Where notes go once the extension's status bar item exists (one item, not a second status entry). */
+  flashTo: ((message: string) => void) | undefined;
+
   async showInfo(message: string, ...actions: string[]): Promise<string | undefined> {
     return vscode.window.showInformationMessage(message, ...actions);
   }
@@ -22,6 +25,10 @@ export class VscodeHost implements Host {
   }
 
   flash(message: string): void {
+    if (this.flashTo) {
+      this.flashTo(message);
+      return;
+    }
     vscode.window.setStatusBarMessage(message, FLASH_MS);
   }
 
@@ -82,6 +89,10 @@ export class VscodeHost implements Host {
       return undefined;
     }
     return { uri: document.uri.toString(), path: vscode.workspace.asRelativePath(document.uri, false) };
+  }
+
+  remoteName(): string | undefined {
+    return vscode.env.remoteName;
   }
 
   async pickFile(options: { title: string; openLabel: string }): Promise<string | undefined> {

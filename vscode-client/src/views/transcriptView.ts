@@ -7,12 +7,14 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 
 import type { AgentClient } from '../agentClient.js';
+import type { ApprovalBroker } from '../approvalCards.js';
 import { CommandIds, INPUT_FOCUS_CONTEXT } from '../commands.js';
 import type { Composer, Host } from '../host.js';
 import { ReviewCommandIds } from '../review.js';
-import { statusFacts, statusView } from '../status.js';
-import type { ServerState } from '../status.js';
-import { renderEntries, renderShell } from '../transcriptHtml.js';
+import { statusView } from '../status.js';
+import type { StatusFacts } from '../status.js';
+import { renderApprovals, renderEntries, renderShell, renderWaiting } from '../transcriptHtml.js';
+import type { WaitingView } from '../transcriptHtml.js';
 
 export const TRANSCRIPT_VIEW_ID = 'lspAgent.transcript';
 
@@ -25,6 +27,9 @@ const WEBVIEW_COMMANDS = new Set<string>([
   CommandIds.showQueue,
   CommandIds.newSession,
   CommandIds.openSession,
+  CommandIds.chooseModel,
+  CommandIds.sendWaiting,
+  CommandIds.withdrawWaiting,
   ReviewCommandIds.review,
 ]);
 
@@ -34,6 +39,7 @@ type FromWebview =
   | { type: 'draftReply'; requestId: number; text: string }
   | { type: 'submit'; text: string }
   | { type: 'focus'; focused: boolean }
+  | { type: 'approve'; id: number; decision: string }
   | { type: 'command'; id: string; arg?: unknown };
 
 export class TranscriptView implements vscode.WebviewViewProvider, Composer, vscode.Disposable {
@@ -48,10 +54,29 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     private readonly extensionUri: vscode.Uri,
     private readonly client: AgentClient,
     private readonly host: Host,
-    private readonly serverState: () => ServerState,
+    private readonly facts: () => StatusFacts,
+    private readonly waiting: () => { items: readonly WaitingView[]; reason: string | undefined },
     private readonly onSubmit: (text: string) => Promise<boolean>,
+    private readonly approvals: ApprovalBroker,
   ) {
     this.subscriptions.push(client.onDidChange(() => this.scheduleRender()));
+  }
+
+  /** True while the view is on screen (an approval card is then enough, no notification). */
+  get visible(): boolean {
+    return this.view?.visible ?? false;
+  }
+
+  /** Bring the view forward with an approval card focused (from the notification's "Show"). */
+  async revealApproval(id: number): Promise<void> {
+    await vscode.commands.executeCommand(`${TRANSCRIPT_VIEW_ID}.focus`);
+    this.render();
+    void this.view?.webview.postMessage({ type: 'focusApproval', id });
+  }
+
+  /** Something the view draws besides the client's state changed (server, model, waiting prompts). */
+  refresh(): void {
+    this.scheduleRender();
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
@@ -101,6 +126,11 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     });
   }
 
+  setDraft(text: string): void {
+    this.lastDraft = text;
+    void this.view?.webview.postMessage({ type: 'setDraft', text });
+  }
+
   clearDraft(): void {
     this.lastDraft = '';
     void this.view?.webview.postMessage({ type: 'clearDraft' });
@@ -129,10 +159,16 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
       return;
     }
     const state = this.client.snapshot;
-    const status = statusView(statusFacts(this.serverState(), state, this.client.waitingCount));
+    const status = statusView(this.facts());
+    const waiting = this.waiting();
+    const entries = this.client.transcript.entries;
     void this.view.webview.postMessage({
       type: 'render',
-      html: renderEntries(this.client.transcript.entries),
+      // waiting prompts go last, where the next run's output will appear
+      html:
+        (entries.length === 0 && (waiting.items.length > 0 || this.approvals.pending.length > 0) ? '' : renderEntries(entries)) +
+        renderApprovals(this.approvals.pending) +
+        renderWaiting(waiting.items, waiting.reason),
       // codicon syntax ($(name)) means nothing in a webview: keep the words
       status: status.text.replace(/\$\([^)]*\)\s*/g, ''),
       running: state.running,
@@ -164,6 +200,10 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
         return;
       case 'focus':
         void this.host.setContext(INPUT_FOCUS_CONTEXT, message.focused);
+        return;
+      case 'approve':
+        // the broker checks that the question is open and the choice was offered
+        this.approvals.answer(message.id, message.decision);
         return;
       case 'command':
         if (WEBVIEW_COMMANDS.has(message.id)) {

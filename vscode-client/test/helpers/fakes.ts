@@ -127,9 +127,20 @@ export class FakeHost implements Host {
 
   readonly executed: { command: string; args: unknown[] }[] = [];
 
+  /** commands that fail as an unknown command would (e.g. the Remote settings outside a remote window) */
+  readonly unknownCommands = new Set<string>();
+  remote: string | undefined;
+
   executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
     this.executed.push({ command, args });
+    if (this.unknownCommands.has(command)) {
+      return Promise.reject(new Error(`command '${command}' not found`));
+    }
     return Promise.resolve(undefined);
+  }
+
+  remoteName(): string | undefined {
+    return this.remote;
   }
 
   last(level?: FakeHost['messages'][number]['level']): string | undefined {
@@ -149,5 +160,9 @@ export class FakeComposer implements Composer {
   clearDraft(): void {
     this.text = '';
     this.cleared += 1;
+  }
+
+  setDraft(text: string): void {
+    this.text = text;
   }
 }

@@ -103,6 +103,13 @@ export function createVscodeStub(
       ThemeColor: class {
         constructor(readonly id: string) {}
       },
+      MarkdownString: class {
+        isTrusted: unknown = false;
+        constructor(
+          readonly value: string,
+          readonly supportThemeIcons = false,
+        ) {}
+      },
       TreeItem: class {
         constructor(
           readonly label: string,
@@ -115,13 +122,17 @@ export function createVscodeStub(
       window: {
         createOutputChannel: channel,
         createStatusBarItem: () => {
-          const item = { text: '', show: () => undefined, hide: () => undefined, dispose: () => undefined };
+          const item = { text: '', tooltip: undefined as unknown, show: () => undefined, hide: () => undefined, dispose: () => undefined };
           record.statusItems.push(item);
           return item;
         },
         createTreeView: (id: string) => {
           record.treeViews.push(id);
           return { dispose: () => undefined };
+        },
+        registerTreeDataProvider: (id: string) => {
+          record.treeViews.push(id);
+          return disposable;
         },
         registerWebviewViewProvider: (id: string) => {
           record.webviewViews.push(id);

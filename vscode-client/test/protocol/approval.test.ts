@@ -1,13 +1,16 @@
-// agent/requestApproval against the real Python server: the client's own handler (approval.ts)
-// with a stand-in for VS Code's modal; the button picked decides whether the command runs.
+// agent/requestApproval against the real Python server: the client's own handler (the inline
+// cards of approvalCards.ts) with a stand-in surface; the button picked decides whether the
+// command runs.
 
 import assert from 'node:assert/strict';
 import { existsSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 
-import { REQUEST_APPROVAL, requestApproval } from '../../src/approval.js';
-import type { ApprovalWindow, RequestApprovalParams } from '../../src/approval.js';
+import { REQUEST_APPROVAL } from '../../src/approval.js';
+import type { RequestApprovalParams } from '../../src/approval.js';
+import { ApprovalBroker } from '../../src/approvalCards.js';
+import type { CancellationToken } from 'vscode-jsonrpc';
 import { Editor, fixture, serverMethods, workspace } from './harness.js';
 
 const offered = serverMethods().has(REQUEST_APPROVAL);
@@ -15,16 +18,26 @@ const TEST = { timeout: 90_000, skip: offered ? false : `this lsp-agent server d
 
 async function runWith(
   button: string | undefined | ((items: string[]) => string | undefined),
+  settings: Record<string, unknown> = {},
 ): Promise<{ asked: RequestApprovalParams[]; state: Record<string, unknown>; made: boolean }> {
   const root = workspace();
-  const editor = await Editor.start(root, { model: 'scripted/demo', script: fixture('approval.json'), approvalPolicy: 'untrusted' });
+  const editor = await Editor.start(root, { model: 'scripted/demo', script: fixture('approval.json'), approvalPolicy: 'untrusted', ...settings });
   const asked: RequestApprovalParams[] = [];
-  const modal: ApprovalWindow = {
-    showWarningMessage: (_message, _options, ...items) => Promise.resolve(typeof button === 'function' ? button(items) : button),
-  };
-  editor.connection.onRequest(REQUEST_APPROVAL, (params: RequestApprovalParams) => {
+  // The card's buttons, pressed as soon as it shows (or never, when `button` is undefined: the server's timeout denies).
+  const broker: ApprovalBroker = new ApprovalBroker({ viewVisible: () => true, notify: () => Promise.resolve(undefined), reveal: () => undefined });
+  broker.onDidChange(() => {
+    for (const card of broker.pending) {
+      const labels = card.choices.map((c) => c.label);
+      const picked = typeof button === 'function' ? button(labels) : button;
+      const choice = card.choices.find((c) => c.label === picked);
+      if (choice) {
+        setImmediate(() => broker.answer(card.id, choice.decision));
+      }
+    }
+  });
+  editor.connection.onRequest(REQUEST_APPROVAL, (params: RequestApprovalParams, token: CancellationToken) => {
     asked.push(params);
-    return requestApproval(params, modal);
+    return broker.ask(params, token);
   });
   try {
     const started = await editor.client.run('make the file');
@@ -51,9 +64,9 @@ describe('protocol: agent/requestApproval with the real server', () => {
     assert.equal(made, true);
   });
 
-  it('Deny, or the dialog dismissed: nothing ran', TEST, async () => {
-    for (const button of ['Deny', undefined]) {
-      const { state, made } = await runWith(button);
+  it('Deny, or no answer before approvalTimeoutS: nothing ran', TEST, async () => {
+    for (const [button, settings] of [['Deny', {}], [undefined, { approvalTimeoutS: 1 }]] as const) {
+      const { state, made } = await runWith(button, settings);
       assert.equal(state.errorKind, 'denied');
       assert.equal(made, false);
     }

@@ -68,6 +68,9 @@ describe('the bundled extension, activated against a stand-in vscode', () => {
     // `require('vscode')` inside the bundle resolves to this module.
     mkdirSync(path.join(dir, 'node_modules', 'vscode'), { recursive: true });
     writeFileSync(path.join(dir, 'node_modules', 'vscode', 'index.js'), 'module.exports = globalThis.__lspAgentVscodeStub;\n');
+    // a workspace with lsp-agent config: a failed start is said in a notification (elsewhere only in the status item and the welcome view)
+    mkdirSync(path.join(dir, '.lsp-agent'), { recursive: true });
+    writeFileSync(path.join(dir, '.lsp-agent', 'config.toml'), '');
     const stub = createVscodeStub({ python: path.join(dir, 'no-such-python') }, dir);
     record = stub.record;
     (globalThis as Record<string, unknown>).__lspAgentVscodeStub = stub.vscode;
@@ -107,9 +110,9 @@ describe('the bundled extension, activated against a stand-in vscode', () => {
   it('provides every contributed view', () => {
     const views = Object.values(manifest.contributes.views).flat();
     assert.deepEqual(record.webviewViews, views.filter((v) => v.type === 'webview').map((v) => v.id));
-    assert.deepEqual(record.treeViews, views.filter((v) => v.type !== 'webview').map((v) => v.id));
-    // the status, the Stop button shown while a task runs, and the "project config ignored" item
-    assert.equal(record.statusItems.length, 3);
+    assert.deepEqual([...record.treeViews].sort(), views.filter((v) => v.type !== 'webview').map((v) => v.id).sort());
+    // one status item for everything: state and step, Stop (in its tooltip), the ignored project config, notes
+    assert.equal(record.statusItems.length, 1);
     // the before-text of Review Changes' diffs
     assert.deepEqual(record.contentProviders, ['lsp-agent-before']);
   });
@@ -126,11 +129,14 @@ describe('the bundled extension, activated against a stand-in vscode', () => {
     const error = record.messages.find((m) => m.level === 'error');
     assert.match(error!.text, /^LSP Agent: The Python interpreter ".*no-such-python" was not found\. Fix: set "lspAgent.python"/);
     assert.equal(record.statusItems[0]!.text, '$(warning) Agent: server failed');
+    // the welcome view for a missing server shows (package.json's viewsWelcome)
+    assert.equal(record.contexts.get('lspAgent.setup'), 'noServer');
   });
 
-  it('a command without a server says so instead of throwing', async () => {
+  it('a task given without a server waits, visibly, instead of being thrown away', async () => {
     await record.commands.get('lspAgent.runTask')!();
-    assert.match(record.messages.at(-1)!.text, /server is not running/);
+    assert.match(record.statusItems[0]!.text, /Agent: server failed · 1 waiting · prompt waiting for the server/);
+    assert.ok(!record.messages.some((m) => m.level === 'error' && /Run Task/.test(m.text)), 'no error: the prompt is kept');
   });
 
   it('Review Changes and Open Past Session are wired: no run yet / no server are said, not thrown', async () => {

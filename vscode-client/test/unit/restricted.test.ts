@@ -60,7 +60,9 @@ describe('Restricted Mode: the workspace cannot choose the program the extension
   ): Promise<{ record: StubRecord; canary: string; extension: Extension }> {
     const case_ = path.join(dir, name);
     const ws = path.join(case_, 'ws');
-    mkdirSync(ws, { recursive: true });
+    mkdirSync(path.join(ws, '.lsp-agent'), { recursive: true });
+    // lsp-agent config (which also activates the extension): a failed start is then said in a notification
+    writeFileSync(path.join(ws, '.lsp-agent', 'config.toml'), '');
     const canary = path.join(case_, 'canary');
     writeFileSync(path.join(ws, 'evil-python'), `#!/bin/sh\necho ran > '${canary}'\nexit 1\n`);
     chmodSync(path.join(ws, 'evil-python'), 0o755);
