@@ -2,44 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from acp.schema import SessionMode, SessionModeState
 
 from lsp_agent.settings.config import Settings
+from lsp_agent.settings.modes import ACP_MODES, by_id
+from lsp_agent.settings.modes import apply as apply_mode
+from lsp_agent.settings.modes import current as shared_current
 
-
-@dataclass(frozen=True)
-class Mode:
-    id: str
-    name: str
-    description: str
-    approval: str
-    sandbox: str
-
-
-MODES = (
-    Mode("read-only", "Read only", "no edits: the edit tools refuse and commands run in a read-only sandbox; "
-         "ask when a call steps outside it",
-         "on-request", "read-only"),
-    Mode("untrusted", "Ask before commands", "every command is approved first (workspace-write sandbox)",
-         "untrusted", "workspace-write"),
-    Mode("on-request", "Default", "sandboxed commands run; ask only when a call steps outside the sandbox",
-         "on-request", "workspace-write"),
-    Mode("on-failure", "Retry outside the sandbox", "as Default, and a command that failed in the sandbox may be "
-         "re-run without it once approved", "on-failure", "workspace-write"),
-    Mode("never", "Never ask", "never ask: what would need an approval is refused", "never", "workspace-write"),
-    Mode("full-access", "Full access", "commands run WITHOUT a sandbox; ask as Default", "on-request",
-         "danger-full-access"),
-)
-BY_ID = {m.id: m for m in MODES}
+MODES = ACP_MODES
+BY_ID = by_id(MODES)
 
 
 def current(settings: Settings) -> str:
-    for mode in MODES:
-        if mode.approval == settings.approval_policy and mode.sandbox == settings.sandbox_mode:
-            return mode.id
-    return f"{settings.approval_policy}+{settings.sandbox_mode}"  # configured outside the named pairs
+    return shared_current(settings, MODES)
 
 
 def state(settings: Settings) -> SessionModeState:
@@ -51,5 +26,4 @@ def state(settings: Settings) -> SessionModeState:
 
 
 def apply(settings: Settings, mode_id: str) -> Settings:
-    mode = BY_ID[mode_id]
-    return settings.model_copy(update={"approval_policy": mode.approval, "sandbox_mode": mode.sandbox})
+    return apply_mode(settings, BY_ID[mode_id])

@@ -78,7 +78,7 @@ async def discover_server(provider: Provider, settings: Settings) -> ServerFacts
 
     if not isinstance(provider, HttpStreamingProvider) or not provider.config.discover:
         return None
-    return await discover(provider.config, provider.model or settings.model)
+    return await discover(provider.config, provider.model or settings.model, provider_name=provider.provider_name)
 
 
 def run_header(env: Environment, server: ServerFacts | None) -> str:

@@ -41,6 +41,21 @@ _SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)", re.DOTALL)
 COMPACT_DESCRIPTION_CHARS = 240
 
 
+#: What the model is told in the editor's Plan and Ask modes, after the instructions. The harness enforces
+#: the limits whatever the model makes of this; the note only saves the model from learning them by refusal.
+MODE_NOTES = {
+    "plan": "\nMode: Plan. Do not change anything: no edits, only read-only commands. Investigate, then end "
+            "with a message whose first line is `## Plan` followed by numbered steps the user can run in Agent "
+            "mode as they are.",
+    "ask": "\nMode: Ask. Answer the user's question from reading the workspace. Do not change anything; no "
+           "command runs in this mode.",
+}
+
+
+def mode_note(mode: str) -> str:
+    return MODE_NOTES.get(mode, "")
+
+
 def instructions_for(profile: str) -> str:
     return COMPACT_INSTRUCTIONS if profile == "compact" else BASE_INSTRUCTIONS
 

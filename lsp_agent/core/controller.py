@@ -55,13 +55,21 @@ def _describe_validation(exc: ValidationError, tool: Tool[Any]) -> str:
             f"Allowed parameters: {allowed}. Fix the arguments and call again.")
 
 
-def read_only_refusal(tool_name: str) -> str:
+def read_only_refusal(tool_name: str, mode: str = "agent") -> str:
     # The mode promises an unchanged workspace: the agent's own edit tools obey it as the sandbox
     # makes commands obey it, and the model learns why and whom to ask instead of retrying.
+    if mode in ("plan", "ask"):
+        return (f"refused: {tool_name}. This session is in {mode.capitalize()} mode: no tool may change the "
+                "workspace. Do not retry any edit; describe the change you would make instead. The user can "
+                "switch to Agent mode (the editor's mode picker) to let the agent edit.")
     return (f"refused: {tool_name}. This session is in read-only mode (sandboxMode = \"read-only\"): "
             "no tool may change the workspace. Do not retry any edit; describe the change you would make "
             "instead. The user can allow edits by choosing another mode (the editor's mode picker, "
             "`--sandbox workspace-write`, or sandboxMode in the user's settings).")
+
+
+ASK_MODE_COMMANDS = ("This session is in Ask mode: no command runs. Answer from the files you can read; "
+                     "the user can switch to Plan or Agent mode to let commands run.")
 
 
 def check(call: ToolCallPart, registry: ToolRegistry, ctx: ToolContext) -> Accepted | Rejection:
@@ -89,7 +97,7 @@ def check(call: ToolCallPart, registry: ToolRegistry, ctx: ToolContext) -> Accep
         return Rejection(ErrorKind.PARAMETER_MISMATCH, _describe_validation(exc, tool))
     writes = tool.access is Access.WRITE
     if writes and ctx.settings.sandbox_mode == "read-only":
-        return Rejection(ErrorKind.DENIED, read_only_refusal(tool.name))
+        return Rejection(ErrorKind.DENIED, read_only_refusal(tool.name, ctx.settings.mode))
     try:
         paths = list(tool.paths(args))
     except (OSError, ValueError) as exc:  # a tool's path listing must not end the run
@@ -129,6 +137,8 @@ def _command_refusal(tool: Tool[Any], args: StrictArgs, ctx: ToolContext) -> Rej
         if any("\x00" in arg for arg in argv):
             return Rejection(ErrorKind.PARAMETER_MISMATCH, "the command contains a NUL byte.")
         shown = shlex.join(argv)
+        if ctx.settings.mode == "ask":
+            return Rejection(ErrorKind.DENIED, f"refused: {shown}. {ASK_MODE_COMMANDS}")
         if ctx.command_policy is None:
             return Rejection(ErrorKind.DENIED, f"refused: {shown}. No command may run in this session.")
         refusal = ctx.command_policy(argv, ctx.settings, ctx.root)

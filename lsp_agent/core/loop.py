@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from lsp_agent.context.handoff import prepare_handoff, same_failure_streak
-from lsp_agent.context.instructions import instructions_for, specs_for
+from lsp_agent.context.instructions import instructions_for, mode_note, specs_for
 from lsp_agent.context.manager import ContextManager, ContextOverflow
 from lsp_agent.context.project_instructions import read_project_instructions
 from lsp_agent.context.reminders import reminders
@@ -118,7 +118,8 @@ def make_request(env: Environment, resolution: CapabilityResolution, messages: l
                  tail: list[str] | None = None, tools: ToolRegistry | None = None) -> ModelRequest:
     """Static content first (instructions, tools), then the model-visible history, then the tail."""
     profile = env.settings.instruction_profile
-    instructions = instructions_for(profile) + (f"\n{CONTEXT_PACK}" if resolution.context_pack else "")
+    instructions = (instructions_for(profile) + mode_note(env.settings.mode)
+                    + (f"\n{CONTEXT_PACK}" if resolution.context_pack else ""))
     tools = tools or env.registry
     # Constructed, not validated: every value is already typed, and validating the history re-checked
     # every message of it at every step.

@@ -22,6 +22,7 @@ from lsp_agent.protocol import (
     mcp_models,
     methods,
     models,
+    provider_models,
     skill_models,
     steering,
     trust_models,
@@ -118,6 +119,7 @@ METHODS: tuple[MethodDoc, ...] = (
               "of testing stale files."),
     MethodDoc(*approval_models.METHOD_DOC),  # approval policy
     *(MethodDoc(*doc) for doc in trust_models.METHOD_DOCS),  # workspace trust
+    *(MethodDoc(*doc) for doc in provider_models.METHOD_DOCS),  # models, keys, modes
     MethodDoc(methods.COMMAND_FIX_DIAGNOSTIC, "command", "client → server (workspace/executeCommand)",
               models.FixDiagnosticArgs, models.RunResult,
               "Offered by the code action \"Ask the agent to fix this\" on `lsp-agent` diagnostics; starts "

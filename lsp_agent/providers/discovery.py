@@ -10,11 +10,11 @@ means "not reported" and configuration applies.
 from __future__ import annotations
 
 import asyncio
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from lsp_agent.domain import bounded_json
+from lsp_agent.providers import keys
 from lsp_agent.providers.http_client import httpx, new_client
 from lsp_agent.settings.config import ProviderConfig
 
@@ -84,10 +84,11 @@ async def _json(client: httpx.AsyncClient, method: str, url: str, headers: dict[
         return None
 
 
-async def discover(config: ProviderConfig, model: str, *, timeout_s: float = _TIMEOUT_S) -> ServerFacts:
+async def discover(config: ProviderConfig, model: str, *, timeout_s: float = _TIMEOUT_S,
+                   provider_name: str | None = None) -> ServerFacts:
     """Ask the server; a ServerFacts with None fields when it says nothing (or does not answer)."""
     headers = dict(config.headers)
-    key = os.environ.get(config.api_key_env or "LSP_AGENT_API_KEY")
+    key = keys.api_key(provider_name, config.api_key_env or "LSP_AGENT_API_KEY")
     if key:
         headers["Authorization"] = f"Bearer {key}"
     base, root = config.base_url.rstrip("/"), _root(config.base_url)

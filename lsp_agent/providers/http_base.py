@@ -35,6 +35,7 @@ from lsp_agent.domain.ports import (
     ReplyDone,
     TextDelta,
 )
+from lsp_agent.providers import keys
 from lsp_agent.providers.http_client import httpx, new_client
 from lsp_agent.providers.sse import SSEDecoder, SSEEvent
 from lsp_agent.providers.text_calls import TextCallParser
@@ -100,6 +101,8 @@ class ProviderOptions(TypedDict, total=False):
     rng: random.Random | None
     #: Output-token limit sent with every request; None: the configuration's, else 4096.
     max_output_tokens: int | None
+    #: whose key an editor may have handed over (providers/keys.py)
+    provider_name: str | None
 
 
 class StreamProblem(Exception):
@@ -361,7 +364,7 @@ def context_hint(detail: str, raw: bytes) -> str | None:
 
 
 def _hint(status: int, detail: str, raw: bytes, url: str, base_url: str, protocol: str,
-          key_env: str) -> str | None:
+          key_env: str, editor_key: bool = False) -> str | None:
     """What the user can do about an HTTP error, where it is known."""
     if status == 404:
         if protocol == "responses":
@@ -372,6 +375,8 @@ def _hint(status: int, detail: str, raw: bytes, url: str, base_url: str, protoco
                     f"(try {base_url.rstrip('/')}/v1)")
         return "check the base URL and the model name"
     if status in (401, 403):
+        if editor_key:
+            return "the server refused the key entered in the editor for this provider: enter it again"
         if not os.environ.get(key_env):
             return f"the server wants an API key: set the environment variable {key_env} (it is unset)"
         return f"the server refused the API key in {key_env}: check it"
@@ -381,11 +386,11 @@ def _hint(status: int, detail: str, raw: bytes, url: str, base_url: str, protoco
 
 
 def http_error(status: int, raw: bytes, *, url: str, base_url: str, protocol: str, key_env: str,
-               attempts: int) -> ProviderError:
+               attempts: int, editor_key: bool = False) -> ProviderError:
     """The error for a non-2xx status: the URL, the server's message and, where known, the fix."""
     detail = error_message(raw)
     message = f"{url} answered HTTP {status}: {detail}"
-    hint = _hint(status, detail, raw, url, base_url, protocol, key_env)
+    hint = _hint(status, detail, raw, url, base_url, protocol, key_env, editor_key)
     if hint:
         message += f" -- {hint}"
     return ProviderError(ProviderErrorKind.HTTP_STATUS, message, status=status, attempts=attempts)
@@ -464,8 +469,11 @@ class HttpStreamingProvider(ABC):
         client: httpx.AsyncClient | None = None,
         rng: random.Random | None = None,
         max_output_tokens: int | None = None,
+        provider_name: str | None = None,
     ) -> None:
         self.config = config
+        #: whose key an editor may have handed over (providers/keys.py); None: the environment only
+        self.provider_name = provider_name
         self.model = model
         self.label = label or (f"{self.protocol}:{model}" if model else self.protocol)
         self.retry = retry or RetryPolicy()
@@ -605,7 +613,7 @@ class HttpStreamingProvider(ABC):
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        key = os.environ.get(self.config.api_key_env or DEFAULT_API_KEY_ENV)
+        key = keys.api_key(self.provider_name, self.config.api_key_env or DEFAULT_API_KEY_ENV)
         if key:
             headers["Authorization"] = f"Bearer {key}"
         headers.update(self.config.headers)
@@ -680,7 +688,8 @@ class HttpStreamingProvider(ABC):
                 raw = await _read_bounded(response)
                 failure = http_error(status, raw, url=self.url, base_url=self.config.base_url,
                                      protocol=self.protocol, key_env=self.config.api_key_env or DEFAULT_API_KEY_ENV,
-                                     attempts=attempt)
+                                     attempts=attempt, editor_key=self.provider_name is not None
+                                     and keys.has_key(self.provider_name))
                 if request_is_the_problem(status, error_message(raw)):
                     raise failure  # the same bytes would fail the same way
                 retry_after = parse_retry_after(response.headers)

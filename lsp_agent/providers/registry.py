@@ -206,7 +206,9 @@ def build_provider(settings: Settings, name: str, *, base_url: str | None = None
         from lsp_agent.providers.responses import ResponsesProvider
 
         return ResponsesProvider(config, model=resolved.model_id, label=label, max_output_tokens=limit,
-                                 reasoning_items=resolved.info.reasoning is not False)
+                                 reasoning_items=resolved.info.reasoning is not False,
+                                 provider_name=resolved.provider_name)
     from lsp_agent.providers.chat_completions import ChatCompletionsProvider
 
-    return ChatCompletionsProvider(config, model=resolved.model_id, label=label, max_output_tokens=limit)
+    return ChatCompletionsProvider(config, model=resolved.model_id, label=label, max_output_tokens=limit,
+                                   provider_name=resolved.provider_name)

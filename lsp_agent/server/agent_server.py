@@ -53,6 +53,8 @@ from lsp_agent.server.line_document import LineDocument, LineWorkspace
 from lsp_agent.server.notify import LspEventSink
 from lsp_agent.server.watch import OwnWrites, Watcher
 from lsp_agent.settings.config import Settings, inspect_workspace
+from lsp_agent.settings.modes import EDITOR_MODES, Intent, by_id
+from lsp_agent.settings.modes import apply as apply_mode
 from lsp_agent.settings.paths import workspace_dir
 from lsp_agent.settings.workspace_trust import HOW_TO_TRUST, WorkspaceView, ignored_line
 from lsp_agent.store.db import Store
@@ -194,6 +196,8 @@ class Runtime:
     provider_problem: str | None = None
 
 
+EDITOR_MODES_BY_ID = by_id(EDITOR_MODES)
+
 #: how often a server whose store could not be opened tries again (on a request that needs it)
 STORE_RETRY_S = 1.0
 
@@ -222,6 +226,8 @@ class AgentServer(LanguageServer):
         self.editor_distrusts = False
         self._background: set[asyncio.Future[None]] = set()
         self.lifecycle = Lifecycle()
+        #: the editor's mode (agent/mode), laid over the settings every time they are resolved
+        self.mode: Intent = "agent"
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -288,6 +294,7 @@ class AgentServer(LanguageServer):
         self.init_options = _with_absolute_script(options, root)
         self.trust_view = self.inspect_trust(root)
         settings, problems = layered.resolve(root, self.init_options, None, self.trust_view)
+        settings = self.in_mode(settings)
         provider, problem = self._provider(settings)
         caps = EditorCaps.of(params.capabilities)
         window = params.capabilities.window
@@ -400,6 +407,9 @@ class AgentServer(LanguageServer):
                        else f"model {settings.model!r} cannot be used: {exc.message}")
             return unconfigured(problem), problem
 
+    def in_mode(self, settings: Settings) -> Settings:
+        return apply_mode(settings, EDITOR_MODES_BY_ID[self.mode])
+
     def change_settings(self, section: Any) -> None:
         """A new `lspAgent` section: applies to generations started from now on."""
         rt = self.runtime()
@@ -425,6 +435,7 @@ class AgentServer(LanguageServer):
         rt = self.runtime()
         self.trust_view = view = view or self.inspect_trust(rt.root)
         settings, problems = layered.resolve(rt.root, self.init_options, self.client_section, view)
+        settings = self.in_mode(settings)
         provider, problem = self._provider(settings)
         rt.provider_problem = problem
         rt.agent.reconfigure(settings=settings, provider=provider, registry=default_registry(settings),

@@ -13,7 +13,7 @@ from lsp_agent.server.agent_server import AgentServer
 from lsp_agent.server.framing import TransportLimits
 from lsp_agent.server.transport import serve_stdio, serve_tcp
 
-HANDLER_MODULES = ("context_methods", "lifecycle", "mcp_methods", "methods", "rpc", "skill_methods",
+HANDLER_MODULES = ("context_methods", "lifecycle", "mcp_methods", "methods", "model_methods", "rpc", "skill_methods",
                    "steering_methods", "trust_methods")
 
 
@@ -30,6 +30,7 @@ def create_server() -> AgentServer:
         lifecycle,
         mcp_methods,
         methods,
+        model_methods,
         skill_methods,
         steering_methods,
         trust_methods,
@@ -38,7 +39,7 @@ def create_server() -> AgentServer:
 
     server = AgentServer()
     install(server, lifecycle.routes, methods.routes, steering_methods.routes, skill_methods.routes,
-            context_methods.routes, mcp_methods.routes, trust_methods.routes)
+            context_methods.routes, mcp_methods.routes, trust_methods.routes, model_methods.routes)
     server.lifecycle.participants.append(skill_methods.SkillWatch())
     server.lifecycle.participants.append(trust_methods.TrustWatch())
     server.lifecycle.code_actions.append(skill_methods.skill_actions)

@@ -282,6 +282,11 @@ class Settings(_Section):
                     "would leave the sandbox or may change things through MCP), on-failure (also offer to re-run "
                     "a command that failed in the sandbox without it), never (never ask; such calls are refused "
                     "or run without the escalation). See docs/security.md.")
+    mode: Literal["agent", "plan", "ask"] = Field(
+        "agent",
+        description="The kind of work asked for: agent (edit and run under the policies above), plan (read, run "
+                    "read-only commands, end with a plan), ask (read and answer; no command runs). An editor sets "
+                    "it with its mode picker, together with the read-only sandbox plan and ask need.")
     approval_timeout_s: float = Field(
         300, gt=0, le=86_400, alias="approvalTimeoutS",
         description="Seconds to wait for an approval; no answer by then is a deny.")
@@ -296,7 +301,7 @@ class Settings(_Section):
 #: (settings/workspace_gate.py) is ignored until trusted anyway.
 SANDBOX_KEYS = ("sandbox_mode", "sandboxMode", "sandbox_network", "sandboxNetwork",
                 "sandbox_readable_roots", "sandboxReadableRoots", "approval_policy", "approvalPolicy",
-                "approvals", "tools.sensitive_paths")
+                "approvals", "tools.sensitive_paths", "mode")
 
 
 def user_config_path() -> Path:
