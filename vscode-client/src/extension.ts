@@ -27,6 +27,9 @@ import { StatusBar, currentFacts } from './views/statusBar.js';
 import { SETUP_VIEW_ID, SetupView } from './views/setupView.js';
 import { TRUST_COMMAND, WorkspaceTrust } from './trust.js';
 import { TRANSCRIPT_VIEW_ID, TranscriptView } from './views/transcriptView.js';
+import { SET_PROVIDER_KEY, TEST_CONNECTION, ModelsAndKeys } from './models.js';
+import { CHOOSE_MODE, MODE_LABELS, Modes } from './modes.js';
+import { modelsDeps } from './modelsHost.js';
 
 const SESSION_KEY = 'lspAgent.sessionID';
 const SETTINGS_DEBOUNCE_MS = 750;
@@ -96,6 +99,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   host.flashTo = (message: string): void => status.flash(message);
   server.onNoModel = (): void => cmds.noModel();
   const setup = new SetupView();
+  const models = new ModelsAndKeys(modelsDeps(context, (method, params) => agent.send(method, params)));
+  const modes = new Modes({ ...modelsDeps(context, (method, params) => agent.send(method, params)), memory: { get: (key) => context.workspaceState.get(key), update: async (key, value) => context.workspaceState.update(key, value) } });
+  const showMode = (): void => transcript.setModeLabel(modes.mode === 'agent' ? undefined : `${MODE_LABELS[modes.mode]} mode`);
+  modes.onDidChange(showMode);
+  showMode();
 
   context.subscriptions.push(
     log.channel,
@@ -134,6 +142,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
       if (state === 'ready') {
         void restoreSession(context, agent, log.logger);
+        // a new server process holds no key and starts in Agent mode: give it the workspace's again
+        void models.sendStoredKeys().catch((error: unknown) => log.logger.warn(`provider keys: ${String(error)}`));
+        void modes.restore().catch((error: unknown) => log.logger.warn(`agent/mode: ${String(error)}`));
       }
     }),
     agent.onDidChange(() => {
@@ -187,7 +198,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const mcp = new McpCommands(host, agent, log.logger);
   register(McpCommandIds.list, () => mcp.list());
   register(TRUST_COMMAND, () => trust.manage());
-  register(CommandIds.chooseModel, () => cmds.chooseModel());
+  // Without a running server there is nobody to ask for models: the setting opens instead.
+  register(CommandIds.chooseModel, () => (server.state === 'ready' ? models.chooseModel().then(() => undefined) : cmds.chooseModel()));
+  register(SET_PROVIDER_KEY, (provider?: string) => models.setProviderKey(typeof provider === 'string' ? provider : undefined));
+  register(TEST_CONNECTION, (provider?: string) => models.testConnection(typeof provider === 'string' ? provider : undefined));
+  register(CHOOSE_MODE, () => modes.chooseMode());
   register(CommandIds.openPythonSetting, () => cmds.openPythonSetting());
   register(CommandIds.sendWaiting, () => cmds.sendWaiting());
   register(CommandIds.withdrawWaiting, (id?: string) => cmds.withdrawWaiting(id));

@@ -175,6 +175,13 @@ export interface InvalidatedBy {
   tool?: string | null;
 }
 
+export interface ListFailureOut {
+  /** `no_base_url`, `connection` (nothing answers), `timeout`, `needs_key`, `key_refused`, `http_status`, `malformed`. */
+  kind: 'no_base_url' | 'connection' | 'timeout' | 'needs_key' | 'key_refused' | 'http_status' | 'malformed';
+  /** What happened and what to do, for the user. */
+  message: string;
+}
+
 /** No fields; params may be omitted. */
 export interface ListParams {
 
@@ -227,6 +234,43 @@ export interface MessageOut {
   parts: (TextPartOut | ReasoningPartOut | ToolCallPartOut | ToolResultPartOut)[];
 }
 
+export interface ModeOut {
+  id: 'agent' | 'plan' | 'ask';
+  name: string;
+  description: string;
+}
+
+export interface ModeParams {
+  /** Switch to this mode; omitted: only report the current one. */
+  mode?: 'agent' | 'plan' | 'ask' | null;
+}
+
+export interface ModeResult {
+  /** The mode generations started from now on work in. */
+  mode: 'agent' | 'plan' | 'ask';
+  modes: ModeOut[];
+}
+
+export interface ModelOut {
+  /** `provider/model`, as `lspAgent.model` takes it. */
+  name: string;
+  provider: string;
+  /** `current` (the model in use), `configured` (declared in the settings), `known` (the built-in table), `server` (its /v1/models). */
+  source: 'current' | 'configured' | 'known' | 'server';
+}
+
+export interface ModelsParams {
+  /** Only this provider, and ask its server even when it would not be asked otherwise ("test the connection"). Omitted: every provider. */
+  provider?: string | null;
+}
+
+export interface ModelsResult {
+  /** The model the next run uses; null when none is configured. */
+  current?: string | null;
+  models: ModelOut[];
+  providers: ProviderOut[];
+}
+
 export interface NameParams {
   /** The candidate's name (lowercase letters, digits, hyphens; at most 64). */
   name: string;
@@ -248,6 +292,36 @@ export interface ProposeParams {
   text?: string | null;
   /** A file URI of the proposal: its open document's text, else the file. */
   uri?: string | null;
+}
+
+export interface ProviderKeyParams {
+  /** The provider the key is for (`openai`, or a name from `providers`). */
+  provider: string;
+  /** The API key; null forgets the one given before. Kept in the server's memory only, never written nor logged. */
+  key?: string | null;
+}
+
+export interface ProviderKeyResult {
+  provider: string;
+  /** Whether the server now holds a key for the provider from the editor. */
+  keySet: boolean;
+}
+
+export interface ProviderOut {
+  name: string;
+  /** Where its OpenAI-compatible API is; null when none is known. */
+  baseUrl?: string | null;
+  /** Where the key sent comes from: given by the editor (agent/providerKey), the provider's environment variable, or none. */
+  key: 'editor' | 'environment' | 'none';
+  /** The environment variable it reads a key from. */
+  keyEnv?: string | null;
+  /** Whether its server was asked for its models this time. */
+  asked: boolean;
+  /** How many models its server listed. */
+  models: number;
+  /** The server listed more models than are returned. */
+  truncated: boolean;
+  failure?: ListFailureOut | null;
 }
 
 /** Queue a message. On an idle session with nothing queued ahead it starts at once. */
@@ -817,6 +891,9 @@ export interface MethodTypes {
   'agent/requestApproval': { kind: 'request'; params: RequestApprovalParams; result: RequestApprovalResult };
   'agent/workspaceTrust': { kind: 'request'; params: WorkspaceTrustParams; result: WorkspaceTrustState };
   'agent/workspaceTrustChanged': { kind: 'notification'; params: WorkspaceTrustState; result: void };
+  'agent/models': { kind: 'request'; params: ModelsParams; result: ModelsResult };
+  'agent/providerKey': { kind: 'request'; params: ProviderKeyParams; result: ProviderKeyResult };
+  'agent/mode': { kind: 'request'; params: ModeParams; result: ModeResult };
   'lsp-agent.fixDiagnostic': { kind: 'command'; params: FixDiagnosticArgs; result: RunResult };
   'agent/compact': { kind: 'request'; params: CompactParams; result: CompactResult };
   'agent/handoff': { kind: 'request'; params: HandoffParams; result: HandoffResult };

@@ -79,8 +79,19 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     this.scheduleRender();
   }
 
+  private modeLabel: string | undefined;
+
+  /** The mode (Plan, Ask) in the view's header; nothing in Agent mode, the usual one. */
+  setModeLabel(label: string | undefined): void {
+    this.modeLabel = label;
+    if (this.view) {
+      this.view.description = label ?? '';
+    }
+  }
+
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
+    view.description = this.modeLabel ?? '';
     const media = vscode.Uri.joinPath(this.extensionUri, 'media');
     view.webview.options = { enableScripts: true, localResourceRoots: [media] };
     view.webview.html = renderShell({
