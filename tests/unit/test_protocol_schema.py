@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from lsp_agent.protocol import approval_models, context_models, mcp_models, methods, skill_models, trust_models
+from lsp_agent.protocol import (
+    approval_models,
+    context_models,
+    mcp_models,
+    methods,
+    provider_models,
+    skill_models,
+    trust_models,
+)
 from lsp_agent.protocol.schema import METHODS, build_schema
 
 
@@ -27,7 +35,8 @@ def test_schema_command_lists_every_method_notification_and_command() -> None:
         *methods.CLIENT_REQUESTS, *methods.SERVER_NOTIFICATIONS, methods.AGENT_SAVE_DOCUMENTS,
         methods.COMMAND_FIX_DIAGNOSTIC, *context_models.CONTEXT_REQUESTS,
         *(doc[0] for doc in skill_models.METHOD_DOCS), mcp_models.AGENT_MCP_LIST,
-        approval_models.AGENT_REQUEST_APPROVAL, *(doc[0] for doc in trust_models.METHOD_DOCS)}
+        approval_models.AGENT_REQUEST_APPROVAL, *(doc[0] for doc in trust_models.METHOD_DOCS),
+        *(doc[0] for doc in provider_models.METHOD_DOCS)}
     kinds = {name: entry["kind"] for name, entry in schema["methods"].items()}
     assert kinds[methods.AGENT_EVENT] == "notification" and kinds[methods.AGENT_RUN] == "request"
     assert "result" not in schema["methods"][methods.AGENT_EVENT]
