@@ -99,8 +99,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   host.flashTo = (message: string): void => status.flash(message);
   server.onNoModel = (): void => cmds.noModel();
   const setup = new SetupView();
-  const models = new ModelsAndKeys(modelsDeps(context, (method, params) => agent.send(method, params)));
-  const modes = new Modes({ ...modelsDeps(context, (method, params) => agent.send(method, params)), memory: { get: (key) => context.workspaceState.get(key), update: async (key, value) => context.workspaceState.update(key, value) } });
+  const openModelSetting = (): Promise<unknown> => cmds.chooseModel();
+  const models = new ModelsAndKeys(modelsDeps(context, (method, params) => agent.send(method, params), openModelSetting));
+  const modes = new Modes({ ...modelsDeps(context, (method, params) => agent.send(method, params), openModelSetting), memory: { get: (key) => context.workspaceState.get(key), update: async (key, value) => context.workspaceState.update(key, value) } });
   const showMode = (): void => transcript.setModeLabel(modes.mode === 'agent' ? undefined : `${MODE_LABELS[modes.mode]} mode`);
   modes.onDidChange(showMode);
   showMode();

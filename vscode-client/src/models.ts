@@ -14,6 +14,8 @@ export const secretName = (provider: string): string => `lspAgent.providerKey.${
 /** globalState: the providers that have a key in SecretStorage (SecretStorage cannot list its keys) */
 export const KEYED_PROVIDERS = 'lspAgent.keyedProviders';
 
+export const TYPE_IN_SETTINGS = '$(edit) Type a model name in Settings…';
+
 export type SettingScope = 'workspaceFolder' | 'workspace' | 'global';
 
 export interface ModelSetting {
@@ -45,6 +47,8 @@ export interface ModelsDeps {
   pick<T extends PickItem>(items: T[], options: { title: string; placeHolder: string }): Promise<T | undefined>;
   /** a password input box: what is typed is not shown */
   askSecret(options: { title: string; prompt: string }): Promise<string | undefined>;
+  /** the Settings editor on lspAgent.model, for a name the list does not have */
+  openSetting(): Promise<unknown>;
   info(message: string): Promise<unknown>;
   warn(message: string): Promise<unknown>;
   setting: ModelSetting;
@@ -56,6 +60,7 @@ type Action =
   | { kind: 'model'; model: ModelOut }
   | { kind: 'key'; provider: string }
   | { kind: 'test'; provider: string }
+  | { kind: 'setting' }
   | { kind: 'none' };
 type Item = PickItem & { action: Action };
 
@@ -111,6 +116,8 @@ export function pickerItems(result: ModelsResult): Item[] {
       items.push({ label: `$(plug) Test the connection to ${name}`, description: provider.baseUrl ?? 'no base URL', action: { kind: 'test', provider: name } });
     }
   }
+  items.push({ label: 'other', kind: 'separator', action: { kind: 'none' } });
+  items.push({ label: TYPE_IN_SETTINGS, description: 'lspAgent.model, as provider/model', action: { kind: 'setting' } });
   return items;
 }
 
@@ -141,6 +148,9 @@ export class ModelsAndKeys {
         return undefined;
       case 'test':
         await this.testConnection(picked.action.provider);
+        return undefined;
+      case 'setting':
+        await this.deps.openSetting();
         return undefined;
       default:
         return undefined;

@@ -11,10 +11,15 @@ function target(scope: SettingScope): vscode.ConfigurationTarget {
   return scope === 'workspaceFolder' ? targets.WorkspaceFolder : scope === 'workspace' ? targets.Workspace : targets.Global;
 }
 
-export function modelsDeps(context: vscode.ExtensionContext, send: <T>(method: string, params?: unknown) => Promise<T>): ModelsDeps {
+export function modelsDeps(
+  context: vscode.ExtensionContext,
+  send: <T>(method: string, params?: unknown) => Promise<T>,
+  openSetting: () => Promise<unknown>,
+): ModelsDeps {
   const folder = (): vscode.Uri | undefined => vscode.workspace.workspaceFolders?.[0]?.uri;
   return {
     send,
+    openSetting,
     pick: async (items, options) => {
       const shown: vscode.QuickPickItem[] = items.map((item) => ({
         label: item.label,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { KEYED_PROVIDERS, ModelsAndKeys, modelScope, pickerItems, secretName } from '../../src/models.js';
+import { KEYED_PROVIDERS, ModelsAndKeys, TYPE_IN_SETTINGS, modelScope, pickerItems, secretName } from '../../src/models.js';
 import type { ModelsDeps, PickItem, SettingScope } from '../../src/models.js';
 import { MODE_KEY, Modes } from '../../src/modes.js';
 import type { ModelsResult, ModeResult } from '../../src/protocol.gen.js';
@@ -50,6 +50,7 @@ class Fake {
         return Promise.resolve(this.pickWith(items) as T | undefined);
       },
       askSecret: () => Promise.resolve(this.secretAnswers.shift()),
+      openSetting: () => Promise.resolve(this.said.push('opened the setting')),
       info: (m) => Promise.resolve(this.said.push(`info: ${m}`)),
       warn: (m) => Promise.resolve(this.said.push(`warn: ${m}`)),
       setting: {
@@ -73,7 +74,7 @@ describe('the model picker', () => {
   it('groups models by provider, marks the one in use, and says why a provider has none', () => {
     const items = pickerItems(LISTED);
     const labels = items.map((i) => i.label);
-    assert.deepEqual(items.filter((i) => i.kind === 'separator').map((i) => i.label), ['local', 'openai', 'ollama']);
+    assert.deepEqual(items.filter((i) => i.kind === 'separator').map((i) => i.label), ['local', 'openai', 'ollama', 'other']);
     assert.ok(labels.includes('$(check) local/coder-7b'));
     const ollamaKey = items.find((i) => i.label.includes('Enter a key for ollama'));
     assert.ok(ollamaKey?.label.startsWith('$(warning)') && ollamaKey.detail?.startsWith('connection: cannot reach'));
@@ -90,6 +91,14 @@ describe('the model picker', () => {
     await picker.chooseModel();
     assert.deepEqual(fake.updates, [{ value: 'local/coder-32b', scope: 'global' }, { value: 'local/coder-32b', scope: 'workspace' }]);
     assert.equal(modelScope({ inspect: () => ({ workspaceFolderValue: 'x' }), update: () => Promise.resolve() }), 'workspaceFolder');
+  });
+
+  it('a name the list does not have is typed in the Settings editor', async () => {
+    const fake = new Fake().answer('agent/models', LISTED);
+    fake.pickWith = (items) => items.find((i) => i.label === TYPE_IN_SETTINGS);
+    assert.equal(await new ModelsAndKeys(fake.deps()).chooseModel(), undefined);
+    assert.deepEqual(fake.said, ['opened the setting']);
+    assert.deepEqual(fake.updates, []);
   });
 
   it('keeps a key in secret storage, hands it to the server, tests the connection, and never shows it', async () => {
