@@ -30,6 +30,7 @@ import { TRANSCRIPT_VIEW_ID, TranscriptView } from './views/transcriptView.js';
 import { SET_PROVIDER_KEY, TEST_CONNECTION, ModelsAndKeys } from './models.js';
 import { CHOOSE_MODE, MODE_LABELS, Modes } from './modes.js';
 import { modelsDeps } from './modelsHost.js';
+import { PlanWatch, RUN_PLAN, planPrompt } from './planRun.js';
 
 const SESSION_KEY = 'lspAgent.sessionID';
 const SETTINGS_DEBOUNCE_MS = 750;
@@ -105,6 +106,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const showMode = (): void => transcript.setModeLabel(modes.mode === 'agent' ? undefined : `${MODE_LABELS[modes.mode]} mode`);
   modes.onDidChange(showMode);
   showMode();
+  // A Plan-mode run that ends with a plan: offer to run it in Agent mode.
+  const plans = new PlanWatch();
+  const planOffers = agent.onAgentEvent((_sessionID, event) => {
+    const plan = plans.observe(event, modes.mode);
+    if (plan) {
+      void vscode.window.showInformationMessage('LSP Agent: the plan is ready.', RUN_PLAN).then(async (choice) => {
+        if (choice === RUN_PLAN) {
+          await modes.switchTo('agent');
+          await cmds.submit(planPrompt(plan));
+        }
+      });
+    }
+  });
+  context.subscriptions.push(planOffers);
 
   context.subscriptions.push(
     log.channel,
