@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lsp_agent.settings import workspace_trust
 from lsp_agent.settings.approval_rules import AllowRule, parse_rule
@@ -292,6 +292,15 @@ class Settings(_Section):
         description="Seconds to wait for an approval; no answer by then is a deny.")
     approvals: Approvals = Field(default_factory=Approvals,
                                  description="The user's standing approvals (user config only).")
+
+    @model_validator(mode="after")
+    def _plan_and_ask_change_nothing(self) -> Settings:
+        # Plan and Ask promise an unchanged workspace whichever layer named them (a user's file, a flag):
+        # the read-only sandbox and no approval that could lift it come with them, as in settings/modes.py.
+        if self.mode != "agent":
+            self.sandbox_mode = "read-only"
+            self.approval_policy = "never"
+        return self
 
 
 #: Settings a workspace's own config file may not set even when the user trusts the workspace: a

@@ -183,3 +183,14 @@ def test_a_trust_record_inside_the_workspace_is_nobodys(tmp_path: Path, monkeypa
     monkeypatch.setenv("LSP_AGENT_STATE_DIR", str(root / "state"))
     _trust_now(root)
     assert inspect_workspace(root).state == "untrusted" and load_settings(root).mcp.servers == {}
+
+
+def test_plan_and_ask_from_any_layer_bring_the_read_only_sandbox_and_no_approvals() -> None:
+    # a user's file naming `mode = "ask"` next to a wide sandbox still gets an unchanged workspace
+    from lsp_agent.settings.config import Settings
+
+    for mode in ("plan", "ask"):
+        settings = Settings.model_validate({"mode": mode, "sandboxMode": "danger-full-access",
+                                            "approvalPolicy": "on-request"})
+        assert (settings.sandbox_mode, settings.approval_policy) == ("read-only", "never")
+    assert Settings.model_validate({"sandboxMode": "danger-full-access"}).sandbox_mode == "danger-full-access"
