@@ -123,7 +123,18 @@ def check(call: ToolCallPart, registry: ToolRegistry, ctx: ToolContext) -> Accep
     refusal = _command_refusal(tool, args, ctx)
     if refusal is not None:
         return refusal
+    if tool.access is Access.EXEC and ctx.settings.mode != "agent" and not _declares_commands(tool, args):
+        # An effect no sandbox confines (an MCP tool that may change things): Plan and Ask ask no approval
+        # that could allow it, and must not let it run unasked either.
+        return Rejection(ErrorKind.DENIED, read_only_refusal(tool.name, ctx.settings.mode))
     return Accepted(tool, args, parsed)
+
+
+def _declares_commands(tool: Tool[Any], args: StrictArgs) -> bool:
+    try:
+        return any(tool.commands(args))
+    except ValueError:
+        return True  # a command line the tool cannot parse is its own error; it starts nothing
 
 
 def _command_refusal(tool: Tool[Any], args: StrictArgs, ctx: ToolContext) -> Rejection | None:

@@ -269,3 +269,25 @@ async def test_run_command_starts_an_allowed_argv(workspace: Path, monkeypatch: 
                       applier=None, files=None)  # type: ignore[arg-type]
     result = await RunCommand().run(RunCommandArgs(command="git status"), ctx)
     assert started == [["git", "status"]], result.output
+
+
+class FakeEffect(Recorder):
+    """An effect outside any sandbox and without a command line (an MCP tool that may change things)."""
+
+    name = "fake_effect"
+    access = Access.EXEC
+    args_model = ReadArgs
+
+
+@pytest.mark.parametrize("mode", ["plan", "ask"])
+async def test_plan_and_ask_refuse_an_effect_no_sandbox_confines(workspace: Path, mode: str) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    env = make_env(workspace, [reply(call("fake_effect", path="a.txt"), call("fake_read", path="a.txt")),
+                               reply(text="done")], mode=mode)
+    env = replace(env, registry=ToolRegistry([FakeRead(ran), FakeEffect(ran)]), tool_view=None)
+    session = AgentSession(env)
+    await Generation(session, 3).run("go")
+    effect, read = [r for m in session.history for r in m.tool_results()]
+    assert effect.error_kind == "denied" and f"{mode.capitalize()} mode" in effect.output
+    assert read.error_kind is None
+    assert ran == [("fake_read", {"path": "a.txt", "count": 0})]
