@@ -16,12 +16,16 @@ from tests.e2e_vscode.conftest import TIMEOUT_MS, OpenVSCode
 from tests.e2e_vscode.test_first_run import ANSWER, REPLIES, _ChatModel
 
 SERVED = {"object": "list", "data": [{"id": "tiny"}, {"id": "coder-32b"}]}
+CANARY_KEY = "sk-e2e-canary-4b1d9f"
 
 
 class _ListingModel(_ChatModel):
-    """The first run's loopback model, which also lists its models."""
+    """The first run's loopback model, which also lists its models (and notes the keys it was sent)."""
+
+    keys: list[str] = []
 
     def do_GET(self) -> None:
+        type(self).keys.append(self.headers.get("Authorization") or "")
         if not self.path.endswith("/models"):
             self.send_error(404)
             return
@@ -36,6 +40,7 @@ class _ListingModel(_ChatModel):
 @pytest.fixture
 def listing_model() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     _ListingModel.requests = []
+    _ListingModel.keys = []
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _ListingModel)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -71,3 +76,21 @@ def test_pick_a_served_model_then_switch_to_plan_mode(open_vscode: OpenVSCode,
     transcript.get_by_text(ANSWER).wait_for(timeout=60_000)
     assert len(requests) == 1 and requests[0]["model"] == "tiny"
     assert "Mode: Plan" in json.dumps(requests[0])  # the server told the model which mode it works in
+
+
+def test_a_key_entered_in_the_editor_reaches_the_provider_and_no_file(
+        open_vscode: OpenVSCode, listing_model: tuple[str, list[dict[str, Any]]]) -> None:
+    base_url, _ = listing_model
+    vs = open_vscode("off", REPLIES, files={"README.md": "# demo\n"}, configured=False,
+                     settings={"lspAgent.providers": {"loop": {"baseUrl": base_url, "maxRetries": 0}},
+                               "lspAgent.model": "loop/tiny"})
+    vs.command("Enter a Provider Key")
+    vs.pick("loop")
+    vs.answer_input(CANARY_KEY)
+    vs.notification("loop answers at")  # the connection test that follows a new key
+    assert _ListingModel.keys[-1] == f"Bearer {CANARY_KEY}"
+    # not in settings.json, the logs, the workspace: anywhere under the window's directories on disk
+    root = vs.server.workspace.parent
+    leaks = [str(p) for p in root.rglob("*") if p.is_file() and not p.is_symlink()
+             and CANARY_KEY.encode() in p.read_bytes()]
+    assert leaks == []
