@@ -1,0 +1,78 @@
+// What the transcript's links and buttons do in VS Code: open a workspace file at a line (or where
+// an edit's text landed), open a tool's whole output in an editor, copy a row's arguments, output
+// or diff. The webview only names a row and a part; the text comes from the extension's own
+// transcript, and a file link goes through resolveLinkPath (workspace files only).
+
+import * as vscode from 'vscode';
+
+import { unifiedText } from '../toolDetail.js';
+import type { Entry } from '../transcript.js';
+import { LINK_REFUSAL_TEXT, resolveLinkPath } from '../workspacePath.js';
+
+export type RowAction =
+  // from the webview: typed as what it should send, checked as what it may send
+  | { type: 'openFile'; path: unknown; line?: unknown; find?: unknown }
+  | { type: 'openOutput'; key: unknown }
+  | { type: 'copy'; key: unknown; what: unknown };
+
+/** The text a copy button of `entry` copies (`args`, `output`, `diff:N`), if there is such a part. */
+export function copyText(entry: Entry | undefined, what: string): string | undefined {
+  if (!entry || entry.kind !== 'tool') {
+    return undefined;
+  }
+  if (what === 'args') {
+    return entry.detail?.args;
+  }
+  if (what === 'output') {
+    return entry.output;
+  }
+  const diff = /^diff:(\d+)$/.exec(what);
+  const file = diff ? entry.detail?.diffs[Number(diff[1])] : undefined;
+  return file ? unifiedText(file) : undefined;
+}
+
+export async function runRowAction(action: RowAction, lookup: (key: string) => Entry | undefined): Promise<void> {
+  switch (action.type) {
+    case 'openFile':
+      return typeof action.path === 'string' ? openFile(action.path, action.line, action.find) : undefined;
+    case 'openOutput': {
+      const entry = typeof action.key === 'string' ? lookup(action.key) : undefined;
+      if (entry?.kind === 'tool' && entry.output != null) {
+        // untitled, plain text: nothing in it runs, and closing it asks nothing of the workspace
+        const document = await vscode.workspace.openTextDocument({ content: entry.output, language: 'plaintext' });
+        await vscode.window.showTextDocument(document, { preview: true });
+      }
+      return;
+    }
+    case 'copy': {
+      const text = typeof action.key === 'string' && typeof action.what === 'string' ? copyText(lookup(action.key), action.what) : undefined;
+      if (text !== undefined) {
+        await vscode.env.clipboard.writeText(text);
+        vscode.window.setStatusBarMessage('LSP Agent: copied', 2000);
+      }
+      return;
+    }
+  }
+}
+
+async function openFile(rel: string, line: unknown, find: unknown): Promise<void> {
+  const root = vscode.workspace.workspaceFolders?.[0]?.uri;
+  if (!root || root.scheme !== 'file') {
+    return;
+  }
+  const target = resolveLinkPath(root.fsPath, rel);
+  if (!target.ok) {
+    void vscode.window.showWarningMessage(`LSP Agent: not opened: ${LINK_REFUSAL_TEXT[target.reason]}.`);
+    return;
+  }
+  const document = await vscode.workspace.openTextDocument(vscode.Uri.file(target.file));
+  let at = typeof line === 'number' && Number.isInteger(line) && line > 0 ? line - 1 : undefined;
+  if (at === undefined && typeof find === 'string' && find.trim() !== '') {
+    const offset = document.getText().indexOf(find);
+    if (offset >= 0) {
+      at = document.positionAt(offset).line;
+    }
+  }
+  const position = new vscode.Position(Math.min(at ?? 0, Math.max(0, document.lineCount - 1)), 0);
+  await vscode.window.showTextDocument(document, { selection: new vscode.Range(position, position), preview: true });
+}
