@@ -30,6 +30,7 @@ import type { SteerNowAction } from './queueState.js';
 import { errorFacts } from './rpc.js';
 import * as wire from './wire.js';
 import type { Disposable, Rpc } from './rpc.js';
+import { verificationChange } from './verificationChange.js';
 import { Transcript } from './transcript.js';
 
 /** A refusal by the client itself (nothing running, no session): shown as a warning. */
@@ -114,6 +115,7 @@ export class AgentClient {
       rpc.onNotification(Notifications.queueChanged, (params) => this.onQueueChanged(params)),
       rpc.onNotification(Notifications.receipt, (params) => this.onReceipt(params)),
       rpc.onNotification(Notifications.skillChanged, (params) => this.onSkillsChanged(params)),
+      rpc.onNotification(Notifications.verificationChanged, (params) => this.onVerificationChanged(params)),
     ];
   }
 
@@ -651,6 +653,21 @@ export class AgentClient {
       return;
     }
     this.replaceQueue(items);
+    this.changed();
+  }
+
+  /** A check went stale after its run (a hand edit, a revert): the footer and the status item follow. */
+  private onVerificationChanged(raw: unknown): void {
+    const change = verificationChange(raw);
+    if (!change) {
+      this.log.warn('ignored a malformed agent/verificationChanged');
+      return;
+    }
+    if (change.sessionID !== this.state.sessionID || this.state.running) {
+      return;
+    }
+    this.state.verification = change.verification;
+    this.transcript.invalidate(change);
     this.changed();
   }
 

@@ -772,6 +772,15 @@ export interface ValidateParams {
   name: string;
 }
 
+export interface VerificationChangedParams {
+  sessionID: string;
+  /** The status derived from the record now. */
+  verification: VerificationStatus;
+  /** Why the status is `not_run` although a check had stood: names the write, who made it and when (as in run_finish). */
+  verificationReason?: string | null;
+  invalidatedBy?: InvalidatedBy | null;
+}
+
 export type VerificationStatus = 'verified' | 'failed' | 'not_run';
 
 export interface WorkspaceTrustParams {
@@ -817,6 +826,7 @@ export interface MethodTypes {
   'agent/requestApproval': { kind: 'request'; params: RequestApprovalParams; result: RequestApprovalResult };
   'agent/workspaceTrust': { kind: 'request'; params: WorkspaceTrustParams; result: WorkspaceTrustState };
   'agent/workspaceTrustChanged': { kind: 'notification'; params: WorkspaceTrustState; result: void };
+  'agent/verificationChanged': { kind: 'notification'; params: VerificationChangedParams; result: void };
   'lsp-agent.fixDiagnostic': { kind: 'command'; params: FixDiagnosticArgs; result: RunResult };
   'agent/compact': { kind: 'request'; params: CompactParams; result: CompactResult };
   'agent/handoff': { kind: 'request'; params: HandoffParams; result: HandoffResult };

@@ -3,6 +3,8 @@
 // tests with the first lines of the traceback. Pure: no `vscode`, no I/O. Everything here comes
 // from the model or the repository and is escaped when drawn (toolRowHtml.ts).
 
+import type { Entry } from './transcript.js';
+
 /** Output kept per call in memory; beyond it the middle is dropped (the store keeps it all). */
 export const OUTPUT_CHARS = 200_000;
 /** Lines of a diff drawn per file; the rest is one line saying how many were left out. */
@@ -235,3 +237,20 @@ export function toolDetail(tool: string, input: Record<string, unknown> | string
   }
   return detail;
 }
+
+/** The text a copy button of `entry` copies (`args`, `output`, `diff:N`), if there is such a part. */
+export function copyText(entry: Entry | undefined, what: string): string | undefined {
+  if (!entry || entry.kind !== 'tool') {
+    return undefined;
+  }
+  if (what === 'args') {
+    return entry.detail?.args;
+  }
+  if (what === 'output') {
+    return entry.output;
+  }
+  const diff = /^diff:(\d+)$/.exec(what);
+  const file = diff ? entry.detail?.diffs[Number(diff[1])] : undefined;
+  return file ? unifiedText(file) : undefined;
+}
+

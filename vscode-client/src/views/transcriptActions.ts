@@ -5,7 +5,7 @@
 
 import * as vscode from 'vscode';
 
-import { unifiedText } from '../toolDetail.js';
+import { copyText } from '../toolDetail.js';
 import type { Entry } from '../transcript.js';
 import { LINK_REFUSAL_TEXT, resolveLinkPath } from '../workspacePath.js';
 
@@ -14,22 +14,6 @@ export type RowAction =
   | { type: 'openFile'; path: unknown; line?: unknown; find?: unknown }
   | { type: 'openOutput'; key: unknown }
   | { type: 'copy'; key: unknown; what: unknown };
-
-/** The text a copy button of `entry` copies (`args`, `output`, `diff:N`), if there is such a part. */
-export function copyText(entry: Entry | undefined, what: string): string | undefined {
-  if (!entry || entry.kind !== 'tool') {
-    return undefined;
-  }
-  if (what === 'args') {
-    return entry.detail?.args;
-  }
-  if (what === 'output') {
-    return entry.output;
-  }
-  const diff = /^diff:(\d+)$/.exec(what);
-  const file = diff ? entry.detail?.diffs[Number(diff[1])] : undefined;
-  return file ? unifiedText(file) : undefined;
-}
 
 export async function runRowAction(action: RowAction, lookup: (key: string) => Entry | undefined): Promise<void> {
   switch (action.type) {
