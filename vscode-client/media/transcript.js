@@ -110,6 +110,11 @@
     if (message.rows.length) {
       entries.querySelector(':scope > .empty')?.remove();
     }
+    // rows past the transcript's limit drop off the top
+    for (const key of message.removed || []) {
+      rows.get(key)?.remove();
+      rows.delete(key);
+    }
     for (const { key, html } of message.rows) {
       const fresh = parse(html).firstElementChild;
       if (!fresh) {

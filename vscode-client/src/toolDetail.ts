@@ -180,8 +180,10 @@ function record(value: unknown): Record<string, unknown> | undefined {
 function tracebackOf(output: string): string[] {
   const lines = splitLines(output);
   const start = lines.findIndex((l) => /^\s*output:\s*$/.test(l));
-  const from = start >= 0 ? lines.slice(start + 1) : lines;
-  return from.filter((l) => l.trim() !== '').slice(0, TRACEBACK_LINES).map((l) => l.replace(/^ {4}/, ''));
+  // Without the raw output (the harness parsed the failures) the check's own lines say where and
+  // what failed; the first line is the summary the row's title already shows.
+  const from = start >= 0 ? lines.slice(start + 1) : lines.slice(1);
+  return from.filter((l) => l.trim() !== '').slice(0, TRACEBACK_LINES).map((l) => l.replace(/^ {2,4}/, ''));
 }
 
 /** A verify_project result: its status, failing tests (from the envelope the harness wrote) and

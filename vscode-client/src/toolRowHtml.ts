@@ -36,7 +36,7 @@ export function renderDiff(diff: FileDiff, index: number, generation: string): s
     `<button type="button" class="open-diff" data-command="lspAgent.reviewChanges" data-arg="${escapeHtml(generation)}" title="Open the run's changes in the diff editor">Diff editor</button></div>`;
   const body = diff.lines
     .map((l) => `<span class="d-${l.kind}">${escapeHtml(l.kind === 'hunk' ? l.text : `${SIGN[l.kind]}${l.text}`)}</span>`)
-    .join('\n');
+    .join(''); // each line is a block (its background spans the width): no newline between them
   const more = diff.omitted ? `<div class="gap">… ${diff.omitted} more line${diff.omitted === 1 ? '' : 's'} (open the diff editor) …</div>` : '';
   return `<div class="diff">${head}<pre class="diff-body">${body}</pre>${more}</div>`;
 }

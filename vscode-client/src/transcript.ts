@@ -144,6 +144,8 @@ export type Entry =
  *  entries were dropped, reordered or cleared (then the view draws everything again). */
 export interface TranscriptChanges {
   keys: Set<string>;
+  /** rows that dropped off the top (past the limit): the view removes them */
+  removed: string[];
   structural: boolean;
 }
 
@@ -196,10 +198,12 @@ export class Transcript {
   private byKey = new Map<string, Entry>();
   private counter = 0;
   private dirty = new Set<string>();
+  private removed: string[] = [];
   private structural = true;
 
-  /** Entries beyond `limit` drop off the top (the server keeps the full history). */
-  constructor(private readonly limit = 2000) {}
+  /** Entries beyond `limit` drop off the top (the server keeps the full history); a step makes
+   *  about three entries, so the default keeps the last ~3,000 steps. */
+  constructor(private readonly limit = 10_000) {}
 
   get entries(): readonly Entry[] {
     return this.list;
@@ -213,8 +217,9 @@ export class Transcript {
 
   /** The changes since the last call (the view appends or replaces only those rows). */
   takeChanges(): TranscriptChanges {
-    const changes = { keys: this.dirty, structural: this.structural };
+    const changes = { keys: this.dirty, removed: this.structural ? [] : this.removed, structural: this.structural };
     this.dirty = new Set();
+    this.removed = [];
     this.structural = false;
     return changes;
   }
@@ -496,7 +501,8 @@ export class Transcript {
       const dropped = this.list.shift();
       if (dropped) {
         this.byKey.delete(dropped.key);
-        this.structural = true;
+        this.dirty.delete(dropped.key);
+        this.removed.push(dropped.key);
       }
     }
   }

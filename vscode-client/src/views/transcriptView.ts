@@ -193,7 +193,7 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
         rows.push({ key, html: renderEntry(entry) });
       }
     }
-    void this.view.webview.postMessage({ type: 'patch', rows, ...common });
+    void this.view.webview.postMessage({ type: 'patch', rows, removed: changes.removed, ...common });
   }
 
   private receive(message: FromWebview): void {

@@ -74,7 +74,7 @@ describe('tool rows', () => {
   it('draws an edit as a unified diff with the file as a link to where the new text landed', () => {
     const html = renderEntry(tool(fed(), 'call_edit'));
     assert.match(html, /<a href="#" class="file-link" data-open-path="calc\/ops.py" data-open-find=" {4}return a \+ b \+ 1"/);
-    assert.match(html, /<span class="d-del">- {4}return a - b<\/span>\n<span class="d-add">\+ {4}return a \+ b \+ 1<\/span>/);
+    assert.match(html, /<span class="d-del">- {4}return a - b<\/span><span class="d-add">\+ {4}return a \+ b \+ 1<\/span>/);
     assert.match(html, /data-command="lspAgent.reviewChanges" data-arg="gen-edit"[^>]*>Diff editor</);
   });
 
@@ -155,7 +155,7 @@ describe('the run footer', () => {
       'Not verified: a change outside the agent (your edit or revert, or another program) changed calc/ops.py after the check after the run.',
     );
     assert.match(renderEntry(entry), /class="entry finish verification-not_run"/);
-    assert.deepEqual(transcript.takeChanges(), { keys: new Set([`finish:${EDIT_GEN}`]), structural: false });
+    assert.deepEqual(transcript.takeChanges(), { keys: new Set([`finish:${EDIT_GEN}`]), removed: [], structural: false });
   });
 
   it('drops a malformed agent/verificationChanged', () => {
@@ -172,11 +172,22 @@ describe('incremental rendering', () => {
     assert.equal(transcript.takeChanges().structural, true); // a new transcript is drawn whole once
     transcript.apply({ sessionID: SESSION, generation: EDIT_GEN, type: 'step_start', step: 1, maxSteps: 40 });
     transcript.apply({ sessionID: SESSION, generation: EDIT_GEN, type: 'text_delta', partID: 'p1', delta: 'Hel' });
-    assert.deepEqual(transcript.takeChanges(), { keys: new Set([`step:${EDIT_GEN}:1`, 'text:p1']), structural: false });
+    assert.deepEqual(transcript.takeChanges(), { keys: new Set([`step:${EDIT_GEN}:1`, 'text:p1']), removed: [], structural: false });
     transcript.apply({ sessionID: SESSION, generation: EDIT_GEN, type: 'text_delta', partID: 'p1', delta: 'lo' });
-    assert.deepEqual(transcript.takeChanges(), { keys: new Set(['text:p1']), structural: false });
+    assert.deepEqual(transcript.takeChanges(), { keys: new Set(['text:p1']), removed: [], structural: false });
     transcript.prompt('hi', 'run', EDIT_GEN);
     assert.equal(transcript.takeChanges().structural, true);
+  });
+
+  it('rows past the limit drop off the top as removals, not a redraw of everything', () => {
+    const transcript = new Transcript(2);
+    transcript.takeChanges();
+    transcript.info('one');
+    transcript.info('two');
+    transcript.takeChanges();
+    transcript.info('three');
+    assert.deepEqual(transcript.takeChanges(), { keys: new Set(['info:3']), removed: ['info:1'], structural: false });
+    assert.deepEqual(transcript.lines(), ['-- two', '-- three']);
   });
 });
 

@@ -1,0 +1,71 @@
+"""What the agent did, readable in a real VS Code window: the edit's unified diff inline (a
+collapsed row a keyboard user expands with Enter), the failing check expanded with the failing
+test and the first traceback lines, the file name a link into the editor, the model's Markdown,
+and the footer saying in words what the verification means — and changing when a write after the
+run makes the check stale."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e_vscode.conftest import AUTOSAVE, PY, TIMEOUT_MS, OpenVSCode
+from tests.helpers import call, reply
+
+CALC = "def add(a, b):\n    return a - b\n"
+TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+@pytest.mark.parametrize("autosave", AUTOSAVE)
+def test_a_run_shows_the_inline_diff_and_the_failing_check_expanded(open_vscode: OpenVSCode, autosave: str) -> None:
+    vs = open_vscode(
+        autosave,
+        [reply(call("apply_patch", path="calc.py", old_text="    return a - b\n", new_text="    return a * b\n")),
+         reply(call("verify_project")), reply(text="The **check** still fails: `add` multiplies.")],
+        files={"calc.py": CALC, "test_calc.py": TEST},
+        verify=[PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_calc.py"], kind="test", parser="pytest")
+    transcript = vs.show_transcript()
+    vs.command("LSP Agent: Run Task")
+    vs.answer_input("make add right")
+    vs.status("Agent: failed", timeout_ms=60_000)
+
+    # the failing check opened by itself: the failing test (a link to its line) and the traceback
+    check = transcript.locator("details.entry.tool.check-failed[open]")
+    check.wait_for(timeout=TIMEOUT_MS)
+    assert "1 failing" in str(check.locator(".check-title").inner_text())
+    failing = check.locator(".failures a.file-link", has_text="test_calc.py::test_add")
+    failing.wait_for(timeout=TIMEOUT_MS)
+    assert failing.get_attribute("data-open-path") == "test_calc.py"
+    assert "assert" in str(check.locator(".traceback").inner_text())
+
+    # the edit's row starts collapsed; with the keyboard alone it opens on its unified diff
+    edit = transcript.locator("details.entry.tool.edit")
+    assert edit.get_attribute("open") is None
+    edit.focus()
+    vs.page.keyboard.press("Enter")
+    transcript.locator("details.entry.tool.edit[open]").wait_for(timeout=TIMEOUT_MS)
+    assert str(edit.locator(".d-del").inner_text()) == "-    return a - b"
+    assert str(edit.locator(".d-add").inner_text()) == "+    return a * b"
+    # j moves to the next row (the next step's header)
+    vs.page.keyboard.press("j")
+    focused = transcript.locator(":focus")
+    assert "step" in str(focused.get_attribute("class"))
+
+    # the model's text is Markdown; the footer says what "failed" means
+    transcript.locator(".entry.text strong", has_text="check").wait_for(timeout=TIMEOUT_MS)
+    verdict = str(transcript.locator(".entry.finish .verdict").inner_text())
+    assert "Failed: the last check failed" in verdict, verdict
+
+    if autosave == "off":
+        vs.doc_screenshot("vscode-transcript-check-diff")
+
+    # the file name in the diff is a link: the file opens in the editor
+    edit.locator(".diff-head a.file-link", has_text="calc.py").click()
+    vs.page.locator(".tab.active", has_text="calc.py").wait_for(timeout=TIMEOUT_MS)
+
+    # a change outside the agent after the run (here: another program reverts calc.py) makes the
+    # check stale: the footer says so in words and the status item follows
+    (vs.workspace / "calc.py").write_text(CALC, encoding="utf-8")
+    transcript.locator(".entry.finish .verdict", has_text="changed calc.py after the check after the run").wait_for(
+        timeout=30_000)
+    assert "Not verified" in str(transcript.locator(".entry.finish .verdict").inner_text())
+    vs.status("Agent: not_run", timeout_ms=30_000)
