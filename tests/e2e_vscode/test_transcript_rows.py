@@ -6,6 +6,9 @@ run makes the check stale."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from tests.e2e_vscode.conftest import AUTOSAVE, PY, TIMEOUT_MS, OpenVSCode
@@ -69,3 +72,35 @@ def test_a_run_shows_the_inline_diff_and_the_failing_check_expanded(open_vscode:
         timeout=30_000)
     assert "Not verified" in str(transcript.locator(".entry.finish .verdict").inner_text())
     vs.status("Agent: not_run", timeout_ms=30_000)
+
+
+def committed(workspace: Path) -> None:
+    commit = ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"]
+    for argv in (["init", "-q"], ["add", "-A"], commit):
+        subprocess.run(["git", *argv], cwd=workspace, check=True)
+
+
+def test_reverting_the_agents_edit_through_review_changes_turns_the_footer_to_your_revert(
+        open_vscode: OpenVSCode) -> None:
+    """The run's check stood (it failed after the edit); the user reverts the edit through Review
+    Changes: the footer names the revert as the user's own, and the status item is `not_run`."""
+    vs = open_vscode(
+        "off",
+        [reply(call("apply_patch", path="calc.py", old_text="    return a - b\n", new_text="    return a * b\n")),
+         reply(call("verify_project")), reply(text="Still failing.")],
+        files={"calc.py": CALC, "test_calc.py": TEST},
+        verify=[PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_calc.py"], kind="test", parser="pytest",
+        prepare=committed)  # Review Changes takes a file's before-text from git
+    transcript = vs.show_transcript()
+    vs.command("LSP Agent: Run Task")
+    vs.answer_input("make add right")
+    vs.status("Agent: failed", timeout_ms=60_000)
+
+    vs.command("LSP Agent: Revert File Change")
+    vs.pick("calc.py")
+    vs.status("reverted calc.py", timeout_ms=30_000)
+
+    verdict = transcript.locator(".entry.finish .verdict", has_text="your revert changed calc.py after the check")
+    verdict.wait_for(timeout=30_000)
+    vs.status("Agent: not_run", timeout_ms=30_000)
+    assert (vs.workspace / "calc.py").read_text(encoding="utf-8") == CALC

@@ -72,6 +72,9 @@ export interface AgentClientOptions {
   transcriptLimit?: number;
   /** awaited before agent/run is sent (the review of changes records the workspace's git state) */
   beforeRun?: () => Promise<void>;
+  /** whether these paths of the session's last run were reverted by the user (Review Changes):
+   *  the footer then says "your revert" rather than "a change outside the agent" */
+  revertedByUser?: (sessionID: string, paths: readonly string[]) => boolean;
 }
 
 /** Pages of agent/session read when a past session is reopened (100 messages each). */
@@ -96,10 +99,12 @@ export class AgentClient {
   private finishWaiters = new Map<string, ((event: RunFinishEvent) => void)[]>();
   private eventListeners = new Set<(sessionID: string, event: AgentEvent) => void>();
   private readonly beforeRun: (() => Promise<void>) | undefined;
+  private readonly revertedByUser: AgentClientOptions['revertedByUser'];
 
   constructor(options: AgentClientOptions = {}) {
     this.log = options.log ?? silent;
     this.beforeRun = options.beforeRun;
+    this.revertedByUser = options.revertedByUser;
     this.newClientID = options.newClientID ?? (() => `vscode-${randomUUID()}`);
     this.transcript = new Transcript(options.transcriptLimit);
   }
@@ -667,7 +672,9 @@ export class AgentClient {
       return;
     }
     this.state.verification = change.verification;
-    this.transcript.invalidate(change);
+    const paths = change.invalidatedBy?.by === 'outside_process' ? change.invalidatedBy.paths : [];
+    const reverted = paths.length > 0 && (this.revertedByUser?.(change.sessionID, paths) ?? false);
+    this.transcript.invalidate({ ...change, revertedByUser: reverted });
     this.changed();
   }
 

@@ -40,7 +40,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const host = new VscodeHost();
   const root = vscode.workspace.workspaceFolders?.[0]?.uri;
   const changes = new ChangeTracker(root ? gitOps(root.fsPath) : undefined);
-  const agent = new AgentClient({ log: log.logger, beforeRun: () => changes.prepare() });
+  const agent = new AgentClient({
+    log: log.logger,
+    beforeRun: () => changes.prepare(),
+    revertedByUser: (sessionID, paths) => changes.allReverted(sessionID, paths),
+  });
   const server = new ServerManager(agent, log, host);
   // Review Changes: the run's writes (events) and the text of open buffers before each applyEdit.
   agent.onAgentEvent((sessionID, event) => changes.observe(sessionID, event));

@@ -118,6 +118,8 @@ export interface FinishEntry {
   handoffTo?: string;
   /** set when a write after the run made its check stale (the server said so later) */
   invalidatedLater?: boolean;
+  /** the stale-making change was the user's own revert of these files (Review Changes) */
+  revertedByUser?: boolean;
   /** how the run's last verify_project call ended, as the rows show it */
   lastCheck?: 'passed' | 'failed' | 'error' | 'denied' | 'cancelled';
 }
@@ -230,7 +232,12 @@ export class Transcript {
   }
 
   /** A write after the run made its check stale: the latest finished run of the session says so. */
-  invalidate(change: { verification: Verification; verificationReason?: string | null; invalidatedBy?: InvalidatedBy | null }): boolean {
+  invalidate(change: {
+    verification: Verification;
+    verificationReason?: string | null;
+    invalidatedBy?: InvalidatedBy | null;
+    revertedByUser?: boolean;
+  }): boolean {
     const finish = [...this.list].reverse().find((e): e is FinishEntry => e.kind === 'finish');
     if (!finish) {
       return false;
@@ -246,6 +253,9 @@ export class Transcript {
       finish.invalidatedBy = change.invalidatedBy;
     }
     finish.invalidatedLater = true;
+    if (change.revertedByUser) {
+      finish.revertedByUser = true;
+    }
     this.dirty.add(finish.key);
     return true;
   }
@@ -650,7 +660,8 @@ export function verificationWords(entry: FinishEntry): string {
       if (by) {
         const paths = by.paths.join(', ') || 'a file';
         const later = entry.invalidatedLater ? ' after the run' : '';
-        return `Not verified: ${WHO_CHANGED[by.by]} changed ${paths} after the check${later}.`;
+        const who = by.by === 'outside_process' && entry.revertedByUser ? 'your revert' : WHO_CHANGED[by.by];
+        return `Not verified: ${who} changed ${paths} after the check${later}.`;
       }
       if (entry.lastCheck === 'denied') {
         return 'Not run: the check was denied.';

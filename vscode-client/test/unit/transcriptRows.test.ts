@@ -158,6 +158,14 @@ describe('the run footer', () => {
     assert.deepEqual(transcript.takeChanges(), { keys: new Set([`finish:${EDIT_GEN}`]), removed: [], structural: false });
   });
 
+  it('names the user\'s own revert through Review Changes as such', () => {
+    const transcript = fed();
+    transcript.apply(finish({ verification: 'verified', toolErrors: 0 }));
+    transcript.invalidate({ verification: 'not_run', invalidatedBy: { paths: ['calc/ops.py'], by: 'outside_process' }, revertedByUser: true });
+    const entry = transcript.entry(`finish:${EDIT_GEN}`) as FinishEntry;
+    assert.equal(verificationWords(entry), 'Not verified: your revert changed calc/ops.py after the check after the run.');
+  });
+
   it('drops a malformed agent/verificationChanged', () => {
     assert.equal(verificationChange(null), undefined);
     assert.equal(verificationChange({ sessionID: SESSION, verification: 'great' }), undefined);
