@@ -104,3 +104,25 @@ def test_reverting_the_agents_edit_through_review_changes_turns_the_footer_to_yo
     verdict.wait_for(timeout=30_000)
     vs.status("Agent: not_run", timeout_ms=30_000)
     assert (vs.workspace / "calc.py").read_text(encoding="utf-8") == CALC
+
+
+def test_a_long_command_output_shows_head_and_tail_and_opens_whole_in_an_editor(open_vscode: OpenVSCode) -> None:
+    count = "python3 -c \"print('\\n'.join(f'row {i}' for i in range(1, 121)))\""
+    vs = open_vscode("off", [reply(call("run_command", command=count)), reply(text="Counted.")])
+    transcript = vs.show_transcript()
+    vs.command("LSP Agent: Run Task")
+    vs.answer_input("count")
+    transcript.get_by_text("Counted.").wait_for(timeout=60_000)
+
+    row = transcript.locator("details.entry.tool", has_text="run_command")
+    assert row.get_attribute("open") is None
+    row.locator("summary").click()
+    output = row.locator(".section.output")
+    output.wait_for(timeout=TIMEOUT_MS)
+    shown = str(output.inner_text())
+    assert "row 1\n" in shown and "row 120" in shown and "row 60\n" not in shown, shown
+    assert "lines not shown" in shown
+
+    output.locator("button.open-output").click()
+    vs.page.locator(".tab.active", has_text="run_command output.txt").wait_for(timeout=TIMEOUT_MS)
+    vs.wait_editor_text(lambda text: "row 35" in text, "the whole output in an editor")

@@ -22,9 +22,7 @@ export async function runRowAction(action: RowAction, lookup: (key: string) => E
     case 'openOutput': {
       const entry = typeof action.key === 'string' ? lookup(action.key) : undefined;
       if (entry?.kind === 'tool' && entry.output != null) {
-        // untitled, plain text: nothing in it runs, and closing it asks nothing of the workspace
-        const document = await vscode.workspace.openTextDocument({ content: entry.output, language: 'plaintext' });
-        await vscode.window.showTextDocument(document, { preview: true });
+        await showOutput(entry.tool, entry.output);
       }
       return;
     }
@@ -37,6 +35,34 @@ export async function runRowAction(action: RowAction, lookup: (key: string) => E
       return;
     }
   }
+}
+
+/** Outputs opened in an editor: read-only virtual documents (nothing in them runs, nothing is
+ *  written to the workspace, and closing one asks nothing). */
+const OUTPUT_SCHEME = 'lsp-agent-output';
+const outputs = new Map<string, string>();
+let outputProvider: vscode.Disposable | undefined;
+let outputCounter = 0;
+/** outputs kept for their editors; an older one shows empty if VS Code asks for it again */
+const KEPT_OUTPUTS = 20;
+
+async function showOutput(tool: string, text: string): Promise<void> {
+  outputProvider ??= vscode.workspace.registerTextDocumentContentProvider(OUTPUT_SCHEME, {
+    provideTextDocumentContent: (uri) => outputs.get(uri.query) ?? '',
+  });
+  outputCounter += 1;
+  const key = String(outputCounter);
+  outputs.set(key, text);
+  if (outputs.size > KEPT_OUTPUTS) {
+    const oldest = outputs.keys().next().value;
+    if (oldest !== undefined) {
+      outputs.delete(oldest);
+    }
+  }
+  // the name is a label only: the tool's name, never a path from the output
+  const uri = vscode.Uri.from({ scheme: OUTPUT_SCHEME, path: `/${tool.replace(/[^A-Za-z0-9_-]/g, '_')} output.txt`, query: key });
+  const document = await vscode.workspace.openTextDocument(uri);
+  await vscode.window.showTextDocument(document, { preview: true });
 }
 
 async function openFile(rel: string, line: unknown, find: unknown): Promise<void> {
