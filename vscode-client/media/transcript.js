@@ -5,6 +5,7 @@
 (function () {
   'use strict';
   const vscode = acquireVsCodeApi();
+  window.lspAgentVscode = vscode; // composer.js (the @ picker, chips, / list) posts through it too
   const transcript = document.getElementById('transcript');
   const input = document.getElementById('input');
   const state = document.getElementById('state');
