@@ -12,6 +12,7 @@ import {
   chipRefusal,
   expandPrompt,
   filterItems,
+  fuzzyScore,
   parseSlash,
   slashCommands,
   workspacePromptsAllowed,
@@ -121,7 +122,8 @@ export class ComposerContext {
       special.push({ id: 'problems', kind: 'problems', label: 'Problems', detail: `${count} in ${problems.length} file(s)` });
       this.resolvers.set('problems', () => problemsChip());
     }
-    items.push(...filterItems(special, query));
+    // by their own name only: "@calc" is about files, not the selection that happens to be in calc.py
+    items.push(...special.filter((item) => fuzzyScore(query, item.label) !== undefined));
 
     const open = new Set<string>();
     const editors: ContextItem[] = [];
@@ -130,7 +132,7 @@ export class ComposerContext {
       if (tab.input instanceof vscode.TabInputText && inWorkspace(tab.input.uri) && !open.has(rel(tab.input.uri))) {
         const path = rel(tab.input.uri);
         open.add(path);
-        editors.push({ id: `editor:${path}`, kind: 'editor', label: basename(path), detail: `open · ${dirname(path)}` });
+        editors.push({ id: `editor:${path}`, kind: 'editor', label: basename(path), detail: dirname(path) ? `open · ${dirname(path)}` : 'open' });
         editorUris.set(`editor:${path}`, tab.input.uri);
       }
     }
@@ -278,7 +280,7 @@ function basename(path: string): string {
 
 function dirname(path: string): string {
   const at = path.lastIndexOf('/');
-  return at < 0 ? '.' : path.slice(0, at);
+  return at < 0 ? '' : path.slice(0, at);
 }
 
 function fileChip(uri: vscode.Uri, kind: 'file' | 'editor'): Chip {
