@@ -80,4 +80,12 @@ def test_at_attaches_a_file_and_the_selection_and_the_model_gets_them(
     # the chips went with the prompt; the transcript names them under it
     transcript.get_by_text(ANSWER).wait_for(timeout=TIMEOUT_MS)
     assert chips.count() == 0
-    assert "📎 calc.py, selection calc.py:1-3" in vs.transcript_text()
+    assert "attached: calc.py, selection calc.py:1-3" in vs.transcript_text()
+
+    # `/compact` typed and sent runs the compaction; it never reaches the model as a user's message
+    box.press_sequentially("/compact")
+    box.press("Enter")
+    vs.notification("Context compacted")
+    assert box.input_value() == ""
+    for body in requests:
+        assert all(m.get("content") != "/compact" for m in body["messages"] if m["role"] == "user"), body

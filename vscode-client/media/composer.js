@@ -210,6 +210,10 @@
           if (event.shiftKey || event.isComposing || items.length === 0) {
             return;
           }
+          if (event.key === 'Enter' && mode === '/' && items[active] && slashAtCaret() === items[active].name) {
+            close(); // the command is typed out: Enter runs it (transcript.js sends it)
+            return;
+          }
           take();
           choose();
           break;

@@ -702,5 +702,5 @@ export function withAttached(text: string, attachments: readonly unknown[] | und
     const name = obj?.type === 'file' ? obj.path : obj?.name;
     return typeof name === 'string' ? [name] : [];
   });
-  return names.length > 0 ? `${text}\n\n📎 ${names.join(', ')}` : text;
+  return names.length > 0 ? `${text}\n\nattached: ${names.join(', ')}` : text;
 }

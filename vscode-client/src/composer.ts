@@ -10,14 +10,13 @@ import { CommandIds } from './commands.js';
 import {
   attachmentsOf,
   chipRefusal,
-  expandPrompt,
+  enterAction,
   filterItems,
   fuzzyScore,
-  parseSlash,
   slashCommands,
   workspacePromptsAllowed,
 } from './composerModel.js';
-import type { Attachment, Chip, ContextItem, SlashCommand } from './composerModel.js';
+import type { Attachment, BuiltinSlash, Chip, ContextItem, SlashCommand } from './composerModel.js';
 import { readPromptDir, userPromptsDir, workspacePromptsDir } from './composerPrompts.js';
 import { ReviewCommandIds } from './review.js';
 import type { WorkspaceTrustState } from './trustState.js';
@@ -199,22 +198,19 @@ export class ComposerContext {
   // --- Enter and `/` ---------------------------------------------------------------------------
 
   private async submit(text: string, post: (message: unknown) => void): Promise<void> {
-    const slash = parseSlash(text);
-    if (slash) {
-      const command = this.commands.find((c) => c.name === slash.name);
-      if (!command) {
-        this.o.warn(`LSP Agent: no command /${slash.name}. Type / for the list; to send text that starts with /, begin with a space.`);
+    const action = enterAction(this.commands, text);
+    switch (action.kind) {
+      case 'unknown':
+        this.o.warn(`LSP Agent: no command /${action.name}. Type / for the list; to send text that starts with /, begin with a space.`);
         return;
-      }
-      if (command.prompt !== undefined) {
-        await this.send(expandPrompt(command.prompt, slash.rest), post);
+      case 'builtin':
+        post({ type: 'clearDraft' });
+        await this.runBuiltin(action.builtin);
         return;
-      }
-      post({ type: 'clearDraft' });
-      await this.runBuiltin(command);
-      return;
+      case 'send':
+        await this.send(action.text, post);
+        return;
     }
-    await this.send(text, post);
   }
 
   private async send(text: string, post: (message: unknown) => void): Promise<void> {
@@ -228,8 +224,8 @@ export class ComposerContext {
     }
   }
 
-  private async runBuiltin(command: SlashCommand): Promise<void> {
-    switch (command.builtin) {
+  private async runBuiltin(builtin: BuiltinSlash): Promise<void> {
+    switch (builtin) {
       case 'new':
         await vscode.commands.executeCommand(CommandIds.newSession);
         return;
@@ -247,8 +243,6 @@ export class ComposerContext {
         return;
       case 'mode':
         await this.runIfThere(CHOOSE_MODE_COMMAND, 'Modes');
-        return;
-      case undefined:
         return;
     }
   }

@@ -145,6 +145,27 @@ export function parseSlash(text: string): { name: string; rest: string } | undef
   return { name: match[1].toLowerCase(), rest: (match[2] ?? '').trim() };
 }
 
+/** What Enter does with the text: send it (with its chips), run a built-in, or refuse an unknown `/word`. */
+export type EnterAction =
+  | { kind: 'send'; text: string }
+  | { kind: 'builtin'; builtin: BuiltinSlash }
+  | { kind: 'unknown'; name: string };
+
+export function enterAction(commands: readonly SlashCommand[], text: string): EnterAction {
+  const slash = parseSlash(text);
+  if (!slash) {
+    return { kind: 'send', text };
+  }
+  const command = commands.find((c) => c.name === slash.name);
+  if (!command) {
+    return { kind: 'unknown', name: slash.name };
+  }
+  if (command.builtin) {
+    return { kind: 'builtin', builtin: command.builtin };
+  }
+  return { kind: 'send', text: expandPrompt(command.prompt ?? '', slash.rest) };
+}
+
 /** The commands whose names start with what was typed after `/` (built-ins first). */
 export function slashCompletions(commands: readonly SlashCommand[], typed: string): SlashCommand[] {
   const prefix = typed.replace(/^\//, '').toLowerCase();

@@ -15,6 +15,7 @@ import {
   MAX_CHIP_TEXT,
   attachmentsOf,
   chipRefusal,
+  enterAction,
   expandPrompt,
   filterItems,
   parseSlash,
@@ -92,7 +93,7 @@ describe('chips become attachments', () => {
   });
 
   it('the transcript names what was attached under the prompt', () => {
-    assert.equal(withAttached('fix it', attachmentsOf([fileChip('calc/ops.py'), SELECTION])), 'fix it\n\n📎 calc/ops.py, selection calc/ops.py:3-4');
+    assert.equal(withAttached('fix it', attachmentsOf([fileChip('calc/ops.py'), SELECTION])), 'fix it\n\nattached: calc/ops.py, selection calc/ops.py:3-4');
     assert.equal(withAttached('fix it', []), 'fix it');
   });
 });
@@ -115,7 +116,7 @@ describe('the prompt travels with its attachments', () => {
     rpc.answer(Methods.run, { sessionID: SESSION, generation: GEN });
     assert.equal(await commands.submit('fix the bug', attachments), true);
     assert.deepEqual(rpc.sent, [{ method: Methods.run, params: { prompt: 'fix the bug', attachments } }]);
-    assert.match(JSON.stringify(client.transcript.entries), /📎 calc\/ops.py, selection calc\/ops.py:3-4/);
+    assert.match(JSON.stringify(client.transcript.entries), /attached: calc\/ops.py, selection calc\/ops.py:3-4/);
   });
 
   it('without chips, agent/run has no attachments field (an older server takes it)', async () => {
@@ -156,6 +157,18 @@ describe('slash commands', () => {
     assert.equal(parseSlash(' /compact'), undefined);
     assert.equal(parseSlash('please /compact'), undefined);
     assert.equal(parseSlash('/'), undefined);
+  });
+
+  it('Enter runs /compact (and every built-in) instead of sending it to the model; a prompt command sends its text', () => {
+    const commands = slashCommands([{ name: 'explain', text: 'Explain $ARGUMENTS simply.' }], [], false);
+    assert.deepEqual(enterAction(commands, '/compact'), { kind: 'builtin', builtin: 'compact' });
+    for (const name of ['new', 'review', 'sessions', 'model', 'mode']) {
+      assert.deepEqual(enterAction(commands, `/${name}`), { kind: 'builtin', builtin: name });
+    }
+    assert.deepEqual(enterAction(commands, '/explain calc/ops.py'), { kind: 'send', text: 'Explain calc/ops.py simply.' });
+    assert.deepEqual(enterAction(commands, '/compcat'), { kind: 'unknown', name: 'compcat' });
+    assert.deepEqual(enterAction(commands, 'fix /compact'), { kind: 'send', text: 'fix /compact' });
+    assert.deepEqual(enterAction(commands, ' /compact'), { kind: 'send', text: ' /compact' });
   });
 
   it('complete by prefix, the built-ins first', () => {
