@@ -89,3 +89,10 @@ def test_at_attaches_a_file_and_the_selection_and_the_model_gets_them(
     assert box.input_value() == ""
     for body in requests:
         assert all(m.get("content") != "/compact" for m in body["messages"] if m["role"] == "user"), body
+
+    # `/new`: the next task starts a new session, and the one before is offered as context
+    box.press_sequentially("/new")
+    box.press("Enter")
+    box.press_sequentially("@")
+    picker.locator(".pick[data-kind='session']", has_text="fix the bug in").wait_for(timeout=TIMEOUT_MS)
+    box.press("Escape")

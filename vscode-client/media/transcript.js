@@ -88,6 +88,10 @@
         input.focus();
         break;
       case 'clearDraft':
+        // the composer names the text it sent: what was typed since then stays
+        if (typeof message.ifText === 'string' && input.value !== message.ifText) {
+          break;
+        }
         input.value = '';
         remember();
         vscode.postMessage({ type: 'draft', text: '' });

@@ -13,10 +13,12 @@ import {
   enterAction,
   filterItems,
   fuzzyScore,
+  sessionDigest,
   slashCommands,
   workspacePromptsAllowed,
 } from './composerModel.js';
-import type { Attachment, BuiltinSlash, Chip, ContextItem, SlashCommand } from './composerModel.js';
+import type { Attachment, BuiltinSlash, Chip, ContextItem, DigestMessage, SlashCommand } from './composerModel.js';
+import { Methods } from './protocol.js';
 import { readPromptDir, userPromptsDir, workspacePromptsDir } from './composerPrompts.js';
 import { ReviewCommandIds } from './review.js';
 import type { WorkspaceTrustState } from './trustState.js';
@@ -31,6 +33,9 @@ const FILES_TTL_MS = 10_000;
 const SYMBOLS_TIMEOUT_MS = 1500;
 /** Most problems written into one attachment. */
 const MAX_PROBLEMS = 200;
+/** Past sessions listed for `@`, and the messages of one read for its digest. */
+const MAX_SESSIONS = 20;
+const SESSION_MESSAGES = 500;
 
 export const CHOOSE_MODE_COMMAND = 'lspAgent.chooseMode';
 
@@ -45,12 +50,16 @@ type FromWebview =
 export interface ComposerOptions {
   /** send a prompt (and its attachments) the way the Enter key always did: run, queue or wait */
   submit: (text: string, attachments: Attachment[]) => Promise<boolean>;
+  /** one request to the server (AgentClient.send): past sessions for `@` */
+  request: (method: string, params: unknown) => Promise<unknown>;
+  /** the session shown now (not offered as a past one) */
+  currentSession: () => string | undefined;
   trust: () => WorkspaceTrustState | undefined;
   flash: (message: string) => void;
   warn: (message: string) => void;
 }
 
-type Resolver = () => Chip | undefined;
+type Resolver = () => Chip | undefined | Promise<Chip | undefined>;
 
 export class ComposerContext {
   private chips: Chip[] = [];
@@ -73,7 +82,7 @@ export class ComposerContext {
         void this.query(m.query).then((items) => post({ type: 'contextItems', requestId: m.requestId, items }));
         return true;
       case 'pickContext':
-        this.pick(m.id, post);
+        void this.pick(m.id, post);
         return true;
       case 'removeChip':
         this.chips = this.chips.filter((c) => c.key !== m.key);
@@ -166,7 +175,38 @@ export class ComposerContext {
         },
       }));
     }
+    for (const session of filterItems(await this.pastSessions(), query, 5)) {
+      const sessionID = session.id.slice('session:'.length);
+      add(session, () => this.sessionChip(sessionID, session.label));
+    }
     return items;
+  }
+
+  /** The workspace's recent sessions but the current one; none when the server cannot say. */
+  private async pastSessions(): Promise<ContextItem[]> {
+    try {
+      const answer = (await this.o.request(Methods.sessions, { limit: MAX_SESSIONS })) as { sessions?: unknown } | null;
+      const sessions = Array.isArray(answer?.sessions) ? (answer.sessions as { sessionID?: unknown; title?: unknown }[]) : [];
+      const current = this.o.currentSession();
+      return sessions.flatMap((s): ContextItem[] =>
+        typeof s.sessionID === 'string' && s.sessionID !== current
+          ? [{ id: `session:${s.sessionID}`, kind: 'session', label: typeof s.title === 'string' && s.title ? s.title : s.sessionID, detail: s.sessionID }]
+          : [],
+      );
+    } catch {
+      return [];
+    }
+  }
+
+  private async sessionChip(sessionID: string, title: string): Promise<Chip | undefined> {
+    const answer = (await this.o.request(Methods.session, { sessionID, limit: SESSION_MESSAGES })) as { messages?: unknown } | null;
+    const messages = Array.isArray(answer?.messages) ? (answer.messages as DigestMessage[]) : [];
+    return {
+      key: `session:${sessionID}`,
+      kind: 'session',
+      label: `session ${title.slice(0, 40)}`,
+      attachment: { type: 'text', name: `past session ${sessionID}`, text: sessionDigest(title, sessionID, messages) },
+    };
   }
 
   private async workspaceFiles(): Promise<vscode.Uri[]> {
@@ -176,8 +216,14 @@ export class ComposerContext {
     return this.files.uris;
   }
 
-  private pick(id: string, post: (message: unknown) => void): void {
-    const chip = this.resolvers.get(id)?.();
+  private async pick(id: string, post: (message: unknown) => void): Promise<void> {
+    let chip: Chip | undefined;
+    try {
+      chip = await this.resolvers.get(id)?.();
+    } catch (error) {
+      this.o.warn(`LSP Agent: not attached: ${error instanceof Error ? error.message : String(error)}`);
+      return;
+    }
     if (!chip) {
       this.o.flash('LSP Agent: that item is gone; type @ again');
       return;
@@ -204,23 +250,24 @@ export class ComposerContext {
         this.o.warn(`LSP Agent: no command /${action.name}. Type / for the list; to send text that starts with /, begin with a space.`);
         return;
       case 'builtin':
-        post({ type: 'clearDraft' });
+        post({ type: 'clearDraft', ifText: text });
         await this.runBuiltin(action.builtin);
         return;
       case 'send':
-        await this.send(action.text, post);
+        await this.send(action.text, post, text);
         return;
     }
   }
 
-  private async send(text: string, post: (message: unknown) => void): Promise<void> {
+  /** `typed`: what the input held (cleared only if it still does); `text`: what is sent. */
+  private async send(text: string, post: (message: unknown) => void, typed = text): Promise<void> {
     const attachments = attachmentsOf(this.chips);
     const sent = this.chips;
     if (await this.o.submit(text, attachments)) {
       // only the chips that went: one added while the prompt was being sent stays
       this.chips = this.chips.filter((c) => !sent.includes(c));
       this.postChips(post);
-      post({ type: 'clearDraft' });
+      post({ type: 'clearDraft', ifText: typed });
     }
   }
 

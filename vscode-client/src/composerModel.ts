@@ -11,7 +11,7 @@ export const MAX_CHIP_TEXT = 50_000;
 /** Most items the picker lists at once. */
 export const MAX_PICKS = 50;
 
-export type ContextKind = 'file' | 'symbol' | 'selection' | 'problems' | 'editor';
+export type ContextKind = 'file' | 'symbol' | 'selection' | 'problems' | 'editor' | 'session';
 
 /** One entry of the `@` picker. */
 export interface ContextItem {
@@ -105,6 +105,36 @@ export function chipRefusal(chips: readonly Chip[], chip: Chip): string | undefi
 /** The text to show for what travels with a prompt (the transcript's prompt line). */
 export function attachmentSummary(attachments: readonly Attachment[]): string {
   return attachments.map((a) => (a.type === 'file' ? a.path : a.name)).join(', ');
+}
+
+/** A stored message as agent/session returns it (only what a digest reads). */
+export interface DigestMessage {
+  role: string;
+  parts: readonly { type: string; text?: string }[];
+}
+
+/**
+ * A past session as one text attachment: what the user asked and what the agent answered (tool
+ * calls and their output left out), the newest kept when it is longer than a chip may be.
+ */
+export function sessionDigest(title: string, sessionID: string, messages: readonly DigestMessage[]): string {
+  const turns: string[] = [];
+  for (const message of messages) {
+    if (message.role !== 'user' && message.role !== 'assistant') {
+      continue;
+    }
+    const text = message.parts.filter((p) => p.type === 'text' && typeof p.text === 'string').map((p) => p.text).join('').trim();
+    if (text) {
+      turns.push(`${message.role === 'user' ? 'User' : 'Agent'}: ${text}`);
+    }
+  }
+  const head = `Past session "${title.replace(/\s+/g, ' ')}" (${sessionID}):`;
+  let body = turns.join('\n\n');
+  const room = MAX_CHIP_TEXT - head.length - 40;
+  if (body.length > room) {
+    body = `[… earlier turns left out]\n${body.slice(body.length - room)}`;
+  }
+  return `${head}\n${body}`;
 }
 
 // --- slash commands ---------------------------------------------------------------------------

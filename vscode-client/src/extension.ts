@@ -84,6 +84,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   // The composer's `@` context and `/` commands; Enter's prompt goes through it with its chips.
   const composer: ComposerContext = new ComposerContext({
     submit: (text, attachments) => cmds.submit(text, attachments),
+    request: (method, params) => agent.send(method, params),
+    currentSession: () => agent.snapshot.sessionID,
     trust: () => trust.state,
     flash: (message) => host.flash(message),
     warn: (message) => void host.showWarning(message),

@@ -19,6 +19,7 @@ import {
   expandPrompt,
   filterItems,
   parseSlash,
+  sessionDigest,
   slashCommands,
   slashCompletions,
   workspacePromptsAllowed,
@@ -95,6 +96,24 @@ describe('chips become attachments', () => {
   it('the transcript names what was attached under the prompt', () => {
     assert.equal(withAttached('fix it', attachmentsOf([fileChip('calc/ops.py'), SELECTION])), 'fix it\n\nattached: calc/ops.py, selection calc/ops.py:3-4');
     assert.equal(withAttached('fix it', []), 'fix it');
+  });
+});
+
+describe('a past session as context', () => {
+  it('is what the user asked and the agent answered, without tool calls; the newest kept when long', () => {
+    const messages = [
+      { role: 'user', parts: [{ type: 'text', text: 'fix calc' }] },
+      { role: 'assistant', parts: [{ type: 'reasoning', text: 'hmm' }, { type: 'tool_call' }] },
+      { role: 'tool', parts: [{ type: 'tool_result', text: 'TOOL-OUTPUT' }] },
+      { role: 'assistant', parts: [{ type: 'text', text: 'Fixed: add adds.' }] },
+    ];
+    assert.equal(sessionDigest('fix\ncalc', 'ses_1', messages), 'Past session "fix calc" (ses_1):\nUser: fix calc\n\nAgent: Fixed: add adds.');
+    const long = Array.from({ length: 100 }, (_, i) => ({ role: 'user', parts: [{ type: 'text', text: `turn ${i} ${'x'.repeat(1000)}` }] }));
+    const digest = sessionDigest('t', 'ses_2', long);
+    assert.ok(digest.length <= MAX_CHIP_TEXT);
+    assert.match(digest, /earlier turns left out/);
+    assert.match(digest, /turn 99 /);
+    assert.ok(!digest.includes('turn 0 '));
   });
 });
 
