@@ -79,7 +79,9 @@ export class ComposerContext {
         this.postChips(post);
         return false; // the transcript renders too
       case 'contextQuery':
-        void this.query(m.query).then((items) => post({ type: 'contextItems', requestId: m.requestId, items }));
+        void this.query(typeof m.query === 'string' ? m.query.slice(0, 200) : '').then((items) =>
+          post({ type: 'contextItems', requestId: m.requestId, items }),
+        );
         return true;
       case 'pickContext':
         void this.pick(m.id, post);
