@@ -60,8 +60,8 @@ class RunParams(Params):
                               description="`provider/model` for this generation only; default: the setting.")
     max_steps: int | None = Field(None, ge=1, le=10_000,
                                   description="Step budget of this generation; default: the `maxSteps` setting.")
-    attachments: list[Any] = Field(
-        default_factory=list, max_length=MAX_ATTACHMENTS,
+    attachments: list[Any] | None = Field(
+        None, max_length=MAX_ATTACHMENTS,
         description=ATTACHMENTS_DOC + " Another kind, a malformed one, or a prompt that with them is over "
                     f"{MAX_PROMPT_CHARS} characters is refused (`attachment_refused`) and nothing is started.")
     work_done_token: Int32 | str | None = Field(

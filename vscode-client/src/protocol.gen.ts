@@ -478,7 +478,7 @@ export interface RunParams {
   /** Step budget of this generation; default: the `maxSteps` setting. */
   maxSteps?: number | null;
   /** Sent after the text, each under a numbered header: `{"type": "text", "text": ..., "name": ...}` (its text as is) or `{"type": "file", "path": ...}` (a workspace file the model is told to read). Another kind, a malformed one, or a prompt that with them is over 200000 characters is refused (`attachment_refused`) and nothing is started. */
-  attachments?: unknown[];
+  attachments?: unknown[] | null;
   /** A client-created `$/progress` token (LSP WorkDoneProgressParams); without it the server creates one when the client supports window.workDoneProgress. */
   workDoneToken?: number | string | null;
 }
