@@ -97,6 +97,9 @@
     }
     const typed = slashAtCaret();
     if (typed !== undefined) {
+      if (mode !== '/') {
+        post({ type: 'slashOpen' }); // prompt files may have changed: the extension reads them again
+      }
       active = 0;
       const list = commands
         .filter((c) => c.name.startsWith(typed))
@@ -175,6 +178,9 @@
         break;
       case 'slashCommands':
         commands = message.commands;
+        if (mode === '/') {
+          update();
+        }
         break;
     }
   });

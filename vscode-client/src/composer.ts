@@ -44,6 +44,7 @@ type FromWebview =
   | { type: 'contextQuery'; requestId: number; query: string }
   | { type: 'pickContext'; id: string }
   | { type: 'removeChip'; key: string }
+  | { type: 'slashOpen' }
   | { type: 'submit'; text: string }
   | { type: 'ready' };
 
@@ -92,6 +93,9 @@ export class ComposerContext {
         return true;
       case 'submit':
         void this.submit(m.text, post);
+        return true;
+      case 'slashOpen':
+        void this.refreshCommands(post);
         return true;
       default:
         return false;
