@@ -28,6 +28,13 @@ def wait_for_request(requests: list[dict[str, Any]], timeout_s: float = 60) -> d
     return requests[0]
 
 
+def wait_for_value(box: Any, value: str, timeout_s: float = TIMEOUT_MS / 1000) -> None:
+    deadline = time.monotonic() + timeout_s
+    while box.input_value() != value:
+        assert time.monotonic() < deadline, f"the input holds {box.input_value()!r}, not {value!r}"
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("autosave", AUTOSAVE)
 def test_at_attaches_a_file_and_the_selection_and_the_model_gets_them(
         open_vscode: OpenVSCode, chat_model: tuple[str, list[dict[str, Any]]], autosave: str) -> None:  # noqa: F811
@@ -96,6 +103,8 @@ def test_at_attaches_a_file_and_the_selection_and_the_model_gets_them(
     # `/new`: the next task starts a new session, and the one before is offered as context
     box.press_sequentially("/new")
     box.press("Enter")
+    transcript.get_by_text("No run yet").wait_for(timeout=TIMEOUT_MS)
+    wait_for_value(box, "")  # the command's text leaves the input once it ran
     box.press_sequentially("@")
     picker.locator(".pick[data-kind='session']", has_text="fix the bug in").wait_for(timeout=TIMEOUT_MS)
     box.press("Escape")
