@@ -477,7 +477,8 @@ class AgentServer(LanguageServer):
         elif rt.provider_problem:
             raise ProtocolError(UNAVAILABLE, rt.provider_problem, kind="config")
         choice = None if provider is base.provider else ModelChoice(settings, provider, model_facts(settings))
-        started = rt.agent.start(params.prompt, params.session_id, params.max_steps, model=choice)
+        started = rt.agent.start(params.prompt, params.session_id, params.max_steps, model=choice,
+                                 attachments=params.attachments)
         if params.work_done_token is not None:
             rt.sink.use_token(started.generation, params.work_done_token)
         return started

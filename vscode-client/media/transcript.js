@@ -5,6 +5,7 @@
 (function () {
   'use strict';
   const vscode = acquireVsCodeApi();
+  window.lspAgentVscode = vscode; // composer.js (the @ picker, chips, / list) posts through it too
   const transcript = document.getElementById('transcript');
   const input = document.getElementById('input');
   const state = document.getElementById('state');
@@ -234,6 +235,10 @@
         input.focus();
         break;
       case 'clearDraft':
+        // the composer names the text it sent: what was typed since then stays
+        if (typeof message.ifText === 'string' && input.value !== message.ifText) {
+          break;
+        }
         input.value = '';
         remember();
         vscode.postMessage({ type: 'draft', text: '' });

@@ -320,12 +320,16 @@ export class AgentClient {
 
   // --- runs -----------------------------------------------------------------------------------
 
-  async run(prompt: string, options: { maxSteps?: number; model?: string } = {}): Promise<RunResult> {
+  async run(prompt: string, options: { maxSteps?: number; model?: string; attachments?: unknown[] } = {}): Promise<RunResult> {
     const text = prompt.trim();
     if (!text) {
       throw new UserError('The task is empty.');
     }
-    const params: Record<string, unknown> = { prompt: text, ...options };
+    const { attachments, ...rest } = options;
+    const params: Record<string, unknown> = { prompt: text, ...rest };
+    if (attachments && attachments.length > 0) {
+      params.attachments = attachments;
+    }
     if (this.state.sessionID) {
       params.sessionID = this.state.sessionID;
     }
@@ -343,7 +347,7 @@ export class AgentClient {
     this.introduced.add(result.generation);
     // Events can overtake the answer (a fast run may even have finished): the prompt goes
     // before them, and a finished run is not marked running again.
-    this.transcript.prompt(text, 'run', result.generation);
+    this.transcript.prompt(withAttached(text, attachments), 'run', result.generation);
     if (!this.finished.has(result.generation)) {
       this.state.running = true;
       this.state.generation = result.generation;
@@ -439,15 +443,19 @@ export class AgentClient {
   // --- the queue ------------------------------------------------------------------------------
 
   /** Queue a follow-up; with no session yet it simply runs. */
-  async queueAdd(text: string): Promise<{ item?: QueueItem; run?: RunResult }> {
+  async queueAdd(text: string, attachments: unknown[] = []): Promise<{ item?: QueueItem; run?: RunResult }> {
     const body = text.trim();
     if (!body) {
       throw new UserError('The follow-up is empty.');
     }
     if (!this.state.sessionID) {
-      return { run: await this.run(body) };
+      return { run: await this.run(body, { attachments }) };
     }
-    const answer = await this.request<unknown>(Methods.queueAdd, { sessionID: this.state.sessionID, text: body });
+    const params: Record<string, unknown> = { sessionID: this.state.sessionID, text: body };
+    if (attachments.length > 0) {
+      params.attachments = attachments;
+    }
+    const answer = await this.request<unknown>(Methods.queueAdd, params);
     const { item, started } = wire.itemResult(answer, Methods.queueAdd);
     this.upsertItem(item);
     if (started) {
@@ -709,4 +717,14 @@ export const FIX_DIAGNOSTIC_COMMAND = 'lsp-agent.fixDiagnostic';
 /** The transcript's prompt line for a fix run (the server words the model's prompt itself). */
 export function fixPromptLine(args: FixDiagnosticArgs, relativePath: string): string {
   return `fix: ${args.kind} failure in ${relativePath} at line ${args.line}: ${args.message}`;
+}
+
+/** The prompt as the transcript shows it: what was attached named under it (the model gets them whole). */
+export function withAttached(text: string, attachments: readonly unknown[] | undefined): string {
+  const names = (attachments ?? []).flatMap((a) => {
+    const obj = a as { type?: unknown; path?: unknown; name?: unknown } | null;
+    const name = obj?.type === 'file' ? obj.path : obj?.name;
+    return typeof name === 'string' ? [name] : [];
+  });
+  return names.length > 0 ? `${text}\n\nattached: ${names.join(', ')}` : text;
 }

@@ -147,6 +147,9 @@ export interface ShellOptions {
   cspSource: string;
   scriptUri: string;
   styleUri: string;
+  /** the composer's `@` picker, chips and `/` list (media/composer.js, composer.css) */
+  composerScriptUri?: string;
+  composerStyleUri?: string;
 }
 
 /** The webview page: transcript above, the agent input (composer) below. */
@@ -164,7 +167,7 @@ export function renderShell(options: ShellOptions): string {
 <meta http-equiv="Content-Security-Policy" content="${csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="stylesheet" href="${escapeHtml(options.styleUri)}">
-<title>LSP Agent</title>
+${options.composerStyleUri ? `<link rel="stylesheet" href="${escapeHtml(options.composerStyleUri)}">\n` : ''}<title>LSP Agent</title>
 </head>
 <body>
 <main id="transcript" tabindex="0" aria-label="Transcript: arrow keys or j/k move between rows, Enter expands"><div id="entries" aria-live="polite"></div><div id="approvals"></div><div id="waiting"></div></main>
@@ -172,10 +175,12 @@ export function renderShell(options: ShellOptions): string {
 <div class="bar"><div id="state" class="state" role="status"></div>
 <button type="button" id="stop" class="stop" aria-label="Stop" title="Stop the running task (LSP Agent: Cancel)" data-command="lspAgent.cancel" hidden>■ Stop</button>
 <button type="button" id="sessions" aria-label="Past sessions" title="Reopen a past session's transcript (LSP Agent: Open Past Session…)" data-command="lspAgent.openSession">Sessions…</button></div>
-<textarea id="input" rows="3" placeholder="Task, follow-up or correction…" aria-label="Agent input"></textarea>
-<div class="hint">Enter: run (or queue while running) · Shift+Enter: new line · Ctrl+S: steer now</div>
+<div id="chips" class="chips" aria-label="Attached context" hidden></div>
+<div id="picker" class="picker" role="listbox" aria-label="Attach context" hidden></div>
+<textarea id="input" rows="3" placeholder="Task, follow-up or correction… (@ attaches context, / for commands)" aria-label="Agent input" aria-autocomplete="list"></textarea>
+<div class="hint">Enter: run (or queue while running) · Shift+Enter: new line · Ctrl+S: steer now · @: context · /: commands</div>
 </footer>
 <script nonce="${options.nonce}" src="${escapeHtml(options.scriptUri)}"></script>
-</body>
+${options.composerScriptUri ? `<script nonce="${options.nonce}" src="${escapeHtml(options.composerScriptUri)}"></script>\n` : ''}</body>
 </html>`;
 }

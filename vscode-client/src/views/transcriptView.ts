@@ -9,6 +9,7 @@ import * as vscode from 'vscode';
 import type { AgentClient } from '../agentClient.js';
 import type { ApprovalBroker } from '../approvalCards.js';
 import { CommandIds, INPUT_FOCUS_CONTEXT } from '../commands.js';
+import type { ComposerContext } from '../composer.js';
 import type { Composer, Host } from '../host.js';
 import { ReviewCommandIds } from '../review.js';
 import { statusView } from '../status.js';
@@ -63,6 +64,8 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     private readonly waiting: () => { items: readonly WaitingView[]; reason: string | undefined },
     private readonly onSubmit: (text: string) => Promise<boolean>,
     private readonly approvals: ApprovalBroker,
+    /** the composer's `@` context and `/` commands (composer.ts); it also takes Enter's prompt */
+    private readonly context?: ComposerContext,
   ) {
     this.subscriptions.push(client.onDidChange(() => this.scheduleRender()));
   }
@@ -93,6 +96,8 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
       cspSource: view.webview.cspSource,
       scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'transcript.js')).toString(),
       styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'transcript.css')).toString(),
+      composerScriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'composer.js')).toString(),
+      composerStyleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'composer.css')).toString(),
     });
     this.subscriptions.push(
       view.webview.onDidReceiveMessage((message: FromWebview) => this.receive(message)),
@@ -196,7 +201,15 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     void this.view.webview.postMessage({ type: 'patch', rows, removed: changes.removed, ...common });
   }
 
+  /** A message to the webview (composer.ts answers its `@` queries and updates its chips). */
+  post(message: unknown): void {
+    void this.view?.webview.postMessage(message);
+  }
+
   private receive(message: FromWebview): void {
+    if (this.context?.receive(message, (m) => this.post(m))) {
+      return;
+    }
     switch (message.type) {
       case 'ready':
         this.needFull = true;
