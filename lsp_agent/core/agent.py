@@ -18,6 +18,7 @@ from lsp_agent.core.agent_context import ContextRequests
 from lsp_agent.core.agent_queue import FollowUps
 from lsp_agent.core.agent_results import QueueSteerResult, SessionPage, SessionSummary, Started, Status
 from lsp_agent.core.agent_steering import Corrections
+from lsp_agent.core.attachments import AttachmentRefused, prompt_with_attachments
 from lsp_agent.core.errors import AgentError, AgentErrorKind, conflict, invalid, not_found
 from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.loop import Generation
@@ -150,15 +151,20 @@ class Agent:
     # --- generations ------------------------------------------------------------------------------
 
     def start(self, prompt: str, session_id: str | None = None, max_steps: int | None = None,
-              model: ModelChoice | None = None) -> Started:
+              model: ModelChoice | None = None, attachments: list[Any] | None = None) -> Started:
         """Start a generation. `model` overrides the model (settings, provider, facts) for this run only;
-        the Agent's own environment is unchanged."""
+        the Agent's own environment is unchanged. `attachments` go after the prompt exactly as a queued
+        message's do, so the stored prompt (and a replay of it) shows them."""
         if not prompt.strip():
             raise invalid("the prompt is empty")
         if len(prompt) > MAX_PROMPT_CHARS:
             raise invalid(f"the prompt is {len(prompt)} characters; at most {MAX_PROMPT_CHARS}")
+        try:  # before any session exists: a refused attachment starts nothing
+            sent = prompt_with_attachments(prompt, attachments or [], MAX_PROMPT_CHARS)
+        except AttachmentRefused as exc:
+            raise invalid(f"not started: {exc}", AgentErrorKind.ATTACHMENT_REFUSED) from None
         session = self.session(session_id, title=prompt[:80])
-        return self._launch(session, prompt, max_steps, model=model)
+        return self._launch(session, sent, max_steps, model=model)
 
     def _launch(self, session: AgentSession, prompt: str, max_steps: int | None,
                 claim_item: str | None = None, model: ModelChoice | None = None) -> Started:

@@ -11,6 +11,7 @@ class AgentErrorKind(StrEnum):
     # the request itself is wrong
     INVALID_PARAMS = "invalid_params"
     NOT_STEERABLE = "not_steerable"
+    ATTACHMENT_REFUSED = "attachment_refused"
     # what it names does not exist
     NOT_FOUND = "not_found"
     UNKNOWN_SESSION = "unknown_session"

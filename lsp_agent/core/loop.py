@@ -192,6 +192,8 @@ class Generation:
         self._heartbeat: asyncio.Future[None] | None = None
         #: the end is written (`_close`): by the run_finish, or by `run` when the loop raised
         self._closed = False
+        #: announces the rejections of corrections this run ended before applying (after its run_finish)
+        self._rejections: Callable[[], None] | None = None
         self.ended = False
         self.stop_reason: StopReason | None = None
         #: set when the run ended by handing off to a fresh session (the Agent starts it)
@@ -294,6 +296,7 @@ class Generation:
             cancel_signal.reset(token)
             try:
                 self._close()  # done already when the run ended with a run_finish
+                self._announce_rejections()
             finally:
                 if self.trace is not None:
                     self.trace.close()
@@ -310,7 +313,7 @@ class Generation:
             _despite_store(self.env.store.end_generation, session.id, self.id)
             if self.env.steering is not None:
                 interrupted = self.stop_reason in (StopReason.CANCELLED, StopReason.ERROR, None)
-                self.env.steering.end_generation(session, self.id, interrupted)
+                self._rejections = self.env.steering.end_generation(session, self.id, interrupted)
             session.active = None
             _despite_store(session.flush_notes)
         finally:  # whatever failed above, the session is not left held (and kept fresh) by a run that ended
@@ -319,6 +322,12 @@ class Generation:
                 self._heartbeat.cancel()
                 self._heartbeat = None
             self._give_back_lease()
+
+    def _announce_rejections(self) -> None:
+        """The receipts of corrections the run ended before applying, once, after its run_finish."""
+        announce, self._rejections = self._rejections, None
+        if announce is not None:
+            announce()
 
     def _store_failed(self, exc: StoreUnavailable) -> events.RunFinish:
         """The store refused a write mid-run: the run ends `error` saying why (the user sees it; the
@@ -716,6 +725,7 @@ class Generation:
             self._close()
         finally:
             self.emit(result)
+        self._announce_rejections()
         return result
 
     def _result(self, reason: StopReason, error: events.ErrorInfo | None) -> events.RunFinish:

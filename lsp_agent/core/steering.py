@@ -262,12 +262,14 @@ class Steering:
             self._settle(session.id, correction.client_id, status=ReceiptStatus.APPLIED, message_id=message.id)
         return applied
 
-    def end_generation(self, session: SteeredSession, generation: str, interrupted: bool) -> None:
+    def end_generation(self, session: SteeredSession, generation: str, interrupted: bool) -> Callable[[], None]:
         """The generation is over: whatever is still pending is rejected; steered rows go back
-        to the queue (paused after an interrupt, so nothing starts by itself)."""
+        to the queue (paused after an interrupt, so nothing starts by itself). The rejections are
+        settled on disk now but announced by the call returned, which the caller makes once it has
+        told how the run ended: a client reads "the run ended before it applied" knowing how it ended."""
         state = self._sessions.get(session.id)
         if state is None:
-            return
+            return lambda: None
         keep = [c for c in state.pending if c.generation != generation]
         ended = [c for c in state.pending if c.generation == generation]
         state.pending = keep
@@ -279,8 +281,13 @@ class Steering:
             except StoreUnavailable as exc:
                 # Still on disk, written ahead: the next start surfaces it as a queued row.
                 log.warning("correction %s stays pending: %s", correction.client_id, exc.message)
-            self._settle(session.id, correction.client_id, status=ReceiptStatus.REJECTED,
-                         reason=RejectReason.GENERATION_ENDED)
+        rejected = [correction.client_id for correction in ended]
+
+        def announce() -> None:
+            for client_id in rejected:
+                self._settle(session.id, client_id, status=ReceiptStatus.REJECTED,
+                             reason=RejectReason.GENERATION_ENDED)
+        return announce
 
     def recover(self, owner_alive: Callable[[str | None], bool]) -> list[PendingCorrection]:
         """On start: corrections written ahead by a process that died before applying them (`owner_alive`:

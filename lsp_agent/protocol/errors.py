@@ -3,8 +3,9 @@
 | code   | status | kinds                                   | when                                      |
 |--------|--------|-----------------------------------------|-------------------------------------------|
 | -32602 | 400    | invalid_params, not_steerable,          | wrong type, unknown or missing field; a   |
-|        |        | trust_changed                           | queued row that cannot be steered; a trust|
-|        |        |                                         | hash the files no longer have             |
+|        |        | trust_changed, attachment_refused       | queued row that cannot be steered; a trust|
+|        |        |                                         | hash the files no longer have; an         |
+|        |        |                                         | attachment agent/run cannot send          |
 | -32602 | 413    | too_large                               | a field is over its documented limit      |
 | -32004 | 404    | unknown_session, unknown_message,       | the ID does not exist in this workspace   |
 |        |        | not_found                               |                                           |
@@ -40,12 +41,16 @@ class ErrorCode:
     meaning: str
 
 
-INVALID_PARAMS = ErrorCode(-32602, "InvalidParams", 400, ("invalid_params", "not_steerable", "trust_changed"),
+INVALID_PARAMS = ErrorCode(-32602, "InvalidParams", 400, ("invalid_params", "not_steerable", "trust_changed",
+                                                          "attachment_refused"),
                            "A field has the wrong type, is unknown, or is missing; `data.field` names it. "
                            "`not_steerable`: agent/queue/steer of a row with attachments, of another kind, "
                            f"settled, or over `limits.steer_chars` (default {MAX_STEER_CHARS:,}) characters. "
                            "`trust_changed`: "
-                           "agent/workspaceTrust `trust` with a hash the workspace's files no longer have.")
+                           "agent/workspaceTrust `trust` with a hash the workspace's files no longer have. "
+                           "`attachment_refused`: agent/run with an attachment the model cannot take (a kind "
+                           "other than `text`/`file`, a malformed one) or a prompt that with its attachments "
+                           "is over 200,000 characters; nothing was started.")
 TOO_LARGE = ErrorCode(-32602, "InvalidParams", 413, ("too_large",),
                       "A field is over its documented limit (e.g. a prompt over 200,000 characters).")
 NOT_FOUND = ErrorCode(-32004, "NotFound", 404, ("unknown_session", "unknown_message", "not_found"),

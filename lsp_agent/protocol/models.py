@@ -20,6 +20,12 @@ MAX_PROMPT_CHARS = 200_000
 #: Page size bounds of agent/session and agent/sessions.
 DEFAULT_PAGE = 100
 MAX_PAGE = 500
+#: Most attachments one message (agent/run, agent/queue/add) may carry.
+MAX_ATTACHMENTS = 32
+#: What a message may carry besides its text (core/attachments.py sends them).
+ATTACHMENTS_DOC = ("Sent after the text, each under a numbered header: `{\"type\": \"text\", \"text\": ..., "
+                   "\"name\": ...}` (its text as is) or `{\"type\": \"file\", \"path\": ...}` (a workspace file "
+                   "the model is told to read).")
 
 
 #: Integer ranges of the wire: LSP's `integer` (int32) and SQLite's INTEGER (int64). A value outside
@@ -54,6 +60,10 @@ class RunParams(Params):
                               description="`provider/model` for this generation only; default: the setting.")
     max_steps: int | None = Field(None, ge=1, le=10_000,
                                   description="Step budget of this generation; default: the `maxSteps` setting.")
+    attachments: list[Any] | None = Field(
+        None, max_length=MAX_ATTACHMENTS,
+        description=ATTACHMENTS_DOC + " Another kind, a malformed one, or a prompt that with them is over "
+                    f"{MAX_PROMPT_CHARS} characters is refused (`attachment_refused`) and nothing is started.")
     work_done_token: Int32 | str | None = Field(
         None, description="A client-created `$/progress` token (LSP WorkDoneProgressParams); without it the "
                           "server creates one when the client supports window.workDoneProgress.")

@@ -26,6 +26,7 @@ from lsp_agent.protocol import (
     skill_models,
     steering,
     trust_models,
+    verification_models,
 )
 
 PROTOCOL_VERSION = 1
@@ -120,6 +121,7 @@ METHODS: tuple[MethodDoc, ...] = (
     MethodDoc(*approval_models.METHOD_DOC),  # approval policy
     *(MethodDoc(*doc) for doc in trust_models.METHOD_DOCS),  # workspace trust
     *(MethodDoc(*doc) for doc in provider_models.METHOD_DOCS),  # models, keys, modes
+    MethodDoc(*verification_models.METHOD_DOC),  # a check made stale after its run
     MethodDoc(methods.COMMAND_FIX_DIAGNOSTIC, "command", "client → server (workspace/executeCommand)",
               models.FixDiagnosticArgs, models.RunResult,
               "Offered by the code action \"Ask the agent to fix this\" on `lsp-agent` diagnostics; starts "

@@ -14,18 +14,15 @@ from pydantic import ConfigDict, Field, PrivateAttr, computed_field
 from lsp_agent.core.errors import AgentError
 from lsp_agent.core.queue import MAX_STEER_CHARS, QueueItem, QueueStatus, steer_refusal
 from lsp_agent.core.steering import MAX_PENDING, MAX_RECEIPTS, ReceiptStatus, RejectReason
-from lsp_agent.protocol.models import MAX_PROMPT_CHARS, Int64, Params, Result, RunResult, SessionID
+from lsp_agent.protocol.models import ATTACHMENTS_DOC as BASE_ATTACHMENTS_DOC
+from lsp_agent.protocol.models import MAX_ATTACHMENTS, MAX_PROMPT_CHARS, Int64, Params, Result, RunResult, SessionID
 
 #: The steering clientID: a short plain token, since it keys a stored pending correction and comes back in
 #: receipts. Length is part of the pattern so a long ID is an ordinary 400.
 CLIENT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,100}$"
 #: What a queued message may carry besides its text (core/attachments.py sends them).
-ATTACHMENTS_DOC = ("Sent after the text, each under a numbered header: `{\"type\": \"text\", \"text\": ..., "
-                   "\"name\": ...}` (its text as is) or `{\"type\": \"file\", \"path\": ...}` (a workspace file "
-                   "the model is told to read). A row with another kind is not sent: it becomes `failed` with "
-                   "the reason in `error`. A row with any attachment cannot be steered.")
-#: Most attachments one queued message may carry.
-MAX_ATTACHMENTS = 32
+ATTACHMENTS_DOC = BASE_ATTACHMENTS_DOC + (" A row with another kind is not sent: it becomes `failed` with the "
+                                          "reason in `error`. A row with any attachment cannot be steered.")
 
 TaskID = Annotated[str, Field(min_length=1, max_length=200, description="A queued item's `id` (`que_…`).")]
 

@@ -35,13 +35,14 @@ from lsp_agent.app.trust_wire import trust_state
 from lsp_agent.core.agent import Agent, Started
 from lsp_agent.core.errors import AgentError
 from lsp_agent.core.session import ModelChoice
-from lsp_agent.domain.events import VerificationStatus
+from lsp_agent.domain.events import InvalidatedBy, VerificationStatus
 from lsp_agent.domain.ports import Provider, ProviderError, ProviderErrorKind
-from lsp_agent.domain.verification import derive
+from lsp_agent.domain.verification import Verification, derive
 from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError, from_core
 from lsp_agent.protocol.methods import CONFIG_SECTION
 from lsp_agent.protocol.models import RunParams
 from lsp_agent.protocol.trust_models import AGENT_WORKSPACE_TRUST_CHANGED
+from lsp_agent.protocol.verification_models import AGENT_VERIFICATION_CHANGED, VerificationChangedParams
 from lsp_agent.providers.scripted import Script, ScriptedError, ScriptedProvider, ScriptedReply
 from lsp_agent.server import settings as layered
 from lsp_agent.server.approval import EditorApprover
@@ -487,7 +488,8 @@ class AgentServer(LanguageServer):
         elif rt.provider_problem:
             raise ProtocolError(UNAVAILABLE, rt.provider_problem, kind="config")
         choice = None if provider is base.provider else ModelChoice(settings, provider, model_facts(settings))
-        started = rt.agent.start(params.prompt, params.session_id, params.max_steps, model=choice)
+        started = rt.agent.start(params.prompt, params.session_id, params.max_steps, model=choice,
+                                 attachments=params.attachments)
         if params.work_done_token is not None:
             rt.sink.use_token(started.generation, params.work_done_token)
         return started
@@ -497,10 +499,25 @@ class AgentServer(LanguageServer):
         or any file when it has a check standing (the check no longer describes the sources)."""
         rt = self.runtime()
         for session in list(rt.agent.sessions.values()):
-            standing = derive(session.history).status is not VerificationStatus.NOT_RUN
+            before = derive(session.history)
+            standing = before.status is not VerificationStatus.NOT_RUN
             relevant = paths if standing else [p for p in paths if p in session.files.read_steps]
             if relevant:
                 session.note_external_change(relevant)
+                self._tell_verification(session.id, before, derive(session.history))
+
+    def _tell_verification(self, session_id: str, before: Verification, after: Verification) -> None:
+        """An idle session's check went stale (its note was recorded): the editor's footer and status
+        item change with it. A running generation's run_finish says it instead."""
+        if after.status is before.status and after.invalidated_by == before.invalidated_by:
+            return
+        stale = after.invalidated_by
+        params = VerificationChangedParams(
+            session_id=session_id, verification=after.status,
+            verification_reason=stale.reason() if stale else None,
+            invalidated_by=InvalidatedBy(paths=list(stale.paths), by=stale.by, step=stale.step,
+                                         tool=stale.tool) if stale else None)
+        self.protocol.notify(AGENT_VERIFICATION_CHANGED, params.wire())
 
 
 def _root_of(params: types.InitializeParams) -> Path:

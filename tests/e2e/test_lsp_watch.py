@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.e2e.conftest import PY, Editor, StartEditor, eventually
 from tests.helpers import call, reply, verify_config
+
+
+def record(editor: Editor, method: str) -> list[dict[str, Any]]:
+    """Every `method` notification the server sends from now on, as plain dicts, in order."""
+    seen: list[dict[str, Any]] = []
+
+    @editor.client.feature(method)  # type: ignore[untyped-decorator]
+    def on_notification(ls: Any, params: Any) -> None:
+        seen.append(params if isinstance(params, dict) else vars(params))
+
+    return seen
+
 
 PASS = 'print("Success: no issues found in 1 source file")\n'
 
@@ -75,3 +88,29 @@ async def test_outside_write_after_an_idle_verified_run_turns_it_not_run_but_ign
     await eventually(not_run, what="verification not_run after the hand edit")
     notes = await editor.outside_change_notes(started["sessionID"])
     assert {path for paths in notes for path in paths} == {"data.txt"}, notes
+
+
+async def test_a_hand_edit_after_an_idle_verified_run_is_announced_with_who_changed_what(
+        workspace: Path, start_editor: StartEditor) -> None:
+    """The run's run_finish said verified; a later hand edit (or a revert in the editor) makes the
+    check stale, and the editor is told, so its footer stops saying verified."""
+    make_workspace(workspace)
+    editor = await start_editor(workspace, [reply(call("verify_project")), reply(text="done")])
+    changes = record(editor, "agent/verificationChanged")
+    started = await editor.run("verify")
+    assert (await editor.finished(started["generation"]))["verification"] == "verified"
+    assert changes == []
+
+    (workspace / "data.txt").write_text("reverted by hand\n", encoding="utf-8")
+
+    async def announced() -> bool:
+        return bool(changes)
+
+    await eventually(announced, what="agent/verificationChanged after the hand edit")
+    change = changes[0]
+    assert change["sessionID"] == started["sessionID"]
+    assert change["verification"] == "not_run"
+    assert change["invalidatedBy"]["by"] == "outside_process"
+    assert change["invalidatedBy"]["paths"] == ["data.txt"]
+    assert "data.txt" in change["verificationReason"]
+    assert await status(editor, started["sessionID"]) == "not_run"

@@ -17,6 +17,7 @@ from lsp_agent.protocol import (
     provider_models,
     skill_models,
     trust_models,
+    verification_models,
 )
 from lsp_agent.protocol.schema import METHODS, build_schema
 
@@ -36,7 +37,7 @@ def test_schema_command_lists_every_method_notification_and_command() -> None:
         methods.COMMAND_FIX_DIAGNOSTIC, *context_models.CONTEXT_REQUESTS,
         *(doc[0] for doc in skill_models.METHOD_DOCS), mcp_models.AGENT_MCP_LIST,
         approval_models.AGENT_REQUEST_APPROVAL, *(doc[0] for doc in trust_models.METHOD_DOCS),
-        *(doc[0] for doc in provider_models.METHOD_DOCS)}
+        *(doc[0] for doc in provider_models.METHOD_DOCS), verification_models.METHOD_DOC[0]}
     kinds = {name: entry["kind"] for name, entry in schema["methods"].items()}
     assert kinds[methods.AGENT_EVENT] == "notification" and kinds[methods.AGENT_RUN] == "request"
     assert "result" not in schema["methods"][methods.AGENT_EVENT]
@@ -60,7 +61,7 @@ def test_params_are_closed_and_use_wire_names() -> None:
     schema = build_schema()
     run = schema["methods"][methods.AGENT_RUN]["params"]
     assert run["additionalProperties"] is False
-    assert set(run["properties"]) == {"prompt", "sessionID", "model", "maxSteps", "workDoneToken"}
+    assert set(run["properties"]) == {"prompt", "sessionID", "model", "maxSteps", "workDoneToken", "attachments"}
     assert run["required"] == ["prompt"] and run["properties"]["prompt"]["maxLength"] == 200_000
     status = schema["methods"][methods.AGENT_STATUS]["result"]
     assert {"state", "generation", "verification", "step", "maxSteps"} <= set(status["properties"])

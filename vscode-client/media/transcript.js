@@ -5,23 +5,32 @@
 (function () {
   'use strict';
   const vscode = acquireVsCodeApi();
+  window.lspAgentVscode = vscode; // composer.js (the @ picker, chips, / list) posts through it too
   const transcript = document.getElementById('transcript');
   const input = document.getElementById('input');
   const state = document.getElementById('state');
   const stop = document.getElementById('stop');
   const saved = vscode.getState() || {};
-  const open = new Set(saved.open || []);
   input.value = saved.draft || '';
 
+  // Rows the user expanded or collapsed by hand; other rows keep the state they are drawn with
+  // (a failing check starts expanded).
+  const toggled = new Map(Object.entries(saved.toggled || {}));
+  const entries = document.getElementById('entries');
+  const approvals = document.getElementById('approvals');
+  const waiting = document.getElementById('waiting');
+  /** key → row element, so a patch finds the row to replace without a query per row */
+  const rows = new Map();
+
   function remember() {
-    vscode.setState({ draft: input.value, open: Array.from(open) });
+    vscode.setState({ draft: input.value, toggled: Object.fromEntries(toggled) });
   }
 
   function atBottom() {
     return transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
   }
 
-  /** What has focus inside the transcript, so a re-render does not take it from a keyboard user. */
+  /** What has focus inside the transcript, so a redraw does not take it from a keyboard user. */
   function focusedTarget() {
     const active = document.activeElement;
     if (!active || !transcript.contains(active)) {
@@ -30,49 +39,188 @@
     if (active.dataset.approval) {
       return `[data-approval="${active.dataset.approval}"][data-decision="${active.dataset.decision}"]`;
     }
-    if (active.dataset.key) {
-      return `[data-key="${CSS.escape(active.dataset.key)}"]`;
+    const row = active.closest('[data-key]');
+    if (row) {
+      return `[data-key="${CSS.escape(row.dataset.key)}"]`;
     }
     return undefined;
   }
 
-  function render(html) {
-    const stick = atBottom();
-    const focused = focusedTarget();
-    const before = new Set(Array.from(transcript.querySelectorAll('.approval')).map((e) => e.dataset.key));
-    transcript.innerHTML = html;
-    if (focused) {
+  /** A freshly drawn row: focusable for the keyboard, its expanded state as the user left it. */
+  function adopt(row) {
+    if (!(row instanceof HTMLElement) || !row.dataset.key) {
+      return;
+    }
+    rows.set(row.dataset.key, row);
+    if (!row.hasAttribute('tabindex')) {
+      row.tabIndex = -1;
+    }
+    if (row.tagName === 'DETAILS') {
+      const choice = toggled.get(row.dataset.key);
+      if (choice !== undefined) {
+        row.open = choice;
+      }
+    }
+  }
+
+  function parse(html) {
+    const template = document.createElement('template');
+    template.innerHTML = html;
+    return template.content;
+  }
+
+  function restoreFocus(focused) {
+    if (focused && !transcript.contains(document.activeElement)) {
       transcript.querySelector(focused)?.focus();
     }
+  }
+
+  function drawSides(message, focused) {
+    const before = new Set(Array.from(approvals.querySelectorAll('.approval')).map((e) => e.dataset.key));
+    approvals.innerHTML = message.approvals || '';
+    waiting.innerHTML = message.waiting || '';
+    restoreFocus(focused);
     // A new question takes the focus only when the input does not have it: a keystroke meant for
     // the input never lands on a button; the card itself (not a button) is focused, Tab goes on.
-    const fresh = Array.from(transcript.querySelectorAll('.approval')).find((e) => !before.has(e.dataset.key));
+    const fresh = Array.from(approvals.querySelectorAll('.approval')).find((e) => !before.has(e.dataset.key));
     if (fresh && !focused && document.activeElement !== input && document.hasFocus()) {
       fresh.focus();
     }
-    for (const details of transcript.querySelectorAll('details[data-key]')) {
-      if (open.has(details.dataset.key)) {
-        details.open = true;
-      }
-      details.addEventListener('toggle', () => {
-        if (details.open) {
-          open.add(details.dataset.key);
-        } else {
-          open.delete(details.dataset.key);
-        }
-        remember();
-      });
+  }
+
+  /** Everything again: a new webview, or rows dropped or reordered. */
+  function render(message) {
+    const stick = atBottom();
+    const focused = focusedTarget();
+    rows.clear();
+    entries.replaceChildren(parse(message.html));
+    for (const row of entries.children) {
+      adopt(row);
     }
+    drawSides(message, focused);
+    restoreFocus(focused);
     if (stick) {
       transcript.scrollTop = transcript.scrollHeight;
     }
   }
 
+  /** Only the rows that changed: replaced in place, or appended at the end. */
+  function patch(message) {
+    const stick = atBottom();
+    const focused = focusedTarget();
+    if (message.rows.length) {
+      entries.querySelector(':scope > .empty')?.remove();
+    }
+    // rows past the transcript's limit drop off the top
+    for (const key of message.removed || []) {
+      rows.get(key)?.remove();
+      rows.delete(key);
+    }
+    for (const { key, html } of message.rows) {
+      const fresh = parse(html).firstElementChild;
+      if (!fresh) {
+        continue;
+      }
+      const old = rows.get(key);
+      if (old && old.isConnected) {
+        old.replaceWith(fresh);
+      } else {
+        entries.appendChild(fresh);
+      }
+      adopt(fresh);
+    }
+    drawSides(message, focused);
+    restoreFocus(focused);
+    if (stick) {
+      transcript.scrollTop = transcript.scrollHeight;
+    }
+  }
+
+  // The user's own expand / collapse is kept across redraws and reloads ("toggle" does not bubble).
+  entries.addEventListener(
+    'toggle',
+    (event) => {
+      const row = event.target;
+      if (row instanceof HTMLElement && row.dataset.key) {
+        toggled.set(row.dataset.key, row.open);
+        remember();
+      }
+    },
+    true,
+  );
+
+  /** The rows a keyboard user moves between (entries and approval cards). */
+  function rowList() {
+    return Array.from(transcript.querySelectorAll('#entries > [data-key], #approvals > [data-key], #waiting [data-key]'));
+  }
+
+  function moveFocus(from, delta) {
+    const list = rowList();
+    if (!list.length) {
+      return;
+    }
+    const index = from ? list.indexOf(from) : -1;
+    const next = index < 0 ? (delta > 0 ? 0 : list.length - 1) : Math.max(0, Math.min(list.length - 1, index + delta));
+    list[next].focus();
+    list[next].scrollIntoView({ block: 'nearest' });
+  }
+
+  // Arrow keys or j/k move between rows, Home/End to the first/last, Enter or Space expands or
+  // collapses the focused row. Keys typed in a button or link keep their own meaning.
+  transcript.addEventListener('keydown', (event) => {
+    if (event.altKey || event.ctrlKey || event.metaKey) {
+      return;
+    }
+    const target = event.target;
+    if (!(target instanceof HTMLElement)) {
+      return;
+    }
+    const onRow = target === transcript || (target.dataset.key !== undefined && target.parentElement !== null);
+    if (!onRow) {
+      return;
+    }
+    const row = target === transcript ? undefined : target;
+    switch (event.key) {
+      case 'ArrowDown':
+      case 'j':
+        event.preventDefault();
+        moveFocus(row, 1);
+        return;
+      case 'ArrowUp':
+      case 'k':
+        event.preventDefault();
+        moveFocus(row, -1);
+        return;
+      case 'Home':
+        event.preventDefault();
+        rowList()[0]?.focus();
+        return;
+      case 'End':
+        event.preventDefault();
+        rowList().at(-1)?.focus();
+        return;
+      case 'Enter':
+      case ' ':
+        if (row && row.tagName === 'DETAILS') {
+          event.preventDefault();
+          row.open = !row.open;
+          toggled.set(row.dataset.key, row.open);
+          remember();
+        }
+        return;
+    }
+  });
+
   window.addEventListener('message', (event) => {
     const message = event.data;
     switch (message.type) {
       case 'render':
-        render(message.html);
+      case 'patch':
+        if (message.type === 'render') {
+          render(message);
+        } else {
+          patch(message);
+        }
         state.textContent = message.status;
         state.classList.toggle('running', Boolean(message.running));
         stop.hidden = !message.running;
@@ -87,6 +235,10 @@
         input.focus();
         break;
       case 'clearDraft':
+        // the composer names the text it sent: what was typed since then stays
+        if (typeof message.ifText === 'string' && input.value !== message.ifText) {
+          break;
+        }
         input.value = '';
         remember();
         vscode.postMessage({ type: 'draft', text: '' });
@@ -114,7 +266,32 @@
       vscode.postMessage({ type: 'approve', id: Number(approve.dataset.approval), decision: approve.dataset.decision });
       return;
     }
-    const target = event.target instanceof Element ? event.target.closest('[data-command]') : null;
+    const element = event.target instanceof Element ? event.target : null;
+    const link = element?.closest('[data-open-path]');
+    if (link) {
+      event.preventDefault();
+      const line = Number(link.dataset.openLine);
+      vscode.postMessage({
+        type: 'openFile',
+        path: link.dataset.openPath,
+        ...(Number.isInteger(line) && line > 0 ? { line } : {}),
+        ...(link.dataset.openFind ? { find: link.dataset.openFind } : {}),
+      });
+      return;
+    }
+    const row = element?.closest('#entries > [data-key]');
+    const copy = element?.closest('[data-copy]');
+    if (copy && row) {
+      event.preventDefault();
+      vscode.postMessage({ type: 'copy', key: row.dataset.key, what: copy.dataset.copy });
+      return;
+    }
+    if (element?.closest('.open-output') && row) {
+      event.preventDefault();
+      vscode.postMessage({ type: 'openOutput', key: row.dataset.key });
+      return;
+    }
+    const target = element?.closest('[data-command]');
     if (target) {
       event.preventDefault();
       vscode.postMessage({ type: 'command', id: target.dataset.command, arg: target.dataset.arg });

@@ -30,6 +30,7 @@ import type { SteerNowAction } from './queueState.js';
 import { errorFacts } from './rpc.js';
 import * as wire from './wire.js';
 import type { Disposable, Rpc } from './rpc.js';
+import { verificationChange } from './verificationChange.js';
 import { Transcript } from './transcript.js';
 
 /** A refusal by the client itself (nothing running, no session): shown as a warning. */
@@ -71,6 +72,9 @@ export interface AgentClientOptions {
   transcriptLimit?: number;
   /** awaited before agent/run is sent (the review of changes records the workspace's git state) */
   beforeRun?: () => Promise<void>;
+  /** whether these paths of the session's last run were reverted by the user (Review Changes):
+   *  the footer then says "your revert" rather than "a change outside the agent" */
+  revertedByUser?: (sessionID: string, paths: readonly string[]) => boolean;
 }
 
 /** Pages of agent/session read when a past session is reopened (100 messages each). */
@@ -95,10 +99,12 @@ export class AgentClient {
   private finishWaiters = new Map<string, ((event: RunFinishEvent) => void)[]>();
   private eventListeners = new Set<(sessionID: string, event: AgentEvent) => void>();
   private readonly beforeRun: (() => Promise<void>) | undefined;
+  private readonly revertedByUser: AgentClientOptions['revertedByUser'];
 
   constructor(options: AgentClientOptions = {}) {
     this.log = options.log ?? silent;
     this.beforeRun = options.beforeRun;
+    this.revertedByUser = options.revertedByUser;
     this.newClientID = options.newClientID ?? (() => `vscode-${randomUUID()}`);
     this.transcript = new Transcript(options.transcriptLimit);
   }
@@ -114,6 +120,7 @@ export class AgentClient {
       rpc.onNotification(Notifications.queueChanged, (params) => this.onQueueChanged(params)),
       rpc.onNotification(Notifications.receipt, (params) => this.onReceipt(params)),
       rpc.onNotification(Notifications.skillChanged, (params) => this.onSkillsChanged(params)),
+      rpc.onNotification(Notifications.verificationChanged, (params) => this.onVerificationChanged(params)),
     ];
   }
 
@@ -313,12 +320,16 @@ export class AgentClient {
 
   // --- runs -----------------------------------------------------------------------------------
 
-  async run(prompt: string, options: { maxSteps?: number; model?: string } = {}): Promise<RunResult> {
+  async run(prompt: string, options: { maxSteps?: number; model?: string; attachments?: unknown[] } = {}): Promise<RunResult> {
     const text = prompt.trim();
     if (!text) {
       throw new UserError('The task is empty.');
     }
-    const params: Record<string, unknown> = { prompt: text, ...options };
+    const { attachments, ...rest } = options;
+    const params: Record<string, unknown> = { prompt: text, ...rest };
+    if (attachments && attachments.length > 0) {
+      params.attachments = attachments;
+    }
     if (this.state.sessionID) {
       params.sessionID = this.state.sessionID;
     }
@@ -336,7 +347,7 @@ export class AgentClient {
     this.introduced.add(result.generation);
     // Events can overtake the answer (a fast run may even have finished): the prompt goes
     // before them, and a finished run is not marked running again.
-    this.transcript.prompt(text, 'run', result.generation);
+    this.transcript.prompt(withAttached(text, attachments), 'run', result.generation);
     if (!this.finished.has(result.generation)) {
       this.state.running = true;
       this.state.generation = result.generation;
@@ -432,15 +443,19 @@ export class AgentClient {
   // --- the queue ------------------------------------------------------------------------------
 
   /** Queue a follow-up; with no session yet it simply runs. */
-  async queueAdd(text: string): Promise<{ item?: QueueItem; run?: RunResult }> {
+  async queueAdd(text: string, attachments: unknown[] = []): Promise<{ item?: QueueItem; run?: RunResult }> {
     const body = text.trim();
     if (!body) {
       throw new UserError('The follow-up is empty.');
     }
     if (!this.state.sessionID) {
-      return { run: await this.run(body) };
+      return { run: await this.run(body, { attachments }) };
     }
-    const answer = await this.request<unknown>(Methods.queueAdd, { sessionID: this.state.sessionID, text: body });
+    const params: Record<string, unknown> = { sessionID: this.state.sessionID, text: body };
+    if (attachments.length > 0) {
+      params.attachments = attachments;
+    }
+    const answer = await this.request<unknown>(Methods.queueAdd, params);
     const { item, started } = wire.itemResult(answer, Methods.queueAdd);
     this.upsertItem(item);
     if (started) {
@@ -654,6 +669,23 @@ export class AgentClient {
     this.changed();
   }
 
+  /** A check went stale after its run (a hand edit, a revert): the footer and the status item follow. */
+  private onVerificationChanged(raw: unknown): void {
+    const change = verificationChange(raw);
+    if (!change) {
+      this.log.warn('ignored a malformed agent/verificationChanged');
+      return;
+    }
+    if (change.sessionID !== this.state.sessionID || this.state.running) {
+      return;
+    }
+    this.state.verification = change.verification;
+    const paths = change.invalidatedBy?.by === 'outside_process' ? change.invalidatedBy.paths : [];
+    const reverted = paths.length > 0 && (this.revertedByUser?.(change.sessionID, paths) ?? false);
+    this.transcript.invalidate({ ...change, revertedByUser: reverted });
+    this.changed();
+  }
+
   private onReceipt(raw: unknown): void {
     const params = raw as Partial<ReceiptParams> | null;
     const receipt = params?.receipt;
@@ -685,4 +717,14 @@ export const FIX_DIAGNOSTIC_COMMAND = 'lsp-agent.fixDiagnostic';
 /** The transcript's prompt line for a fix run (the server words the model's prompt itself). */
 export function fixPromptLine(args: FixDiagnosticArgs, relativePath: string): string {
   return `fix: ${args.kind} failure in ${relativePath} at line ${args.line}: ${args.message}`;
+}
+
+/** The prompt as the transcript shows it: what was attached named under it (the model gets them whole). */
+export function withAttached(text: string, attachments: readonly unknown[] | undefined): string {
+  const names = (attachments ?? []).flatMap((a) => {
+    const obj = a as { type?: unknown; path?: unknown; name?: unknown } | null;
+    const name = obj?.type === 'file' ? obj.path : obj?.name;
+    return typeof name === 'string' ? [name] : [];
+  });
+  return names.length > 0 ? `${text}\n\nattached: ${names.join(', ')}` : text;
 }

@@ -145,6 +145,13 @@ export class ChangeTracker {
     }
   }
 
+  /** Whether every one of `paths` was reverted by the user in the session's latest run that
+   *  changed files (the footer then names the revert as the user's own). */
+  allReverted(sessionID: string, paths: readonly string[]): boolean {
+    const run = this.latest();
+    return run !== undefined && run.sessionID === sessionID && paths.length > 0 && paths.every((p) => run.files.get(p)?.state === 'reverted');
+  }
+
   /** What `file` held before the run. */
   async baseline(run: RunChanges, file: FileChange): Promise<Baseline> {
     switch (file.origin) {

@@ -160,8 +160,8 @@ export class AgentCommands {
     return this.serverDown() || this.waiting.items.length > 0;
   }
 
-  private hold(text: string): void {
-    this.waiting.add(text);
+  private hold(text: string, attachments: unknown[] = []): void {
+    this.waiting.add(text, attachments);
     const why = waitingReason(this.readiness.setup);
     this.host.flash(`LSP Agent: prompt ${why ?? 'waiting'}`);
     void this.flushWaiting();
@@ -171,15 +171,15 @@ export class AgentCommands {
    * Hand one prompt to the server: a new run, or a follow-up while one runs. A refusal for want of
    * a model is not an error shown with the server's CLI text: it is the one message with a button.
    */
-  private async send(text: string, what: string): Promise<SendOutcome> {
+  private async send(text: string, what: string, attachments: unknown[] = []): Promise<SendOutcome> {
     let outcome: SendOutcome = 'failed';
     await this.guard(this.client.snapshot.running ? 'Queue Follow-up' : what, async () => {
       try {
         if (this.client.snapshot.running) {
-          await this.client.queueAdd(text);
+          await this.client.queueAdd(text, attachments);
           this.host.flash('LSP Agent: follow-up queued (Ctrl+S steers it into the running task)');
         } else {
-          await this.client.run(text);
+          await this.client.run(text, { attachments });
         }
         outcome = 'sent';
         this.readiness.modelMaybeSet(); // accepted: whatever was said about the model no longer holds
@@ -218,7 +218,7 @@ export class AgentCommands {
         if (!next || this.serverDown()) {
           return;
         }
-        const outcome = await this.send(next.text, 'Run Task');
+        const outcome = await this.send(next.text, 'Run Task', next.attachments);
         if (outcome !== 'sent') {
           // Kept where the user sees it; a later change (model set, server up) or "Send now" tries again.
           return;
@@ -365,17 +365,17 @@ export class AgentCommands {
    * model yet it waits, shown in the transcript, and runs when ready; true: the input may be
    * cleared (the text is sent or waiting), false: it stays in the input (an error was shown).
    */
-  async submit(text: string): Promise<boolean> {
+  async submit(text: string, attachments: unknown[] = []): Promise<boolean> {
     if (text.trim() === '') {
       return false;
     }
     if (this.mustWait()) {
-      this.hold(text);
+      this.hold(text, attachments);
       return true;
     }
-    const outcome = await this.send(text, 'Run Task');
+    const outcome = await this.send(text, 'Run Task', attachments);
     if (outcome === 'noModel') {
-      this.waiting.add(text);
+      this.waiting.add(text, attachments);
     }
     return outcome !== 'failed';
   }

@@ -9,6 +9,7 @@ import * as vscode from 'vscode';
 import { AgentClient } from './agentClient.js';
 import { ApprovalBroker } from './approvalCards.js';
 import { ChangeTracker, editedUris } from './changes.js';
+import { ComposerContext } from './composer.js';
 import { AgentCommands, CommandIds, INPUT_FOCUS_CONTEXT } from './commands.js';
 import type { ItemArg } from './commands.js';
 import { createLog } from './log.js';
@@ -44,7 +45,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const host = new VscodeHost();
   const root = vscode.workspace.workspaceFolders?.[0]?.uri;
   const changes = new ChangeTracker(root ? gitOps(root.fsPath) : undefined);
-  const agent = new AgentClient({ log: log.logger, beforeRun: () => changes.prepare() });
+  const agent = new AgentClient({
+    log: log.logger,
+    beforeRun: () => changes.prepare(),
+    revertedByUser: (sessionID, paths) => changes.allReverted(sessionID, paths),
+  });
   const server = new ServerManager(agent, log, host);
   // Review Changes: the run's writes (events) and the text of open buffers before each applyEdit.
   agent.onAgentEvent((sessionID, event) => changes.observe(sessionID, event));
@@ -84,6 +89,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     reveal: (id) => void transcript.revealApproval(id),
   });
   server.approvals = approvals;
+  // The composer's `@` context and `/` commands; Enter's prompt goes through it with its chips.
+  const composer: ComposerContext = new ComposerContext({
+    submit: (text, attachments) => cmds.submit(text, attachments),
+    request: (method, params) => agent.send(method, params),
+    currentSession: () => agent.snapshot.sessionID,
+    trust: () => trust.state,
+    flash: (message) => host.flash(message),
+    warn: (message) => void host.showWarning(message),
+  });
   // The view calls back into the commands only after both exist (on the user's Enter).
   const transcript: TranscriptView = new TranscriptView(
     context.extensionUri,
@@ -93,6 +107,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     () => ({ items: waiting.items, reason: waitingReason(readiness.setup) }),
     (text: string): Promise<boolean> => cmds.submit(text),
     approvals,
+    composer,
   );
   const cmds: AgentCommands = new AgentCommands(host, agent, transcript, log.logger, readiness, waiting);
   const queue = new QueueView(agent);
@@ -138,7 +153,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     waiting.onDidChange(() => transcript.refresh()),
     approvals.onDidChange(() => transcript.refresh()),
-    trust.onDidChange(() => transcript.refresh()),
+    trust.onDidChange(() => {
+      transcript.refresh();
+      void composer.refreshCommands((m) => transcript.post(m)); // a workspace's prompts follow its trust
+    }),
     vscode.workspace.onDidGrantWorkspaceTrust(() => {
       status.update();
       // Restart so restricted settings (the interpreter, providers) are read again, now trusted;

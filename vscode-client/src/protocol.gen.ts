@@ -551,6 +551,8 @@ export interface RunParams {
   model?: string | null;
   /** Step budget of this generation; default: the `maxSteps` setting. */
   maxSteps?: number | null;
+  /** Sent after the text, each under a numbered header: `{"type": "text", "text": ..., "name": ...}` (its text as is) or `{"type": "file", "path": ...}` (a workspace file the model is told to read). Another kind, a malformed one, or a prompt that with them is over 200000 characters is refused (`attachment_refused`) and nothing is started. */
+  attachments?: unknown[] | null;
   /** A client-created `$/progress` token (LSP WorkDoneProgressParams); without it the server creates one when the client supports window.workDoneProgress. */
   workDoneToken?: number | string | null;
 }
@@ -846,6 +848,15 @@ export interface ValidateParams {
   name: string;
 }
 
+export interface VerificationChangedParams {
+  sessionID: string;
+  /** The status derived from the record now. */
+  verification: VerificationStatus;
+  /** Why the status is `not_run` although a check had stood: names the write, who made it and when (as in run_finish). */
+  verificationReason?: string | null;
+  invalidatedBy?: InvalidatedBy | null;
+}
+
 export type VerificationStatus = 'verified' | 'failed' | 'not_run';
 
 export interface WorkspaceTrustParams {
@@ -894,6 +905,7 @@ export interface MethodTypes {
   'agent/models': { kind: 'request'; params: ModelsParams; result: ModelsResult };
   'agent/providerKey': { kind: 'request'; params: ProviderKeyParams; result: ProviderKeyResult };
   'agent/mode': { kind: 'request'; params: ModeParams; result: ModeResult };
+  'agent/verificationChanged': { kind: 'notification'; params: VerificationChangedParams; result: void };
   'lsp-agent.fixDiagnostic': { kind: 'command'; params: FixDiagnosticArgs; result: RunResult };
   'agent/compact': { kind: 'request'; params: CompactParams; result: CompactResult };
   'agent/handoff': { kind: 'request'; params: HandoffParams; result: HandoffResult };
@@ -915,7 +927,7 @@ export type MethodName = keyof MethodTypes;
 
 /** The documented JSON-RPC error codes (docs/protocol.md, "Errors"). */
 export const ERROR_CODES = [
-  { code: -32602, name: 'InvalidParams', status: 400, kinds: ['invalid_params', 'not_steerable', 'trust_changed'] },
+  { code: -32602, name: 'InvalidParams', status: 400, kinds: ['invalid_params', 'not_steerable', 'trust_changed', 'attachment_refused'] },
   { code: -32602, name: 'InvalidParams', status: 413, kinds: ['too_large'] },
   { code: -32004, name: 'NotFound', status: 404, kinds: ['unknown_session', 'unknown_message', 'not_found'] },
   { code: -32009, name: 'Conflict', status: 409, kinds: ['busy', 'session_busy', 'conflict', 'steer_conflict', 'compaction_in_progress'] },

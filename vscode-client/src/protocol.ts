@@ -29,6 +29,7 @@ export const Notifications = {
   queueChanged: 'agent/queueChanged',
   receipt: 'agent/receipt',
   skillChanged: 'agent/skill/changed',
+  verificationChanged: 'agent/verificationChanged',
 } as const satisfies Record<string, MethodName>;
 
 /** Requests the server sends to the client. */
@@ -58,6 +59,7 @@ export const MAX_PROMPT_CHARS = 200_000;
 // The client's names for them; a model change on the server shows up here as a type error.
 
 export type Verification = gen.VerificationStatus;
+export type VerificationChangedParams = gen.VerificationChangedParams;
 export type StopReason = gen.StopReason;
 export type Tokens = gen.Tokens;
 export type ErrorInfo = gen.ErrorInfo;

@@ -84,6 +84,8 @@ export function openSettingCommand(key: string, scope: SettingScope, remoteName:
 export interface WaitingPrompt {
   id: number;
   text: string;
+  /** what the composer attached (composerModel.Attachment), sent with the text */
+  attachments?: unknown[];
 }
 
 /**
@@ -100,9 +102,9 @@ export class WaitingPrompts {
     return this.list;
   }
 
-  add(text: string): WaitingPrompt {
+  add(text: string, attachments: unknown[] = []): WaitingPrompt {
     this.counter += 1;
-    const prompt = { id: this.counter, text };
+    const prompt: WaitingPrompt = attachments.length > 0 ? { id: this.counter, text, attachments } : { id: this.counter, text };
     this.list = [...this.list, prompt];
     this.changed();
     return prompt;

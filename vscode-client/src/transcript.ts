@@ -13,6 +13,8 @@ import type {
   ToolPartInfo,
   Verification,
 } from './protocol.js';
+import { keepOutput, toolDetail } from './toolDetail.js';
+import type { ToolDetail } from './toolDetail.js';
 
 export interface PromptEntry {
   kind: 'prompt';
@@ -51,6 +53,25 @@ export interface ToolEntry {
   summary?: string;
   errorKind?: string;
   elapsedMs?: number;
+  /** the raw arguments (for the expanded row; `input` is their one-line form) */
+  rawInput?: Record<string, unknown> | string;
+  /** the whole output (head and tail when it was huge) */
+  output?: string;
+  /** arguments, diffs and check results drawn when the row is expanded */
+  detail?: ToolDetail;
+}
+
+/** The end of a replayed run: the store keeps no run_finish, so it is told from the messages. */
+export interface StopEntry {
+  kind: 'stop';
+  key: string;
+  generation: string;
+  steps: number;
+  toolCalls: number;
+  toolErrors: number;
+  /** 'final' when the last reply had no calls, 'interrupted' when a call has no stored result */
+  ended: 'final' | 'interrupted' | 'tools';
+  lastCheck?: 'passed' | 'failed' | 'error';
 }
 
 export interface NoticeEntry {
@@ -95,6 +116,12 @@ export interface FinishEntry {
   verificationReason?: string;
   invalidatedBy?: InvalidatedBy;
   handoffTo?: string;
+  /** set when a write after the run made its check stale (the server said so later) */
+  invalidatedLater?: boolean;
+  /** the stale-making change was the user's own revert of these files (Review Changes) */
+  revertedByUser?: boolean;
+  /** how the run's last verify_project call ended, as the rows show it */
+  lastCheck?: 'passed' | 'failed' | 'error' | 'denied' | 'cancelled';
 }
 
 export interface InfoEntry {
@@ -112,7 +139,17 @@ export type Entry =
   | ErrorEntry
   | SteerEntry
   | FinishEntry
+  | StopEntry
   | InfoEntry;
+
+/** What changed since the view last drew: the keys of changed or new entries, and whether
+ *  entries were dropped, reordered or cleared (then the view draws everything again). */
+export interface TranscriptChanges {
+  keys: Set<string>;
+  /** rows that dropped off the top (past the limit): the view removes them */
+  removed: string[];
+  structural: boolean;
+}
 
 const SUMMARY_CHARS = 200;
 const INPUT_CHARS = 120;
@@ -162,9 +199,13 @@ export class Transcript {
   private list: Entry[] = [];
   private byKey = new Map<string, Entry>();
   private counter = 0;
+  private dirty = new Set<string>();
+  private removed: string[] = [];
+  private structural = true;
 
-  /** Entries beyond `limit` drop off the top (the server keeps the full history). */
-  constructor(private readonly limit = 2000) {}
+  /** Entries beyond `limit` drop off the top (the server keeps the full history); a step makes
+   *  about three entries, so the default keeps the last ~3,000 steps. */
+  constructor(private readonly limit = 10_000) {}
 
   get entries(): readonly Entry[] {
     return this.list;
@@ -173,6 +214,50 @@ export class Transcript {
   clear(): void {
     this.list = [];
     this.byKey.clear();
+    this.structural = true;
+  }
+
+  /** The changes since the last call (the view appends or replaces only those rows). */
+  takeChanges(): TranscriptChanges {
+    const changes = { keys: this.dirty, removed: this.structural ? [] : this.removed, structural: this.structural };
+    this.dirty = new Set();
+    this.removed = [];
+    this.structural = false;
+    return changes;
+  }
+
+  /** Look up an entry by key (the view's "open in editor" and copy buttons). */
+  entry(key: string): Entry | undefined {
+    return this.byKey.get(key);
+  }
+
+  /** A write after the run made its check stale: the latest finished run of the session says so. */
+  invalidate(change: {
+    verification: Verification;
+    verificationReason?: string | null;
+    invalidatedBy?: InvalidatedBy | null;
+    revertedByUser?: boolean;
+  }): boolean {
+    const finish = [...this.list].reverse().find((e): e is FinishEntry => e.kind === 'finish');
+    if (!finish) {
+      return false;
+    }
+    if (finish.verification === change.verification && !change.invalidatedBy) {
+      return false;
+    }
+    finish.verification = change.verification;
+    if (change.verificationReason) {
+      finish.verificationReason = change.verificationReason;
+    }
+    if (change.invalidatedBy) {
+      finish.invalidatedBy = change.invalidatedBy;
+    }
+    finish.invalidatedLater = true;
+    if (change.revertedByUser) {
+      finish.revertedByUser = true;
+    }
+    this.dirty.add(finish.key);
+    return true;
   }
 
   info(message: string): void {
@@ -189,6 +274,7 @@ export class Transcript {
     }
     this.list.splice(first, 0, entry);
     this.byKey.set(entry.key, entry);
+    this.structural = true;
   }
 
   /** A correction the user sent; its receipt updates the same entry later. */
@@ -223,6 +309,7 @@ export class Transcript {
     if (text && !entry.text) {
       entry.text = text;
     }
+    this.dirty.add(key);
   }
 
   apply(event: AgentEvent): void {
@@ -237,6 +324,7 @@ export class Transcript {
         const entry = this.byKey.get(key) as TextEntry | undefined;
         if (entry) {
           entry.text += event.delta;
+          this.dirty.add(key);
         } else {
           this.push({ kind, key, generation: event.generation, text: event.delta, final: false });
         }
@@ -254,6 +342,7 @@ export class Transcript {
         const step = this.upsertStep(event.generation, event.part.step, 0);
         step.tokens = event.part.tokens;
         step.reason = event.part.reason;
+        this.dirty.add(step.key);
         return;
       }
       case 'notice':
@@ -290,17 +379,42 @@ export class Transcript {
         if (event.handoffTo) {
           entry.handoffTo = event.handoffTo;
         }
+        const attempt = this.checkAttempt(event.generation);
+        if (attempt) {
+          entry.lastCheck = attempt;
+        }
         this.push(entry);
         return;
       }
     }
   }
 
-  /** A stored session's messages (agent/session pages, oldest first) as entries: prompts, text,
-   *  reasoning and tool calls with their results. Harness-written (synthetic) text is left out. */
+  /** A stored session's messages (agent/session pages, oldest first) as entries: prompts, step
+   *  headers, text, reasoning, tool calls with their results, and a stop line per run (the store
+   *  keeps no run_finish, so it says what the messages show). Harness-written text is left out. */
   history(messages: readonly MessageOut[]): void {
+    const runs = new Map<string, StopEntry>();
+    const order: string[] = [];
     for (const message of messages) {
       const generation = message.generation ?? `history:${message.id}`;
+      const current = order.at(-1);
+      const previous = current === undefined ? undefined : runs.get(current);
+      if (message.generation && previous && previous.steps > 0 && current !== message.generation) {
+        this.push(previous); // the previous run's stop line, before the next run's prompt
+      }
+      let run = runs.get(generation);
+      if (!run && message.generation) {
+        run = { kind: 'stop', key: `stop:${generation}`, generation, steps: 0, toolCalls: 0, toolErrors: 0, ended: 'final' };
+        runs.set(generation, run);
+        order.push(generation);
+      }
+      if (message.role === 'assistant' && message.step != null) {
+        this.upsertStep(generation, message.step, 0);
+        if (run) {
+          run.steps = Math.max(run.steps, message.step);
+          run.ended = message.parts.some((p) => p.type === 'tool_call') ? 'tools' : 'final';
+        }
+      }
       for (const part of message.parts) {
         switch (part.type) {
           case 'text':
@@ -315,26 +429,41 @@ export class Transcript {
           case 'reasoning':
             this.push({ kind: 'reasoning', key: `reasoning:${part.id}`, generation, text: part.text, final: true });
             break;
-          case 'tool_call':
+          case 'tool_call': {
+            const args = parseArguments(part.arguments);
             this.push({
               kind: 'tool',
               key: `tool:${generation}:${part.callID}`,
               generation,
               step: message.step ?? 0,
               tool: part.name,
-              input: describeInput(parseArguments(part.arguments)),
+              input: describeInput(args),
+              rawInput: args,
               status: 'running',
+              detail: toolDetail(part.name, args),
             });
+            if (run) {
+              run.toolCalls += 1;
+            }
             break;
+          }
           case 'tool_result': {
             const entry = this.byKey.get(`tool:${generation}:${part.callID}`) as ToolEntry | undefined;
             if (entry) {
               entry.status = part.ok ? 'completed' : 'error';
               entry.summary = firstLine(part.output);
+              entry.output = keepOutput(part.output);
               entry.elapsedMs = part.elapsedMs;
               if (part.errorKind) {
                 entry.errorKind = part.errorKind;
               }
+              entry.detail = toolDetail(entry.tool, entry.rawInput ?? '', part.output, part.metadata);
+              if (entry.detail.check && run) {
+                run.lastCheck = entry.detail.check.status;
+              }
+            }
+            if (run && !part.ok) {
+              run.toolErrors += 1;
             }
             break;
           }
@@ -346,7 +475,16 @@ export class Transcript {
       if (entry.kind === 'tool' && entry.status === 'running') {
         entry.status = 'error';
         entry.summary = 'no result was stored';
+        const run = runs.get(entry.generation);
+        if (run) {
+          run.ended = 'interrupted';
+        }
       }
+    }
+    // a run with no reply stored (it failed before its first step) gets no stop line
+    const last = runs.get(order.at(-1) ?? '');
+    if (last && last.steps > 0) {
+      this.push(last);
     }
   }
 
@@ -368,10 +506,13 @@ export class Transcript {
     }
     this.list.push(entry);
     this.byKey.set(entry.key, entry);
+    this.dirty.add(entry.key);
     while (this.list.length > this.limit) {
       const dropped = this.list.shift();
       if (dropped) {
         this.byKey.delete(dropped.key);
+        this.dirty.delete(dropped.key);
+        this.removed.push(dropped.key);
       }
     }
   }
@@ -384,6 +525,7 @@ export class Transcript {
       this.push(entry);
     } else if (maxSteps) {
       entry.maxSteps = maxSteps;
+      this.dirty.add(key);
     }
     return entry;
   }
@@ -397,14 +539,17 @@ export class Transcript {
         (e): e is TextEntry => e.kind === 'reasoning' && e.generation === generation && !e.final,
       );
       if (entry) {
+        // the row's key changes: the view draws everything again
         this.byKey.delete(entry.key);
         entry.key = key;
         this.byKey.set(key, entry);
+        this.structural = true;
       }
     }
     if (entry) {
       entry.text = text;
       entry.final = true;
+      this.dirty.add(key);
     } else {
       this.push({ kind, key, generation, text, final: true });
     }
@@ -426,8 +571,10 @@ export class Transcript {
       this.push(entry);
     }
     entry.status = part.state.status;
+    entry.rawInput = part.state.input;
     if (part.state.output != null) {
       entry.summary = firstLine(part.state.output);
+      entry.output = keepOutput(part.state.output);
     }
     if (part.state.errorKind) {
       entry.errorKind = part.state.errorKind;
@@ -435,13 +582,30 @@ export class Transcript {
     if (part.state.elapsedMs != null) {
       entry.elapsedMs = part.state.elapsedMs;
     }
+    entry.detail = toolDetail(entry.tool, part.state.input, part.state.output ?? undefined, part.state.metadata);
+    this.dirty.add(key);
+  }
+
+  /** How the generation's last verify_project call ended (undefined when it made none). */
+  private checkAttempt(generation: string): FinishEntry['lastCheck'] {
+    for (const entry of [...this.list].reverse()) {
+      if (entry.kind !== 'tool' || entry.generation !== generation || entry.tool !== 'verify_project') {
+        continue;
+      }
+      if (entry.errorKind === 'denied' || entry.errorKind === 'cancelled') {
+        return entry.errorKind;
+      }
+      return entry.detail?.check?.status ?? (entry.status === 'completed' ? 'passed' : 'error');
+    }
+    return undefined;
   }
 
   /** The generation ended: nothing of it streams any more. */
   private settle(generation: string): void {
     for (const entry of this.list) {
-      if ((entry.kind === 'text' || entry.kind === 'reasoning') && entry.generation === generation) {
+      if ((entry.kind === 'text' || entry.kind === 'reasoning') && entry.generation === generation && !entry.final) {
         entry.final = true;
+        this.dirty.add(entry.key);
       }
     }
   }
@@ -476,6 +640,53 @@ export function verificationNote(entry: FinishEntry): string | undefined {
     why = `${by.paths.join(', ') || 'a file'} written by ${WRITER[by.by]}${where ? ` (${where})` : ''} after the last check`;
   }
   return `Why not verified: ${why.replace(/[.\s]+$/, '')}. The checks have to run again (ask the agent to verify) for a verified result.`;
+}
+
+const WHO_CHANGED: Record<InvalidatedBy['by'], string> = {
+  agent_tool: "the agent's own edit",
+  command: 'a command the agent ran',
+  outside_process: 'a change outside the agent (your edit or revert, or another program)',
+};
+
+/** What the run's verification means, in words (the footer's first line). */
+export function verificationWords(entry: FinishEntry): string {
+  switch (entry.verification) {
+    case 'verified':
+      return 'Verified: the check passed after the last write.';
+    case 'failed':
+      return 'Failed: the last check failed, and nothing was written after it that could have fixed it.';
+    case 'not_run': {
+      const by = entry.invalidatedBy;
+      if (by) {
+        const paths = by.paths.join(', ') || 'a file';
+        const later = entry.invalidatedLater ? ' after the run' : '';
+        const who = by.by === 'outside_process' && entry.revertedByUser ? 'your revert' : WHO_CHANGED[by.by];
+        return `Not verified: ${who} changed ${paths} after the check${later}.`;
+      }
+      if (entry.lastCheck === 'denied') {
+        return 'Not run: the check was denied.';
+      }
+      if (entry.lastCheck === 'cancelled') {
+        return 'Not run: the check was cancelled.';
+      }
+      if (entry.lastCheck === 'error') {
+        return 'Not run: the check could not run (see its row).';
+      }
+      if (entry.toolCalls === 0) {
+        return 'Not run: the agent made no tool calls, so nothing was checked.';
+      }
+      return entry.filesChanged.length
+        ? 'Not verified: files changed and no check ran after them.'
+        : 'Not run: no check ran in this task.';
+    }
+  }
+}
+
+/** A replayed run's stop line. */
+export function stopLine(entry: StopEntry): string {
+  const how = entry.ended === 'final' ? 'the agent answered' : entry.ended === 'interrupted' ? 'interrupted (a call has no stored result)' : 'ended after tool calls';
+  const check = entry.lastCheck ? ` · last check: ${entry.lastCheck}` : ' · no check ran';
+  return `Run ended: ${how} · ${plural(entry.steps, 'step')} · ${plural(entry.toolCalls, 'tool call')} (${plural(entry.toolErrors, 'error')})${check}`;
 }
 
 function rank(status: ReceiptStatus | 'sending'): number {
@@ -530,6 +741,8 @@ export function describeEntry(entry: Entry): string {
       const note = verificationNote(entry);
       return `== ${finishSummary(entry)}${entry.error ? ` · error: ${entry.error.message}` : ''}${note ? ` · ${note}` : ''}`;
     }
+    case 'stop':
+      return `== ${stopLine(entry)}`;
     case 'info':
       return `-- ${entry.message}`;
   }

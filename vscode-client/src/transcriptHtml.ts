@@ -3,20 +3,14 @@
 
 import { DECISION_LABELS } from './approval.js';
 import type { ApprovalCard } from './approvalCards.js';
+import { escapeHtml } from './html.js';
 import { renderMarkdown } from './markdown.js';
-import { finishSummary, firstLine, formatTokens, verificationNote } from './transcript.js';
+import { renderToolRow } from './toolRowHtml.js';
+import { finishSummary, firstLine, formatTokens, stopLine, verificationNote, verificationWords } from './transcript.js';
 import type { Entry } from './transcript.js';
 
-export function escapeHtml(text: string): string {
-  return text
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&#39;');
-}
+export { escapeHtml };
 
-const TOOL_ICON = { running: '…', completed: '✓', error: '✗' } as const;
 const VERIFICATION_LABEL = { verified: 'verified', failed: 'failed', not_run: 'not run' } as const;
 
 function attr(key: string): string {
@@ -43,16 +37,8 @@ export function renderEntry(entry: Entry): string {
         `<details class="entry reasoning" ${attr(entry.key)}><summary>Thinking: ${escapeHtml(firstLine(entry.text, 120))}</summary>` +
         `<pre>${escapeHtml(entry.text)}</pre></details>`
       );
-    case 'tool': {
-      const input = entry.input ? ` <code>${escapeHtml(entry.input)}</code>` : '';
-      const summary = entry.summary ? ` <span class="summary">${escapeHtml(entry.summary)}</span>` : '';
-      const kind = entry.errorKind ? ` <span class="error-kind">${escapeHtml(entry.errorKind)}</span>` : '';
-      const elapsed = entry.elapsedMs != null ? ` <span class="elapsed">${entry.elapsedMs} ms</span>` : '';
-      return (
-        `<div class="entry tool status-${entry.status}" ${attr(entry.key)}>` +
-        `<span class="icon">${TOOL_ICON[entry.status]}</span> <b>${escapeHtml(entry.tool)}</b>${input}${kind}${summary}${elapsed}</div>`
-      );
-    }
+    case 'tool':
+      return renderToolRow(entry);
     case 'notice':
       return `<div class="entry notice" ${attr(entry.key)}>⚠ ${escapeHtml(entry.noticeKind)}: ${escapeHtml(entry.message)}</div>`;
     case 'error':
@@ -74,10 +60,13 @@ export function renderEntry(entry: Entry): string {
         ? `<div class="actions"><button type="button" class="review" data-command="lspAgent.reviewChanges" data-arg="${escapeHtml(entry.generation)}" aria-label="Review changes">Review changes (${entry.filesChanged.length})</button></div>`
         : '';
       return (
-        `<div class="entry finish verification-${entry.verification}" ${attr(entry.key)}>` +
-        `<span class="badge">${VERIFICATION_LABEL[entry.verification]}</span> ${escapeHtml(finishSummary(entry))}${error}${note}${review}</div>`
+        `<div class="entry finish verification-${entry.verification}" ${attr(entry.key)} tabindex="-1">` +
+        `<div class="verdict"><span class="badge">${VERIFICATION_LABEL[entry.verification]}</span> ${escapeHtml(verificationWords(entry))}</div>` +
+        `<div class="facts">${escapeHtml(finishSummary(entry))}</div>${error}${note}${review}</div>`
       );
     }
+    case 'stop':
+      return `<div class="entry stop" ${attr(entry.key)} tabindex="-1">${escapeHtml(stopLine(entry))}</div>`;
     case 'info':
       return `<div class="entry info" ${attr(entry.key)}>${escapeHtml(entry.message)}</div>`;
   }
@@ -158,6 +147,9 @@ export interface ShellOptions {
   cspSource: string;
   scriptUri: string;
   styleUri: string;
+  /** the composer's `@` picker, chips and `/` list (media/composer.js, composer.css) */
+  composerScriptUri?: string;
+  composerStyleUri?: string;
 }
 
 /** The webview page: transcript above, the agent input (composer) below. */
@@ -175,18 +167,20 @@ export function renderShell(options: ShellOptions): string {
 <meta http-equiv="Content-Security-Policy" content="${csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="stylesheet" href="${escapeHtml(options.styleUri)}">
-<title>LSP Agent</title>
+${options.composerStyleUri ? `<link rel="stylesheet" href="${escapeHtml(options.composerStyleUri)}">\n` : ''}<title>LSP Agent</title>
 </head>
 <body>
-<main id="transcript" tabindex="0" aria-live="polite"></main>
+<main id="transcript" tabindex="0" aria-label="Transcript: arrow keys or j/k move between rows, Enter expands"><div id="entries" aria-live="polite"></div><div id="approvals"></div><div id="waiting"></div></main>
 <footer>
 <div class="bar"><div id="state" class="state" role="status"></div>
 <button type="button" id="stop" class="stop" aria-label="Stop" title="Stop the running task (LSP Agent: Cancel)" data-command="lspAgent.cancel" hidden>■ Stop</button>
 <button type="button" id="sessions" aria-label="Past sessions" title="Reopen a past session's transcript (LSP Agent: Open Past Session…)" data-command="lspAgent.openSession">Sessions…</button></div>
-<textarea id="input" rows="3" placeholder="Task, follow-up or correction…" aria-label="Agent input"></textarea>
-<div class="hint">Enter: run (or queue while running) · Shift+Enter: new line · Ctrl+S: steer now</div>
+<div id="chips" class="chips" aria-label="Attached context" hidden></div>
+<div id="picker" class="picker" role="listbox" aria-label="Attach context" hidden></div>
+<textarea id="input" rows="3" placeholder="Task, follow-up or correction… (@ attaches context, / for commands)" aria-label="Agent input" aria-autocomplete="list"></textarea>
+<div class="hint">Enter: run (or queue while running) · Shift+Enter: new line · Ctrl+S: steer now · @: context · /: commands</div>
 </footer>
 <script nonce="${options.nonce}" src="${escapeHtml(options.scriptUri)}"></script>
-</body>
+${options.composerScriptUri ? `<script nonce="${options.nonce}" src="${escapeHtml(options.composerScriptUri)}"></script>\n` : ''}</body>
 </html>`;
 }

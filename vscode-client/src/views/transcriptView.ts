@@ -9,11 +9,14 @@ import * as vscode from 'vscode';
 import type { AgentClient } from '../agentClient.js';
 import type { ApprovalBroker } from '../approvalCards.js';
 import { CommandIds, INPUT_FOCUS_CONTEXT } from '../commands.js';
+import type { ComposerContext } from '../composer.js';
 import type { Composer, Host } from '../host.js';
 import { ReviewCommandIds } from '../review.js';
 import { statusView } from '../status.js';
 import type { StatusFacts } from '../status.js';
-import { renderApprovals, renderEntries, renderShell, renderWaiting } from '../transcriptHtml.js';
+import { renderApprovals, renderEntries, renderEntry, renderShell, renderWaiting } from '../transcriptHtml.js';
+import { runRowAction } from './transcriptActions.js';
+import type { RowAction } from './transcriptActions.js';
 import type { WaitingView } from '../transcriptHtml.js';
 
 export const TRANSCRIPT_VIEW_ID = 'lspAgent.transcript';
@@ -40,7 +43,8 @@ type FromWebview =
   | { type: 'submit'; text: string }
   | { type: 'focus'; focused: boolean }
   | { type: 'approve'; id: number; decision: string }
-  | { type: 'command'; id: string; arg?: unknown };
+  | { type: 'command'; id: string; arg?: unknown }
+  | RowAction;
 
 export class TranscriptView implements vscode.WebviewViewProvider, Composer, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
@@ -49,6 +53,8 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
   private requestCounter = 0;
   private pendingDrafts = new Map<number, (text: string) => void>();
   private readonly subscriptions: { dispose(): unknown }[] = [];
+  /** the webview has no rows yet (new or reloaded): the next render sends every entry */
+  private needFull = true;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -58,6 +64,8 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     private readonly waiting: () => { items: readonly WaitingView[]; reason: string | undefined },
     private readonly onSubmit: (text: string) => Promise<boolean>,
     private readonly approvals: ApprovalBroker,
+    /** the composer's `@` context and `/` commands (composer.ts); it also takes Enter's prompt */
+    private readonly context?: ComposerContext,
   ) {
     this.subscriptions.push(client.onDidChange(() => this.scheduleRender()));
   }
@@ -99,6 +107,8 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
       cspSource: view.webview.cspSource,
       scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'transcript.js')).toString(),
       styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'transcript.css')).toString(),
+      composerScriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'composer.js')).toString(),
+      composerStyleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'composer.css')).toString(),
     });
     this.subscriptions.push(
       view.webview.onDidReceiveMessage((message: FromWebview) => this.receive(message)),
@@ -173,24 +183,53 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     const status = statusView(this.facts());
     const waiting = this.waiting();
     const entries = this.client.transcript.entries;
-    void this.view.webview.postMessage({
-      type: 'render',
+    // Only the rows that changed travel and are redrawn (a long run stays cheap to append to);
+    // everything again when rows were dropped, reordered or the webview is new.
+    const changes = this.client.transcript.takeChanges();
+    const full = this.needFull || changes.structural;
+    this.needFull = false;
+    const common = {
       // waiting prompts go last, where the next run's output will appear
-      html:
-        (entries.length === 0 && (waiting.items.length > 0 || this.approvals.pending.length > 0) ? '' : renderEntries(entries)) +
-        renderApprovals(this.approvals.pending) +
-        renderWaiting(waiting.items, waiting.reason),
+      approvals: renderApprovals(this.approvals.pending),
+      waiting: renderWaiting(waiting.items, waiting.reason),
       // codicon syntax ($(name)) means nothing in a webview: keep the words
       status: status.text.replace(/\$\([^)]*\)\s*/g, ''),
       running: state.running,
       session: state.sessionID ?? '',
-    });
+    };
+    if (full) {
+      const html = entries.length === 0 && (waiting.items.length > 0 || this.approvals.pending.length > 0) ? '' : renderEntries(entries);
+      void this.view.webview.postMessage({ type: 'render', html, ...common });
+      return;
+    }
+    const rows: { key: string; html: string }[] = [];
+    for (const key of changes.keys) {
+      const entry = this.client.transcript.entry(key);
+      if (entry) {
+        rows.push({ key, html: renderEntry(entry) });
+      }
+    }
+    void this.view.webview.postMessage({ type: 'patch', rows, removed: changes.removed, ...common });
+  }
+
+  /** A message to the webview (composer.ts answers its `@` queries and updates its chips). */
+  post(message: unknown): void {
+    void this.view?.webview.postMessage(message);
   }
 
   private receive(message: FromWebview): void {
+    if (this.context?.receive(message, (m) => this.post(m))) {
+      return;
+    }
     switch (message.type) {
       case 'ready':
+        this.needFull = true;
         this.render();
+        return;
+      case 'openFile':
+      case 'openOutput':
+      case 'copy':
+        void runRowAction(message, (key) => this.client.transcript.entry(key));
         return;
       case 'draft':
         this.lastDraft = message.text;

@@ -152,7 +152,7 @@ describe('transcript HTML', () => {
     const html = renderEntries(fed().entries);
     assert.match(html, /class="entry tool status-completed"/);
     assert.match(html, /<span class="usage">in 2,478 · out 4 · reasoning 1 tokens<\/span>/);
-    assert.match(html, /class="entry finish verification-not_run"[^>]*><span class="badge">not run<\/span> stop: final/);
+    assert.match(html, /class="entry finish verification-not_run"[^>]*><div class="verdict"><span class="badge">not run<\/span> Not run: no check ran in this task.<\/div><div class="facts">stop: final/);
     assert.match(html, /<details class="entry reasoning" data-key="reasoning:prt_r_final">/);
   });
 
@@ -284,10 +284,13 @@ describe('a stored session as a transcript', () => {
     transcript.history(messages);
     assert.deepEqual(transcript.lines(), [
       '>> fix it',
+      '-- step 1',
       '(thinking) look first',
       '  ✓ read_file a.txt → OK: a.txt lines 1-1 of 1',
       '  ✗ run_command make → no result was stored',
+      '-- step 2',
       'Done.',
+      '== Run ended: interrupted (a call has no stored result) · 2 steps · 2 tool calls (0 errors) · no check ran',
     ]);
   });
 });
