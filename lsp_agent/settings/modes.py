@@ -24,7 +24,13 @@ class Mode:
     intent: Intent = "agent"
 
 
-#: ACP's modes: each a named pair of the two policies; all of them do the agent's work.
+#: Plan and Ask never ask for an approval: whatever would step outside the read-only sandbox is
+#: refused, so neither mode can be talked into a write by an approval prompt.
+PLAN = Mode("plan", "Plan", "reads and runs read-only commands only, then ends with a plan you can run in Agent mode",
+            "never", "read-only", "plan")
+ASK = Mode("ask", "Ask", "answers from reading the workspace: no edits, no commands", "never", "read-only", "ask")
+
+#: ACP's modes: named pairs of the two policies doing the agent's work, then the editor's Plan and Ask.
 ACP_MODES = (
     Mode("read-only", "Read only", "no edits: the edit tools refuse and commands run in a read-only sandbox; "
          "ask when a call steps outside it",
@@ -38,16 +44,16 @@ ACP_MODES = (
     Mode("never", "Never ask", "never ask: what would need an approval is refused", "never", "workspace-write"),
     Mode("full-access", "Full access", "commands run WITHOUT a sandbox; ask as Default", "on-request",
          "danger-full-access"),
+    PLAN,
+    ASK,
 )
 
-#: The editor's modes. Plan and Ask never ask for an approval: whatever would step outside the read-only
-#: sandbox is refused, so neither mode can be talked into a write by an approval prompt.
+#: The editor's modes.
 EDITOR_MODES = (
     Mode("agent", "Agent", "edits files and runs commands under your approval and sandbox settings",
          None, None, "agent"),
-    Mode("plan", "Plan", "reads and runs read-only commands only, then ends with a plan you can run in Agent mode",
-         "never", "read-only", "plan"),
-    Mode("ask", "Ask", "answers from reading the workspace: no edits, no commands", "never", "read-only", "ask"),
+    PLAN,
+    ASK,
 )
 
 

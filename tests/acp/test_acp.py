@@ -179,6 +179,27 @@ async def test_set_mode_switches_the_approval_policy(tmp_path: Path) -> None:
     assert len(client.permissions) == 1 and not (tmp_path / "made.txt").exists()
 
 
+@pytest.mark.parametrize("mode_id", ["ask", "plan"])
+async def test_ask_and_plan_modes_are_offered_and_refuse_edits(tmp_path: Path, mode_id: str) -> None:
+    # The editor's Plan and Ask, from the same table: an ACP client gets them too, enforced by the server.
+    script = _script(tmp_path, ScriptedReply(tool_calls=[_call("write_file", path="made.txt", content="x\n")]),
+                     ScriptedReply(tool_calls=[_call("run_command", command=TOUCH)]),
+                     ScriptedReply(text="done"))
+    client = RecordingClient()  # would allow anything it were asked: the modes never ask
+    async with acp_agent(client, script) as (conn, _):
+        session = await conn.new_session(cwd=str(tmp_path))
+        assert session.modes is not None
+        assert {"ask", "plan"} <= {m.id for m in session.modes.available_modes}
+        await conn.set_session_mode(session_id=session.session_id, mode_id=mode_id)
+        result = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("write")]),
+                                        TIMEOUT)
+    assert result.stop_reason == "end_turn"
+    assert [u.current_mode_id for u in client.of("current_mode_update")] == [mode_id]
+    assert client.permissions == [] and not (tmp_path / "made.txt").exists()
+    assert [u.status for u in client.of("tool_call_update") if u.status in ("completed", "failed")] == \
+        ["failed", "failed"]
+
+
 async def test_cancel_mid_tool_ends_the_turn_cancelled_and_the_agent_lives_on(tmp_path: Path) -> None:
     script = _script(tmp_path, ScriptedReply(tool_calls=[_call("run_command", command=SLEEP)]),
                      ScriptedReply(text="after the cancel"))
