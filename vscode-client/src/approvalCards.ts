@@ -6,6 +6,7 @@
 
 import { DECISION_LABELS, approvalText, optionLabel, parseApproval, scopeOf } from './approval.js';
 import type { Decision, RequestApprovalParams, RequestApprovalResult } from './approval.js';
+import { Listeners } from './listeners.js';
 
 export interface ApprovalChoice {
   decision: Decision;
@@ -98,7 +99,7 @@ interface Open {
 export class ApprovalBroker {
   private open = new Map<number, Open>();
   private counter = 0;
-  private listeners = new Set<() => void>();
+  private readonly listeners = new Listeners();
 
   constructor(private readonly surface: ApprovalSurface) {}
 
@@ -170,14 +171,11 @@ export class ApprovalBroker {
   }
 
   onDidChange(listener: () => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
+    return this.listeners.add(listener);
   }
 
   private changed(): void {
-    for (const listener of [...this.listeners]) {
-      listener();
-    }
+    this.listeners.fire();
   }
 }
 

@@ -7,6 +7,7 @@
 // reverted here (said so, never guessed). Pure: no `vscode`, no I/O (git is reached via GitOps).
 
 import type { AgentEvent } from './protocol.js';
+import { Listeners } from './listeners.js';
 
 /** The workspace's git state just before a run. Paths are relative to the repository root. */
 export interface GitState {
@@ -58,7 +59,7 @@ const PREPARED_MS = 60_000;
 export class ChangeTracker {
   private runs = new Map<string, RunChanges>();
   private prepared: { git: Promise<GitState | undefined>; at: number } | undefined;
-  private listeners = new Set<() => void>();
+  private readonly listeners = new Listeners();
 
   constructor(
     private readonly git: GitOps | undefined,
@@ -76,8 +77,7 @@ export class ChangeTracker {
   }
 
   onDidChange(listener: () => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
+    return this.listeners.add(listener);
   }
 
   /** The latest run that changed files (or the given generation's). */
@@ -216,9 +216,7 @@ export class ChangeTracker {
   }
 
   private changed(): void {
-    for (const listener of [...this.listeners]) {
-      listener();
-    }
+    this.listeners.fire();
   }
 }
 

@@ -6,6 +6,7 @@
 
 import { errorFacts } from './rpc.js';
 import type { ServerState } from './status.js';
+import { Listeners } from './listeners.js';
 
 /** What the server knows of the model: `missing` once it said so, `unknown` until then. */
 export type ModelState = 'unknown' | 'missing';
@@ -96,7 +97,7 @@ export interface WaitingPrompt {
 export class WaitingPrompts {
   private list: WaitingPrompt[] = [];
   private counter = 0;
-  private listeners = new Set<() => void>();
+  private readonly listeners = new Listeners();
 
   get items(): readonly WaitingPrompt[] {
     return this.list;
@@ -122,14 +123,11 @@ export class WaitingPrompts {
   }
 
   onDidChange(listener: () => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
+    return this.listeners.add(listener);
   }
 
   private changed(): void {
-    for (const listener of [...this.listeners]) {
-      listener();
-    }
+    this.listeners.fire();
   }
 }
 
@@ -139,7 +137,7 @@ export class WaitingPrompts {
 export class Readiness {
   private serverValue: ServerState;
   private modelValue: ModelState = 'unknown';
-  private listeners = new Set<() => void>();
+  private readonly listeners = new Listeners();
 
   constructor(server: ServerState = 'stopped') {
     this.serverValue = server;
@@ -189,13 +187,10 @@ export class Readiness {
   }
 
   onDidChange(listener: () => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
+    return this.listeners.add(listener);
   }
 
   private changed(): void {
-    for (const listener of [...this.listeners]) {
-      listener();
-    }
+    this.listeners.fire();
   }
 }

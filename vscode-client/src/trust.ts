@@ -9,6 +9,7 @@ import type { MethodName } from './protocol.gen.js';
 import { describeError, errorFacts, isMethodNotFound } from './rpc.js';
 import { STATE_WORDS, describeState, isIgnoring, trustQuestion, trustState } from './trustState.js';
 import type { WorkspaceTrustState } from './trustState.js';
+import { Listeners } from './listeners.js';
 
 export type { GatedSetting, TrustStateName, WorkspaceTrustState } from './trustState.js';
 export { describeState, isIgnoring, trustQuestion, trustState } from './trustState.js';
@@ -64,7 +65,7 @@ export class WorkspaceTrust {
   /** hashes put to the user by this window: checked and set before any await, so two
    *  announcements of the same files (a notification and a "show") never open two dialogs */
   private asking = new Set<string>();
-  private listeners = new Set<() => void>();
+  private readonly listeners = new Listeners();
 
   constructor(private readonly o: WorkspaceTrustOptions) {}
 
@@ -73,8 +74,7 @@ export class WorkspaceTrust {
   }
 
   onDidChange(listener: () => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
+    return this.listeners.add(listener);
   }
 
   /** A new server connection: nothing is known about it until it says. */
@@ -84,9 +84,7 @@ export class WorkspaceTrust {
   }
 
   private changed(): void {
-    for (const listener of [...this.listeners]) {
-      listener();
-    }
+    this.listeners.fire();
   }
 
   private remember(state: WorkspaceTrustState): void {
