@@ -16,6 +16,14 @@ export const DEBUGPY_PORT_ENV = 'LSP_AGENT_DEBUGPY_PORT';
 
 export const SERVE_ARGS = ['-m', 'lsp_agent', 'serve'] as const;
 
+/**
+ * The server and the probe run in the workspace folder, and `python -m`/`-c` would put that folder
+ * first on the import path: a repository holding its own `lsp_agent/` (or `importlib/`, `json/`…)
+ * would run its code as the server. PYTHONSAFEPATH (Python 3.11+, the versions we run on) keeps
+ * the current directory off the path; PYTHONPATH and installed packages still count.
+ */
+export const SAFE_PATH = { PYTHONSAFEPATH: '1' } as const;
+
 function cleanEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
@@ -33,7 +41,7 @@ export function serverLaunch(python: string, env: NodeJS.ProcessEnv, cwd?: strin
     command: python,
     args: [...debug, ...SERVE_ARGS],
     // Unbuffered, so the server's log lines reach the output channel as they happen.
-    env: { ...cleanEnv(env), PYTHONUNBUFFERED: '1' },
+    env: { ...cleanEnv(env), PYTHONUNBUFFERED: '1', ...SAFE_PATH },
   };
   if (cwd) {
     spec.cwd = cwd;
@@ -111,7 +119,7 @@ export function probeInterpreter(python: string, options: { cwd?: string; env?: 
     execFile(
       python,
       ['-c', PROBE_SCRIPT],
-      { cwd: options.cwd, env: options.env, timeout: options.timeoutMs ?? 20_000, windowsHide: true },
+      { cwd: options.cwd, env: { ...(options.env ?? process.env), ...SAFE_PATH }, timeout: options.timeoutMs ?? 20_000, windowsHide: true },
       (error, stdout, stderr) => {
         const outcome: ProbeOutcome = { exitCode: 0, stdout, stderr };
         if (error) {
