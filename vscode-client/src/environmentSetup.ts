@@ -31,6 +31,8 @@ export interface SetupContext {
   log: Logger;
   showLog(): void;
   openPythonSetting(): Thenable<unknown>;
+  /** start the server again (the environment built after an offer is used from then on) */
+  restart(reason: string): void;
 }
 
 /** `told`: the user has seen the problem already (in the build's own message). */
@@ -64,9 +66,9 @@ export class EnvironmentSetup {
 
   /**
    * The interpreter to start the server with. `asked`: the user ran the command, so the offer is
-   * made (or the build done) even after an earlier "Not Now".
+   * made (or the build done) even after an earlier "Not Now". `quiet`: nobody asked for this start.
    */
-  async choose(options: { root?: string | undefined; pythonSetting: unknown; restricted: boolean; asked?: boolean }): Promise<Chosen> {
+  async choose(options: { root?: string | undefined; pythonSetting: unknown; restricted: boolean; asked?: boolean; quiet?: boolean }): Promise<Chosen> {
     const { root } = options;
     const candidates: Candidate[] = [];
     const fromExtension = await pythonExtensionInterpreter(await pythonExtensionApi(), root ? vscode.Uri.file(root) : undefined);
@@ -101,20 +103,32 @@ export class EnvironmentSetup {
       return fallback; // a development build without a carried wheel: the old way
     }
     const decision = offerDecision(this.context.memory.get(OFFER_KEY) as OfferMemory, managedEnvChosen(storage), options.asked ?? false);
-    if (decision === 'skip') {
+    // a start nobody asked for does not ask either: the welcome view's button offers it
+    if (decision === 'skip' || (decision === 'ask' && options.quiet)) {
       return fallback;
     }
     if (decision === 'ask') {
-      const answer = await vscode.window.showInformationMessage(offerMessage(choice.problem.replace(/\.$/, ''), wheel.version), CREATE_ENV_ACTION, NOT_NOW_ACTION);
-      if (answer === NOT_NOW_ACTION) {
-        await this.context.memory.update(OFFER_KEY, 'declined');
-      }
-      if (answer !== CREATE_ENV_ACTION) {
-        return fallback; // dismissed: asked again at the next start
-      }
-      await this.context.memory.update(OFFER_KEY, undefined);
+      // The start goes on (failed, or with the mismatched server) while the offer waits for an
+      // answer: the status item and the welcome view say what is wrong meanwhile.
+      void this.offer(choice.problem, wheel, storage);
+      return fallback;
     }
     return this.build(wheel, storage);
+  }
+
+  private async offer(problem: string, wheel: { file: string; version: string }, storage: string): Promise<void> {
+    const answer = await vscode.window.showInformationMessage(offerMessage(problem, wheel.version), CREATE_ENV_ACTION, NOT_NOW_ACTION);
+    if (answer === NOT_NOW_ACTION) {
+      await this.context.memory.update(OFFER_KEY, 'declined');
+    }
+    if (answer !== CREATE_ENV_ACTION) {
+      return; // dismissed: asked again at the next start
+    }
+    await this.context.memory.update(OFFER_KEY, undefined);
+    const built = await this.build(wheel, storage);
+    if (built.ok) {
+      this.context.restart('the managed environment is ready');
+    }
   }
 
   private build(wheel: { file: string; version: string }, storage: string): Promise<Chosen> {

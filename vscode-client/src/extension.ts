@@ -62,6 +62,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log: log.logger,
     showLog: () => log.channel.show(),
     openPythonSetting: () => vscode.commands.executeCommand(CommandIds.openPythonSetting),
+    restart: (reason) => void server.restart(reason),
   });
   server.clientVersion = extensionVersion(context);
   // The server (a Python process) starts when it is needed: the Agent view is opened, a command

@@ -138,5 +138,7 @@ export function offerDecision(memory: OfferMemory, chosenBefore: boolean, asked:
 }
 
 export function offerMessage(problem: string, version: string): string {
-  return `LSP Agent: ${problem}. Create a Python environment for lsp-agent ${version} in the extension's storage? (It uses a Python 3.11+ from PATH and downloads the dependencies from your package index.)`;
+  // The probe's "Fix: …" tells a developer how to install it by hand; the offer is the other fix.
+  const reason = problem.replace(/\s*Fix:[\s\S]*$/, '').replace(/\.$/, '');
+  return `LSP Agent: ${reason}. Create a Python environment for lsp-agent ${version} in the extension's storage? (It uses a Python 3.11+ from PATH and downloads the dependencies from your package index.)`;
 }

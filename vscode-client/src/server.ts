@@ -163,9 +163,9 @@ export class ServerManager implements vscode.Disposable {
 
   /** The Python extension's, lspAgent.python, or the managed environment (environmentSetup.ts). */
   private chooseInterpreter(root: string | undefined): Promise<Chosen> {
-    const options = { root, pythonSetting: readUserSetting('python'), restricted: !vscode.workspace.isTrusted, asked: this.askedForEnv };
+    const options = { root, pythonSetting: readUserSetting('python'), restricted: !vscode.workspace.isTrusted, asked: this.askedForEnv, quiet: this.quiet };
     this.askedForEnv = false;
-    this.environments ??= new EnvironmentSetup({ extensionPath: '', extensionVersion: undefined, storage: undefined, memory: { get: () => undefined, update: () => Promise.resolve() }, log: this.log.logger, showLog: () => this.log.channel.show(), openPythonSetting: () => vscode.commands.executeCommand(CommandIds.openPythonSetting) });
+    this.environments ??= new EnvironmentSetup({ extensionPath: '', extensionVersion: undefined, storage: undefined, memory: { get: () => undefined, update: () => Promise.resolve() }, log: this.log.logger, showLog: () => this.log.channel.show(), openPythonSetting: () => vscode.commands.executeCommand(CommandIds.openPythonSetting), restart: (why) => void this.restart(why) });
     return this.environments.choose(options);
   }
 

@@ -96,7 +96,7 @@ function stateView(facts: StatusFacts): { text: string; says: string; actions: s
     };
   }
   if (facts.server === 'idle') {
-    return { text: '$(hubot) Agent', says: 'The lsp-agent server starts when you open the Agent view or run an LSP Agent command.', actions: [link('Show the agent view', 'lspAgent.showTranscript')] };
+    return { text: '$(hubot) Agent: not started', says: 'The lsp-agent server starts when you open the Agent view or run an LSP Agent command.', actions: [link('Show the agent view', 'lspAgent.showTranscript')] };
   }
   if (facts.server === 'starting') {
     return { text: '$(loading~spin) Agent: starting', says: 'Starting the lsp-agent server.', actions: [] };

@@ -97,7 +97,7 @@ describe('first use', () => {
     mkdirSync(ws, { recursive: true });
     const { python, canary } = canaryPython('plain');
     const { record, extension } = await activate(ws, { python });
-    assert.equal(record.statusItems[0]!.text, '$(hubot) Agent');
+    assert.equal(record.statusItems[0]!.text, '$(hubot) Agent: not started');
     assert.equal(existsSync(canary), false, 'a Python ran at activation');
     // a command that needs no server starts none either
     await record.commands.get('lspAgent.showLog')!();
@@ -135,7 +135,7 @@ describe('first use', () => {
     assert.equal(offers.length, 1);
     assert.match(first.record.messages.find((m) => m.level === 'info')!.text, /^LSP Agent: The Python interpreter ".*no-such-python" was not found.* Create a Python environment for lsp-agent 0\.1\.0 in the extension's storage\?/);
     assert.match(first.record.messages.find((m) => m.level === 'error')!.text, /no-such-python" was not found/);
-    assert.equal(first.state.get(OFFER_KEY), 'declined');
+    await waitFor(() => first.state.get(OFFER_KEY) === 'declined', 'the answer to be kept');
     await first.extension.deactivate();
 
     // the next window remembers the answer
