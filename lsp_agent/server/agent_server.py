@@ -323,11 +323,11 @@ class AgentServer(LanguageServer):
 
     def initialized(self) -> None:
         self._initialized = True
-        self.tell([])
         mismatch = mismatch_message(self.client_version, server_version())
-        if mismatch:  # said even when the runtime could not start: it may be the reason
+        if mismatch:  # first, and even when the runtime could not start: it may be why
             log.warning("%s", mismatch)
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=mismatch))
+        self.tell([])
         if self.rt is None:
             return  # it could not start: said once already (AgentProtocol.early_failed)
         rt = self.rt
