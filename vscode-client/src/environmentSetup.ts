@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as vscode from 'vscode';
 
 import type { Logger } from './agentClient.js';
-import { CREATE_ENV_ACTION, NOT_NOW_ACTION, OFFER_KEY, chooseInterpreter, offerDecision, offerMessage, pythonExtensionInterpreter } from './interpreter.js';
+import { CREATE_ENV_ACTION, NOT_NOW_ACTION, OFFER_KEY, SOURCE_LABELS, chooseInterpreter, offerDecision, offerMessage, pythonExtensionInterpreter } from './interpreter.js';
 import type { Candidate, OfferMemory, PythonExtensionApi } from './interpreter.js';
 import { buildManagedEnv, carriedWheel, managedEnvChosen, usableManagedPython } from './managedEnv.js';
 import { findPython } from './pythonFinder.js';
@@ -94,6 +94,11 @@ export class EnvironmentSetup {
     });
     if (choice.kind === 'use') {
       this.context.log.info(`using ${choice.candidate.python} (${choice.candidate.source}), lsp-agent ${choice.version}`);
+      if (options.asked && choice.candidate.source !== 'managed') {
+        void vscode.window.showInformationMessage(
+          `LSP Agent: ${SOURCE_LABELS[choice.candidate.source]} (${choice.candidate.python}) has lsp-agent ${choice.version} and is used; a managed environment is set up only when no interpreter has it.`,
+        );
+      }
       return { ok: true, python: choice.candidate.python, version: choice.version };
     }
     const fallback: Chosen = choice.fallback

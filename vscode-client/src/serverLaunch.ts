@@ -19,9 +19,13 @@ export const SERVE_ARGS = ['-m', 'lsp_agent', 'serve'] as const;
 /**
  * The server and the probe run in the workspace folder, and `python -m`/`-c` would put that folder
  * first on the import path: a repository holding its own `lsp_agent/` (or `importlib/`, `json/`…)
- * would run its code as the server. PYTHONSAFEPATH (Python 3.11+, the versions we run on) keeps
- * the current directory off the path; PYTHONPATH and installed packages still count.
+ * would run its code as the server. Python 3.11+ (the versions we run on) keeps the current
+ * directory off the path with `-P`; PYTHONPATH and installed packages still count. The server gets
+ * the flag, not the PYTHONSAFEPATH variable, which its children (the user's own `python -m pytest`,
+ * a script that imports its neighbours) would inherit. The probe, which starts nothing and may meet
+ * an older Python that does not know `-P`, gets the variable.
  */
+export const SAFE_PATH_FLAG = '-P';
 export const SAFE_PATH = { PYTHONSAFEPATH: '1' } as const;
 
 function cleanEnv(env: NodeJS.ProcessEnv): Record<string, string> {
@@ -39,9 +43,9 @@ export function serverLaunch(python: string, env: NodeJS.ProcessEnv, cwd?: strin
   const debug = port && /^\d{1,5}$/.test(port) ? ['-m', 'debugpy', '--listen', `127.0.0.1:${port}`] : [];
   const spec: LaunchSpec = {
     command: python,
-    args: [...debug, ...SERVE_ARGS],
+    args: [SAFE_PATH_FLAG, ...debug, ...SERVE_ARGS],
     // Unbuffered, so the server's log lines reach the output channel as they happen.
-    env: { ...cleanEnv(env), PYTHONUNBUFFERED: '1', ...SAFE_PATH },
+    env: { ...cleanEnv(env), PYTHONUNBUFFERED: '1' },
   };
   if (cwd) {
     spec.cwd = cwd;

@@ -4,6 +4,7 @@
 // never shadows the installed one when the probe runs in the workspace folder.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -20,7 +21,7 @@ import {
 } from '../../src/interpreter.js';
 import type { Candidate, PythonExtensionApi } from '../../src/interpreter.js';
 import type { ProbeResult } from '../../src/serverLaunch.js';
-import { probeInterpreter } from '../../src/serverLaunch.js';
+import { probeInterpreter, serverLaunch } from '../../src/serverLaunch.js';
 
 const PYTHON = process.env.LSP_AGENT_PYTHON ?? 'python3';
 const scratch = mkdtempSync(path.join(tmpdir(), 'lsp-agent-interpreter-'));
@@ -156,5 +157,10 @@ describe('the probe runs in the workspace folder without importing from it', () 
     const result = await probeInterpreter(PYTHON, { cwd: ws, env });
     assert.equal(existsSync(canary), false, 'the workspace\'s lsp_agent was imported');
     assert.ok(result.ok, JSON.stringify(result));
+    // the server itself, as the extension starts it there (stdin at its end: it stops at once)
+    const spec = serverLaunch(PYTHON, env, ws);
+    const served = spawnSync(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, input: '', timeout: 60_000, encoding: 'utf8' });
+    assert.equal(served.error, undefined);
+    assert.equal(existsSync(canary), false, 'the workspace\'s lsp_agent ran as the server');
   });
 });
