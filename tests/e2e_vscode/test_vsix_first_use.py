@@ -142,6 +142,7 @@ def test_the_vsix_builds_its_environment_and_runs_a_task(first_window: Any,
     vs.page.locator(ACTIVITY_BAR_ICON).click(timeout=TIMEOUT_MS)
     offer = vs.notification("Create a Python environment for lsp-agent", timeout_ms=60_000)
     assert "lsp-agent is not installed" in str(offer.inner_text()), offer.inner_text()
+    vs.doc_screenshot("vscode-managed-env-offer")
     offer.get_by_role("button", name="Create Environment").click()
     vs.notification("setting up Python", timeout_ms=60_000)
     vs.status("Agent: idle", timeout_ms=BUILD_TIMEOUT_MS)

@@ -116,7 +116,7 @@ export class EnvironmentSetup {
       // The start goes on (failed, or with the mismatched server) while the offer waits for an
       // answer: the status item and the welcome view say what is wrong meanwhile.
       void this.offer(choice.problem, wheel, storage);
-      return fallback;
+      return fallback.ok ? fallback : { ...fallback, told: true }; // the offer gives the reason: no second toast
     }
     return this.build(wheel, storage);
   }

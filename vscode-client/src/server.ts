@@ -165,7 +165,17 @@ export class ServerManager implements vscode.Disposable {
   private chooseInterpreter(root: string | undefined): Promise<Chosen> {
     const options = { root, pythonSetting: readUserSetting('python'), restricted: !vscode.workspace.isTrusted, asked: this.askedForEnv, quiet: this.quiet };
     this.askedForEnv = false;
-    this.environments ??= new EnvironmentSetup({ extensionPath: '', extensionVersion: undefined, storage: undefined, memory: { get: () => undefined, update: () => Promise.resolve() }, log: this.log.logger, showLog: () => this.log.channel.show(), openPythonSetting: () => vscode.commands.executeCommand(CommandIds.openPythonSetting), restart: (why) => void this.restart(why) });
+    // Without the extension's context (no carried wheel, no storage): no version check, no managed environment.
+    this.environments ??= new EnvironmentSetup({
+      extensionPath: '',
+      extensionVersion: undefined,
+      storage: undefined,
+      memory: { get: () => undefined, update: () => Promise.resolve() },
+      log: this.log.logger,
+      showLog: () => this.log.channel.show(),
+      openPythonSetting: () => vscode.commands.executeCommand(CommandIds.openPythonSetting),
+      restart: (why) => void this.restart(why),
+    });
     return this.environments.choose(options);
   }
 
