@@ -268,6 +268,12 @@ export async function buildManagedEnv(options: BuildOptions): Promise<BuildResul
       return CANCELLED;
     }
     const final = envDir(options.storage);
+    if (readMarker(final)?.wheel === marker.wheel && fs.existsSync(envPython(final, platform))) {
+      // another window finished the same build first and may already run its server from it:
+      // keep that one, never move it from under its process
+      options.onStage('ready');
+      return { ok: true, python: envPython(final, platform) };
+    }
     const retired = `${path.join(options.storage, RETIRED)}${path.basename(scratch).slice(BUILDING.length)}`;
     if (fs.existsSync(final)) {
       fs.renameSync(final, retired);

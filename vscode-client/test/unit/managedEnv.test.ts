@@ -151,6 +151,17 @@ describe('buildManagedEnv (a stand-in Python)', () => {
     assert.deepEqual(readdirSync(storage), [ENV_DIR]);
   });
 
+  it('a second build of the same wheel (another window) leaves the finished environment in place', async () => {
+    const storage = fresh('storage');
+    const base = fakeBasePython(fresh('bin'));
+    assert.ok((await buildManagedEnv(options(storage, base))).ok);
+    const inUse = path.join(storage, ENV_DIR, 'in-use');
+    writeFileSync(inUse, 'a server runs from here');
+    assert.ok((await buildManagedEnv(options(storage, base))).ok);
+    assert.equal(readFileSync(inUse, 'utf8'), 'a server runs from here');
+    assert.deepEqual(readdirSync(storage), [ENV_DIR]);
+  });
+
   it('a crash mid-build is never used: no marker, or a marker only in the scratch directory', async () => {
     const storage = fresh('storage');
     const wheel = '/x/lsp_agent-0.1.0-py3-none-any.whl';
