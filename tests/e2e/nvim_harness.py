@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -119,16 +120,18 @@ def on_runtimepath(plugin: Path = PLUGIN) -> list[str]:
 
 def run_nvim(nvim: str, tmp_path: Path, body: str, *, root: Path, cwd: Path | None = None,
              env: dict[str, str] | None = None, args: list[str] | None = None, timeout: float = 150,
-             check: bool = True) -> dict[str, Any]:
+             check: bool = True, load: list[str] | None = None) -> dict[str, Any]:
     """Run `body` in a headless Neovim (files `args` opened); returns the result table. With `check`,
-    a Lua error fails the test with its message."""
+    a Lua error fails the test with its message. `load`: the startup arguments that make the plugin
+    available (default: on 'runtimepath'; [] for a body that loads it itself)."""
     driver = tmp_path / "driver.lua"
     driver.write_text(PRELUDE + body + POSTLUDE, encoding="utf-8")
     result_file = tmp_path / "result.json"
     result_file.unlink(missing_ok=True)
     full_env = {**os.environ, "ROOT": str(root), "PYTHON": sys.executable,
                 "RESULT": str(result_file), **(env or {})}
-    proc = subprocess.run([nvim, "--headless", "--clean", "-n", "-i", "NONE", *on_runtimepath(), *(args or []),
+    startup = on_runtimepath() if load is None else load
+    proc = subprocess.run([nvim, "--headless", "--clean", "-n", "-i", "NONE", *startup, *(args or []),
                            "-c", f"luafile {driver}"], cwd=cwd or root, env=full_env, capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     assert result_file.exists(), f"nvim wrote no result (exit {proc.returncode}): {proc.stderr[-2000:]}"
@@ -137,3 +140,17 @@ def run_nvim(nvim: str, tmp_path: Path, body: str, *, root: Path, cwd: Path | No
         assert result.get("error") is None, (f"{result['error']}\nevents: {result.get('events_at_error')}\n"
                                              f"notes: {result['notes']}")
     return result
+
+
+def health_lines(lines: list[str]) -> list[tuple[str, str]]:
+    """`:checkhealth` output as (level, text): OK, WARNING, ERROR or INFO, for both report styles
+    (0.7's `  - OK: text` and 0.10+'s `- ✅ OK text`)."""
+    found: list[tuple[str, str]] = []
+    for line in lines:
+        match = (re.match(r"^  - (OK|WARNING|ERROR|INFO): (.*)$", line)  # 0.7
+                 or re.match(r"^- \S+ (OK|WARNING|ERROR) (.*)$", line))  # 0.10+
+        if match:
+            found.append((match.group(1), match.group(2)))
+        elif line.startswith("- "):  # 0.10+ info
+            found.append(("INFO", line[2:]))
+    return found

@@ -63,7 +63,7 @@ function M.server_command(opts)
   end
   local found = M.find_on_path(M.SERVER)
   if not found then
-    return nil, M.SERVER .. " is not on PATH (install it with `pipx install lsp-agent`, or pass "
+    return nil, M.SERVER .. " is not on PATH (install the lsp-agent package, or pass "
       .. "python = \"/path/to/venv/bin/python\" or cmd = { ... } to setup())"
   end
   return { found, "serve" }, "PATH"
