@@ -209,3 +209,30 @@ def test_checkhealth_a_server_of_another_version_and_a_missing_python(nvim: str,
     found = _checkhealth(nvim, tmp_path, path=SYSTEM_PATH, options='{"python": "/nonexistent/venv/bin/python"}')
     assert ("ERROR", 'python = "/nonexistent/venv/bin/python" is not an executable file') in found
 
+
+
+EXITS_EARLY = r"""
+  vim.g.lsp_agent = { cmd = { "/bin/sh", "-c", "exit 3" } }
+  vim.cmd("AgentRun keep this prompt")
+  wait("the error", function()
+    for _, note in ipairs(notes) do
+      if note.msg:find("^lsp%-agent:") then return true end
+    end
+    return false
+  end)
+  vim.cmd("AgentEvents") -- Neovim goes on; no server needed for this
+  result.events_shown = vim.api.nvim_buf_get_name(0):find("lsp%-agent://events") ~= nil
+"""
+
+
+@pytest.mark.parametrize("nvim", NVIMS)
+def test_a_server_that_exits_before_it_is_ready_names_the_command_not_run(nvim: str, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    result = run_nvim(nvim, tmp_path, EXITS_EARLY, root=root)
+    # (Neovim itself also says "Client ... quit with exit code 3")
+    (note,) = [n for n in result["notes"] if n["msg"].startswith("lsp-agent:")]
+    assert note["level"] == 4 and note["msg"] == (
+        "lsp-agent: the server exited (code 3) before it was ready; not run: :AgentRun keep this prompt "
+        "(:checkhealth lsp_agent)"), note
+    assert result["events_shown"] is True

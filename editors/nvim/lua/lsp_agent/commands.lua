@@ -32,7 +32,7 @@ function M.define()
       if needs_server then
         agent().when_started(function()
           run(c)
-        end)
+        end, ":" .. name .. (c.args ~= "" and (" " .. c.args) or ""))
       else
         run(c)
       end

@@ -38,14 +38,31 @@ local M = {
   find_root = config.find_root,
 }
 
-local pending = {} -- commands typed before the server answered `initialize`, run once it has
+-- Commands typed before the server answered `initialize` ({ run = fn, what = the command line }),
+-- run once it has.
+local pending = {}
 
 local function flush_pending()
   local waiting = pending
   pending = {}
-  for _, action in ipairs(waiting) do
-    action()
+  for _, entry in ipairs(waiting) do
+    entry.run()
   end
+end
+
+-- A server that exits before it is ready runs none of them: say which, so nothing typed is lost
+-- without a word.
+local function drop_pending(code)
+  if #pending == 0 then
+    return
+  end
+  local lines = {}
+  for _, entry in ipairs(pending) do
+    table.insert(lines, entry.what)
+  end
+  pending = {}
+  client.notify(string.format("the server exited (code %s) before it was ready; not run: %s (:checkhealth lsp_agent)",
+    tostring(code), table.concat(lines, "; ")), vim.log.levels.ERROR)
 end
 
 -- Starts the server for the workspace (options: :help lsp_agent-options); returns the client id,
@@ -92,6 +109,11 @@ function M.setup(opts)
     on_init = function()
       vim.schedule(flush_pending)
     end,
+    on_exit = function(code)
+      vim.schedule(function()
+        drop_pending(code)
+      end)
+    end,
   }
   state.client_id = lsp.start(lsp_config, root)
   if not state.client_id then
@@ -105,7 +127,8 @@ end
 
 -- Runs `action` once the server is up: at once when it is, after `initialize` when it is starting;
 -- with no server yet, starts it first (with the last setup() options, else vim.g.lsp_agent).
-function M.when_started(action)
+-- `what` names the action (the command line) if the server never gets ready.
+function M.when_started(action, what)
   local c = state.client_id and vim.lsp.get_client_by_id(state.client_id)
   if c and c.initialized then
     return action()
@@ -119,7 +142,7 @@ function M.when_started(action)
       return nil
     end
   end
-  table.insert(pending, action)
+  table.insert(pending, { run = action, what = what or "a command" })
 end
 
 return setmetatable(M, {
