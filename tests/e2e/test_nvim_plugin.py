@@ -32,14 +32,20 @@ RUN_WITHOUT_SETUP = r"""
   result.events = vim.api.nvim_buf_get_lines(agent.events_buf, 0, -1, false)
   result.help = #vim.api.nvim_get_runtime_file("doc/lsp_agent.txt", false)
   result.health = #vim.api.nvim_get_runtime_file("lua/lsp_agent/health.lua", false)
+  vim.cmd("checkhealth lsp_agent")
+  result.checkhealth = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 """
 
 
-def _assert_loaded_and_ran(result: dict[str, object]) -> None:
+def _assert_loaded_and_ran(result: dict[str, object], root: Path) -> None:
     assert result["commands"] is True and result["loaded_early"] is False
     assert result["stop"] == "final", result
     assert "== hello" in result["events"] and "hi there" in result["events"]  # type: ignore[operator]
     assert result["help"] == 1 and result["health"] == 1
+    found = health_lines(result["checkhealth"])  # type: ignore[arg-type]
+    assert ("INFO", "options: vim.g.lsp_agent") in found and ("INFO", f"running for {root}") in found, found
+    assert ("OK", "model scripted/test (from vim.g.lsp_agent init_options)") in found
+    assert ("OK", f"server: {sys.executable} -m lsp_agent serve (from python)") in found
 
 
 def _workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
@@ -57,14 +63,14 @@ def test_packadd_from_a_pack_opt_directory(nvim: str, tmp_path: Path, isolated_s
     (opt / "lsp-agent").symlink_to(PLUGIN, target_is_directory=True)
     body = 'vim.opt.packpath:prepend(env.SITE)\nvim.cmd("packadd lsp-agent")\n' + RUN_WITHOUT_SETUP
     result = run_nvim(nvim, tmp_path, body, root=root, env={**env, "SITE": str(tmp_path / "site")}, load=[])
-    _assert_loaded_and_ran(result)
+    _assert_loaded_and_ran(result, root)
 
 
 @pytest.mark.parametrize("nvim", NVIMS)
 def test_set_rtp_append_before_startup(nvim: str, tmp_path: Path, isolated_state: Path) -> None:
     root, env = _workspace(tmp_path)
     result = run_nvim(nvim, tmp_path, RUN_WITHOUT_SETUP, root=root, env=env, load=["--cmd", f"set rtp+={PLUGIN}"])
-    _assert_loaded_and_ran(result)
+    _assert_loaded_and_ran(result, root)
 
 
 @pytest.mark.parametrize("nvim", NVIMS)
@@ -91,7 +97,7 @@ def test_vim_pack_add_from_a_git_url(nvim: str, tmp_path: Path, isolated_state: 
     if result.get("no_vim_pack"):
         pytest.skip("this Neovim has no vim.pack (0.12+)")
     assert result["installed_at"].startswith(str(tmp_path / "data")), result["installed_at"]
-    _assert_loaded_and_ran(result)
+    _assert_loaded_and_ran(result, root)
 
 
 GUARD = r"""

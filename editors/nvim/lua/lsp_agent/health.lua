@@ -55,7 +55,7 @@ end
 
 local function options()
   if state.options ~= nil then
-    return state.options, "setup()"
+    return state.options, state.options_from
   end
   if type(vim.g.lsp_agent) == "table" then
     return vim.g.lsp_agent, "vim.g.lsp_agent"

@@ -69,7 +69,7 @@ end
 -- or nil when there is no workspace or no server (said with vim.notify).
 function M.setup(opts)
   opts = opts or {}
-  state.options = opts
+  state.options, state.options_from = opts, state.starting_from or "setup()"
   state.root_markers = opts.root_markers or state.root_markers
   if opts.progress ~= nil then
     state.show_progress = opts.progress
@@ -137,8 +137,11 @@ function M.when_started(action, what)
     local opts = state.options
     if opts == nil then
       opts = config.options(nil)
+      state.starting_from = type(vim.g.lsp_agent) == "table" and "vim.g.lsp_agent" or "defaults (setup() not called)"
     end
-    if not M.setup(opts) then
+    local started = M.setup(opts)
+    state.starting_from = nil
+    if not started then
       return nil
     end
   end

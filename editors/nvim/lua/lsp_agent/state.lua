@@ -23,5 +23,7 @@ return {
   stopped = {},       -- generation -> its stop reason, from its run_finish
   trust = nil,        -- the workspace trust state the server last reported (agent/workspaceTrust)
   trust_asked = {},   -- hash -> true once the user was asked about those files (asked once per hash)
-  options = nil,      -- the options setup() was last called with (resolved), for :checkhealth
+  options = nil,      -- the options the server was last started with, for :checkhealth
+  options_from = nil, -- where they came from: "setup()", "vim.g.lsp_agent" or the defaults
+  starting_from = nil, -- set while a command starts the server without setup()
 }
