@@ -242,3 +242,16 @@ def test_a_server_that_exits_before_it_is_ready_names_the_command_not_run(nvim: 
         "lsp-agent: the server exited (code 3) before it was ready; not run: :AgentRun keep this prompt "
         "(:checkhealth lsp_agent)"), note
     assert result["events_shown"] is True
+
+
+@pytest.mark.parametrize("nvim", NVIMS)
+def test_checkhealth_the_installed_server_on_path(nvim: str, tmp_path: Path) -> None:
+    installed = Path(sys.executable).parent / "lsp-agent"  # the console script of this environment
+    if not installed.exists():
+        pytest.skip("lsp-agent is not installed in this environment")
+    found = _checkhealth(nvim, tmp_path, path=f"{installed.parent}:{SYSTEM_PATH}")
+    assert ("OK", f"server: {installed} serve (from PATH)") in found, found
+    (version,) = [(level, text) for level, text in found if text.startswith("version")]
+    # an editable install without package metadata says "unknown" (a warning), never an error
+    assert version == ("OK", f"version {PLUGIN_VERSION}") or version[0] == "WARNING", version
+    assert [text for level, text in found if level == "ERROR"] == []
