@@ -9,11 +9,12 @@ local workspace_file = require("lsp_agent.workspace_file")
 local M = {}
 
 local api = vim.health or require("health")
+-- 0.10+ names them start/ok/...; 0.7-0.9 report_start/report_ok/...
 local start = api.start or api.report_start
 local ok = api.ok or api.report_ok
 local info = api.info or api.report_info
 local warn = api.warn or api.report_warn
-local error = api.error or api.report_error
+local report_error = api.error or api.report_error
 
 -- How long one probe (`lsp-agent --version`, a bwrap test) may take before it counts as failed.
 M.PROBE_TIMEOUT_MS = 10000
@@ -49,7 +50,7 @@ local function check_neovim()
     info("0.10+ shows the server's progress natively and registers it with vim.lsp.config (0.11+); "
       .. "here progress is echoed and the client is started directly")
   else
-    error("Neovim " .. version .. ": lsp-agent needs 0.7 or later")
+    report_error("Neovim " .. version .. ": lsp-agent needs 0.7 or later")
   end
 end
 
@@ -68,7 +69,7 @@ local function check_server(opts, from)
   info("options: " .. from)
   local cmd, why = config.server_command(opts)
   if not cmd then
-    error(why, { "install it (docs/install.md): e.g. pipx install ./lsp-agent-*.whl, or from a checkout",
+    report_error(why, { "install it (docs/install.md): e.g. pipx install ./lsp_agent-*.whl, or from a checkout",
                  "or point the plugin at a virtual environment: setup({ python = \"/path/venv/bin/python\" })" })
     return
   end
@@ -80,7 +81,7 @@ local function check_server(opts, from)
   end
   local code, out, err = probe(argv)
   if code ~= 0 then
-    error(string.format("`%s` failed: %s", table.concat(argv, " "), text.one_line((err ~= "" and err) or out)))
+    report_error(string.format("`%s` failed: %s", table.concat(argv, " "), text.one_line((err ~= "" and err) or out)))
     return
   end
   local found = out:match("^lsp%-agent%s+(%S+)")

@@ -74,9 +74,6 @@ function M.setup(opts)
   if opts.progress ~= nil then
     state.show_progress = opts.progress
   end
-  if opts.approval_wait_ms ~= nil then
-    state.approval_wait_ms = opts.approval_wait_ms
-  end
   local root = opts.root_dir
   if root == nil then
     root = config.find_root(config.search_start(), state.root_markers)
@@ -135,6 +132,7 @@ function M.when_started(action, what)
   end
   if not c then
     local opts = state.options
+    state.starting_from = state.options_from -- a restart keeps saying where its options came from
     if opts == nil then
       opts = config.options(nil)
       state.starting_from = type(vim.g.lsp_agent) == "table" and "vim.g.lsp_agent" or "defaults (setup() not called)"
