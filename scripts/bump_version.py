@@ -7,7 +7,10 @@
 - vscode-client/package.json and package-lock.json: the extension's version, which the server and
   the extension compare at `initialize`, so a release moves both or the editor warns of a mismatch;
 - lsp_agent/server/initialize_result.json: the `initialize` answer server/boot.py sends before the
-  server is imported (a unit test rebuilds it with pygls and compares).
+  server is imported (a unit test rebuilds it with pygls and compares);
+- editors/nvim/lua/lsp_agent/version.lua (when the plugin has it): the server version the Neovim
+  plugin was written for, which `:checkhealth lsp_agent` compares;
+- the wheel's file name where the install docs spell it out (README.md, docs/*.md).
 
 Each file is edited in place, keeping its formatting. tests/unit/test_version.py fails while any of
 them disagrees.
@@ -25,6 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 #: MAJOR.MINOR.PATCH: the one shape both PEP 440 and the VS Code marketplace read the same way (a
 #: PEP 440 pre-release such as 1.0rc1 is no semver, and the marketplace takes no pre-release tag)
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+#: the wheel's file name as the install instructions write it
+WHEEL_NAME = re.compile(r"lsp_agent-\d+\.\d+\.\d+-py3-none-any\.whl")
 
 
 def _replace_once(path: Path, pattern: str, replacement: str) -> None:
@@ -51,7 +56,18 @@ def bump(version: str) -> list[Path]:
     result = json.loads(answer.read_text(encoding="utf-8"))
     result["serverInfo"]["version"] = version
     answer.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return [python, package, lock, answer]
+    written = [python, package, lock, answer]
+    nvim = REPO / "editors" / "nvim" / "lua" / "lsp_agent" / "version.lua"
+    if nvim.exists():
+        _replace_once(nvim, r'^return "[^"]*"$', f'return "{version}"')
+        written.append(nvim)
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        new = WHEEL_NAME.sub(f"lsp_agent-{version}-py3-none-any.whl", text)
+        if new != text:
+            doc.write_text(new, encoding="utf-8")
+            written.append(doc)
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:

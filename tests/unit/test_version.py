@@ -83,11 +83,26 @@ def test_the_vscode_extension_states_the_same_version() -> None:
     assert lock["version"] == lock["packages"][""]["version"] == __version__
 
 
+def test_the_neovim_plugin_states_the_same_version_when_it_has_one() -> None:
+    plugin = REPO / "editors" / "nvim" / "lua" / "lsp_agent" / "version.lua"
+    if not plugin.exists():
+        pytest.skip("the Neovim plugin states no version of its own")
+    assert re.search(rf'^return "{re.escape(__version__)}"$', plugin.read_text(encoding="utf-8"), re.M)
+
+
+def test_the_install_docs_name_the_current_wheel() -> None:
+    bump = _bump_script()
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for name in bump.WHEEL_NAME.findall(doc.read_text(encoding="utf-8")):
+            assert name == f"lsp_agent-{__version__}-py3-none-any.whl", doc.name
+
+
 def test_bump_moves_every_copy_and_refuses_a_version_the_marketplace_cannot_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     # on a copy of the files it edits, so the checkout stays as it is
+    (tmp_path / "docs").mkdir()
     for rel in ("lsp_agent/_version.py", "lsp_agent/server/initialize_result.json",
-                "vscode-client/package.json", "vscode-client/package-lock.json"):
+                "vscode-client/package.json", "vscode-client/package-lock.json", "README.md", "docs/install.md"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / rel, tmp_path / rel)
     bump = _bump_script()
@@ -106,3 +121,5 @@ def test_bump_moves_every_copy_and_refuses_a_version_the_marketplace_cannot_read
     before = json.loads((REPO / "vscode-client/package.json").read_text())
     assert {**package, "version": before["version"]} == before
     assert (tmp_path / "vscode-client/package.json").read_text().count("9.8.7") == 1
+    assert "pipx install ./lsp_agent-9.8.7-py3-none-any.whl" in (tmp_path / "README.md").read_text()
+    assert "lsp_agent-9.8.7-py3-none-any.whl" in (tmp_path / "docs/install.md").read_text()
