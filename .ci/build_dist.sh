@@ -10,18 +10,20 @@ out="$(realpath -m "${1:-dist}")"
 mkdir -p "$out"
 # only this build's files in OUTDIR, so the path printed is the one just built
 rm -f "$out"/lsp_agent-*.whl "$out"/lsp_agent-*.tar.gz
-# Built from a copy of what git would ship (tracked files and new ones not ignored), never from the
-# checkout itself: setuptools reads a leftover lsp_agent.egg-info/SOURCES.txt (every `pip install -e .`
-# writes one) as the sdist's manifest, so a data file dropped from the package data still shipped
-# from a developer's or CI's checkout and the wheel looked complete when it was not.
+# Built from a copy of the files git tracks (as they are in the working tree), never from the
+# checkout itself:
+# - setuptools reads a leftover lsp_agent.egg-info/SOURCES.txt (every `pip install -e .` writes one)
+#   as the sdist's manifest, so a data file dropped from the package data still shipped from a
+#   developer's or CI's checkout and the wheel looked complete when it was not;
+# - a file nobody added to git (a scratch module, a `server/local.json` with a key in it) matches the
+#   package's patterns and would ship to every user. A new module must be `git add`ed to be built.
 src="$(mktemp -d)"
 trap 'rm -rf "$src"' EXIT
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  git ls-files -z --cached --others --exclude-standard \
-    | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$src"
-else
-  cp -a . "$src"
+if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  echo "build_dist: not a git checkout: the release is built from the files git tracks" >&2
+  exit 1
 fi
+git ls-files -z --cached | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$src"
 python -m build --outdir "$out" "$src" >&2
 python -m twine check --strict "$out"/lsp_agent-*.whl "$out"/lsp_agent-*.tar.gz >&2
 wheels=("$out"/lsp_agent-*.whl)
