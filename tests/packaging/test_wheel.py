@@ -27,6 +27,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = Path(done.stdout.strip())
     assert path.parent == out and path.is_file(), done.stdout
     assert "PASSED" in done.stderr and "FAILED" not in done.stderr  # twine check --strict, both files
+    # the wheel comes out of the sdist, so a file the sdist leaves out is missing from the wheel too
+    assert "* Building wheel from sdist" in done.stderr
     return path
 
 
