@@ -51,6 +51,12 @@ def test_setuptools_finds_the_same_version_without_importing_the_package(monkeyp
     assert "lsp_agent._version" not in sys.modules
 
 
+def test_the_package_exposes_it() -> None:
+    import lsp_agent
+
+    assert lsp_agent.__version__ == __version__
+
+
 def test_version_flag_prints_the_constant(capsys: pytest.CaptureFixture[str]) -> None:
     from lsp_agent.cli.main import main
 
