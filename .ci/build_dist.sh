@@ -6,6 +6,10 @@
 #     bash .ci/build_dist.sh [OUTDIR]      (default: dist/ in the checkout, gitignored)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! python -c 'import build, twine' 2>/dev/null; then
+  echo "build_dist: this needs the build and twine packages: pip install -e '.[dev]' (or pip install build twine)" >&2
+  exit 1
+fi
 out="$(realpath -m "${1:-dist}")"
 mkdir -p "$out"
 # only this build's files in OUTDIR, so the path printed is the one just built
