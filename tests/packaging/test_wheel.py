@@ -6,7 +6,9 @@ from a directory outside the checkout (tests/packaging/wheel_check.py, also .ci/
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -18,11 +20,16 @@ from tests.packaging import wheel_check
 REPO = Path(__file__).resolve().parents[2]
 
 
+def this_python_first() -> dict[str, str]:
+    """build_dist.sh runs `python -m build`: the interpreter running the tests (it has the dev extra)."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     done = subprocess.run(["bash", str(REPO / ".ci" / "build_dist.sh"), str(out)], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, env=this_python_first())
     assert done.returncode == 0, done.stderr[-4000:]
     path = Path(done.stdout.strip())
     assert path.parent == out and path.is_file(), done.stdout

@@ -4,12 +4,19 @@ sdist nor the wheel `.ci/build_dist.sh` makes, and a file git ignores neither.""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def this_python_first() -> dict[str, str]:
+    """build_dist.sh runs `python -m build`: the interpreter running the tests (it has the dev extra)."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 CANARY = "CANARY-7f3a-release-secret"
 
 
@@ -42,7 +49,7 @@ def test_files_git_does_not_track_never_ship(tmp_path: Path) -> None:
         (repo / rel).write_text(text, encoding="utf-8")
 
     done = subprocess.run(["bash", str(repo / ".ci" / "build_dist.sh"), str(tmp_path / "dist")], cwd=repo,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=this_python_first())
     assert done.returncode == 0, done.stderr[-4000:]
     wheel = Path(done.stdout.strip())
     (sdist,) = (tmp_path / "dist").glob("lsp_agent-*.tar.gz")
