@@ -17,6 +17,7 @@ from lsp_agent.providers import http_base
 from lsp_agent.providers.registry import NO_MODEL
 from lsp_agent.sandbox.policy import unavailable_notice
 from lsp_agent.sandbox.probe import Probe
+from lsp_agent.store.faults import _ADVICE as ADVICE
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "troubleshooting.md"
 
@@ -85,8 +86,10 @@ def test_the_sandbox_notice_is_quoted_as_printed(reason: str) -> None:
 
 
 def test_store_and_session_refusals_are_quoted_as_printed() -> None:
-    store = str(StoreUnavailable(StoreReason.FULL, "DETAIL", "PATH")).replace("(full)", "(REASON)")
+    store = str(StoreUnavailable(StoreReason.FULL, "ADVICE (…)", "PATH")).replace("(full)", "(REASON)")
     assert f"`{store}`" in _doc()
+    for reason, advice in ADVICE.items():  # each reason with the advice printed with it
+        assert f"| `{reason.value}` | `{advice}`" in _doc(), reason
     busy = str(session_busy("SES", SessionLease("SES", "pid:4242", 0, 0, 0)))
     tail = busy.split("pid 4242", 1)[1]
     assert tail in _doc(), tail
