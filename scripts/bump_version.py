@@ -10,7 +10,7 @@
   server is imported (a unit test rebuilds it with pygls and compares);
 - editors/nvim/lua/lsp_agent/version.lua (when the plugin has it): the server version the Neovim
   plugin was written for, which `:checkhealth lsp_agent` compares;
-- the wheel's file name where the install docs spell it out (README.md, docs/*.md).
+- the wheel's file name where the install instructions spell it out (INSTALL_DOCS).
 
 Each file is edited in place, keeping its formatting. tests/unit/test_version.py fails while any of
 them disagrees.
@@ -28,6 +28,9 @@ REPO = Path(__file__).resolve().parent.parent
 #: MAJOR.MINOR.PATCH: the one shape both PEP 440 and the VS Code marketplace read the same way (a
 #: PEP 440 pre-release such as 1.0rc1 is no semver, and the marketplace takes no pre-release tag)
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+#: the documents whose install instructions name the wheel (not every doc: a measurement's record
+#: names the version it measured and must keep it)
+INSTALL_DOCS = ("README.md", "docs/install.md", "docs/troubleshooting.md")
 #: the wheel's file name as the install instructions write it
 WHEEL_NAME = re.compile(r"lsp_agent-\d+\.\d+\.\d+-py3-none-any\.whl")
 
@@ -61,7 +64,7 @@ def bump(version: str) -> list[Path]:
     if nvim.exists():
         _replace_once(nvim, r'^return "[^"]*"$', f'return "{version}"')
         written.append(nvim)
-    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+    for doc in (REPO / rel for rel in INSTALL_DOCS):
         text = doc.read_text(encoding="utf-8")
         new = WHEEL_NAME.sub(f"lsp_agent-{version}-py3-none-any.whl", text)
         if new != text:

@@ -98,7 +98,7 @@ def test_the_neovim_plugin_states_the_same_version_when_it_has_one() -> None:
 
 def test_the_install_docs_name_the_current_wheel() -> None:
     bump = _bump_script()
-    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+    for doc in (REPO / rel for rel in bump.INSTALL_DOCS):
         for name in bump.WHEEL_NAME.findall(doc.read_text(encoding="utf-8")):
             assert name == f"lsp_agent-{__version__}-py3-none-any.whl", doc.name
 
@@ -108,7 +108,8 @@ def test_bump_moves_every_copy_and_refuses_a_version_the_marketplace_cannot_read
     # on a copy of the files it edits, so the checkout stays as it is
     (tmp_path / "docs").mkdir()
     for rel in ("lsp_agent/_version.py", "lsp_agent/server/initialize_result.json",
-                "vscode-client/package.json", "vscode-client/package-lock.json", "README.md", "docs/install.md"):
+                "vscode-client/package.json", "vscode-client/package-lock.json", "README.md", "docs/install.md",
+                "docs/troubleshooting.md"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / rel, tmp_path / rel)
     bump = _bump_script()
