@@ -4,9 +4,7 @@ package's."""
 
 from __future__ import annotations
 
-import importlib
 import re
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,16 +24,6 @@ def test_every_command_is_documented_in_help_and_docs() -> None:
     for name in commands:
         assert f"*:{name}*" in help_text, name
         assert f"| `:{name}" in guide, name
-
-
-def test_the_plugin_expects_the_package_version() -> None:
-    expected = re.search(r'^return "([^"]+)"$', (PLUGIN / "lua" / "lsp_agent" / "version.lua").read_text(),
-                         re.M)
-    assert expected is not None
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    # a static version, or a dynamic one read from the package's one source
-    version = project["version"] if "version" in project else importlib.import_module("lsp_agent._version").__version__
-    assert expected.group(1) == version, "editors/nvim/lua/lsp_agent/version.lua differs from the package version"
 
 
 def test_the_runtimepath_layout() -> None:
