@@ -4,6 +4,8 @@
 // attachments with the next prompt; runs `/` commands instead of sending them to the model.
 // The webview half is media/composer.js; the pure rules are in composerModel.ts.
 
+import * as path from 'node:path';
+
 import * as vscode from 'vscode';
 
 import { CommandIds } from './commands.js';
@@ -20,6 +22,8 @@ import {
 import type { Attachment, BuiltinSlash, Chip, ContextItem, DigestMessage, SlashCommand } from './composerModel.js';
 import { Methods } from './protocol.js';
 import { readPromptDir, userPromptsDir, workspacePromptsDir } from './composerPrompts.js';
+import { PromptWatch } from './promptWatch.js';
+import type { PromptWatcher } from './promptWatch.js';
 import { ReviewCommandIds } from './review.js';
 import type { WorkspaceTrustState } from './trustState.js';
 
@@ -68,14 +72,26 @@ export class ComposerContext {
   /** how to turn each item of the last answer into a chip (by item id) */
   private resolvers = new Map<string, Resolver>();
   private commands: SlashCommand[] = [];
+  /** where the `/` list goes when a prompt file changes on disk (the webview's, once it is ready) */
+  private postCommands: ((message: unknown) => void) | undefined;
+  private readonly prompts = new PromptWatch(watchPromptDir, () => {
+    if (this.postCommands) {
+      void this.refreshCommands(this.postCommands);
+    }
+  });
 
   constructor(private readonly o: ComposerOptions) {}
+
+  dispose(): void {
+    this.prompts.dispose();
+  }
 
   /** Handle a composer message; false when it is not one (transcriptView.ts handles it). */
   receive(message: { type: string }, post: (message: unknown) => void): boolean {
     const m = message as FromWebview;
     switch (m.type) {
       case 'ready':
+        this.postCommands = post;
         void this.refreshCommands(post);
         this.postChips(post);
         return false; // the transcript renders too
@@ -106,6 +122,12 @@ export class ComposerContext {
   async refreshCommands(post: (message: unknown) => void): Promise<void> {
     const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     const allowed = workspacePromptsAllowed(vscode.workspace.isTrusted, this.o.trust());
+    // the workspace's directory is watched only while its prompts may be offered at all
+    try {
+      this.prompts.watch([userPromptsDir(), allowed && root !== undefined ? workspacePromptsDir(root) : undefined]);
+    } catch {
+      // no watcher (a host without one): the list is still read again each time `/` opens
+    }
     const [user, workspace] = await Promise.all([
       readPromptDir(userPromptsDir()),
       allowed && root !== undefined ? readPromptDir(workspacePromptsDir(root), root) : Promise.resolve([]),
@@ -371,6 +393,23 @@ function problemsChip(): Chip | undefined {
     shown.push(`… and ${lines.length - shown.length} more`);
   }
   return { key: 'problems', kind: 'problems', label: `problems (${lines.length})`, attachment: { type: 'text', name: 'problems', text: shown.join('\n') } };
+}
+
+/**
+ * A watcher on the `*.md` files of one prompts directory. Inside the workspace folder the pattern is
+ * relative to the folder, so the folder's own watcher serves it even before the directory exists.
+ */
+function watchPromptDir(dir: string): PromptWatcher {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  const below = folder ? relativeInside(folder.uri.fsPath, dir) : undefined;
+  const pattern = folder && below !== undefined ? new vscode.RelativePattern(folder, `${below}/*.md`) : new vscode.RelativePattern(vscode.Uri.file(dir), '*.md');
+  return vscode.workspace.createFileSystemWatcher(pattern);
+}
+
+/** `dir` relative to `root` with forward slashes (a glob's separator), when it lies inside it. */
+function relativeInside(root: string, dir: string): string | undefined {
+  const rel = path.relative(root, dir);
+  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel.split(path.sep).join('/') : undefined;
 }
 
 async function workspaceSymbols(query: string): Promise<vscode.SymbolInformation[]> {

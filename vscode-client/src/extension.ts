@@ -10,6 +10,7 @@ import { AgentClient } from './agentClient.js';
 import { ApprovalBroker } from './approvalCards.js';
 import { ChangeTracker, editedUris } from './changes.js';
 import { ComposerContext } from './composer.js';
+import { modelChoiceLabel } from './composerModel.js';
 import { AgentCommands, CommandIds, INPUT_FOCUS_CONTEXT } from './commands.js';
 import type { ItemArg } from './commands.js';
 import { createLog } from './log.js';
@@ -118,9 +119,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const openModelSetting = (): Promise<unknown> => cmds.chooseModel();
   const models = new ModelsAndKeys(modelsDeps(context, (method, params) => agent.send(method, params), openModelSetting));
   const modes = new Modes({ ...modelsDeps(context, (method, params) => agent.send(method, params), openModelSetting), memory: { get: (key) => context.workspaceState.get(key), update: async (key, value) => context.workspaceState.update(key, value) } });
-  const showMode = (): void => transcript.setModeLabel(modes.mode === 'agent' ? undefined : `${MODE_LABELS[modes.mode]} mode`);
-  modes.onDidChange(showMode);
-  showMode();
+  const showModeAndModel = (): void => {
+    transcript.setModeLabel(modes.mode === 'agent' ? undefined : `${MODE_LABELS[modes.mode]} mode`);
+    const setting = vscode.workspace.getConfiguration('lspAgent').get<string>('model');
+    transcript.setChoices(MODE_LABELS[modes.mode], modelChoiceLabel(setting, readiness.setup === 'noModel'));
+  };
+  modes.onDidChange(showModeAndModel);
+  showModeAndModel();
   // A Plan-mode run that ends with a plan: offer to run it in Agent mode.
   const plans = new PlanWatch();
   const planOffers = agent.onAgentEvent((_sessionID, event) => {
@@ -140,6 +145,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log.channel,
     log.traceChannel,
     server,
+    composer,
     transcript,
     queue,
     status,
@@ -148,6 +154,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     { dispose: () => (host.flashTo = undefined) },
     readiness.onDidChange(() => {
       void host.setContext(SETUP_CONTEXT, readiness.setup);
+      showModeAndModel();
       transcript.refresh();
       void cmds.flushWaiting();
     }),
@@ -233,7 +240,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(McpCommandIds.list, () => mcp.list());
   register(TRUST_COMMAND, () => trust.manage());
   // Without a running server there is nobody to ask for models: the setting opens instead.
-  register(CommandIds.chooseModel, () => (server.state === 'ready' ? models.chooseModel().then(() => undefined) : cmds.chooseModel()));
+  // A model chosen in the picker reaches the server at once, not after the settings' debounce: the
+  // user's next Enter (often the very next key) must run on the model the composer now shows.
+  let pushTimer: NodeJS.Timeout | undefined;
+  const pushSettingsNow = async (): Promise<void> => {
+    clearTimeout(pushTimer);
+    await server.applySettings(agent.snapshot.running);
+    readiness.modelMaybeSet();
+  };
+  register(CommandIds.chooseModel, () =>
+    server.state === 'ready'
+      ? models.chooseModel().then((name) => (name !== undefined ? pushSettingsNow() : undefined))
+      : cmds.chooseModel(),
+  );
   register(SET_PROVIDER_KEY, (provider?: string) => models.setProviderKey(typeof provider === 'string' ? provider : undefined));
   register(TEST_CONNECTION, (provider?: string) => models.testConnection(typeof provider === 'string' ? provider : undefined));
   register(CHOOSE_MODE, () => modes.chooseMode());
@@ -247,9 +266,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   // Settings: a new interpreter needs a new process; the rest goes to the running server.
   let restartTimer: NodeJS.Timeout | undefined;
-  let pushTimer: NodeJS.Timeout | undefined;
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration('lspAgent.model')) {
+        showModeAndModel();
+      }
       const change = classifyChange((section) => event.affectsConfiguration(section));
       if (change.restart) {
         clearTimeout(restartTimer);

@@ -175,10 +175,11 @@ ${options.composerStyleUri ? `<link rel="stylesheet" href="${escapeHtml(options.
 <div class="bar"><div id="state" class="state" role="status"></div>
 <button type="button" id="stop" class="stop" aria-label="Stop" title="Stop the running task (LSP Agent: Cancel)" data-command="lspAgent.cancel" hidden>■ Stop</button>
 <button type="button" id="sessions" aria-label="Past sessions" title="Reopen a past session's transcript (LSP Agent: Open Past Session…)" data-command="lspAgent.openSession">Sessions…</button></div>
-<div id="chips" class="chips" aria-label="Attached context" hidden></div>
+<div class="choices" role="toolbar" aria-label="Mode and model"><button type="button" id="mode" class="choice" data-command="lspAgent.chooseMode" title="Choose a mode (LSP Agent: Choose a Mode)">Agent</button><button type="button" id="model" class="choice" data-command="lspAgent.chooseModel" title="Choose a model (LSP Agent: Choose a Model)">model</button></div>
+<div id="chips" class="chips" role="list" aria-label="Attached context (Backspace at the start of the input removes the last; Delete removes the focused one)" hidden></div>
 <div id="picker" class="picker" role="listbox" aria-label="Attach context" hidden></div>
 <textarea id="input" rows="3" placeholder="Task, follow-up or correction… (@ attaches context, / for commands)" aria-label="Agent input" aria-autocomplete="list"></textarea>
-<div class="hint">Enter: run (or queue while running) · Shift+Enter: new line · Ctrl+S: steer now · @: context · /: commands</div>
+<div class="hint">Enter: run (or queue while running) · Shift+Enter: new line · Ctrl+S: steer now · @: context · /: commands · Escape: to the transcript</div>
 </footer>
 <script nonce="${options.nonce}" src="${escapeHtml(options.scriptUri)}"></script>
 ${options.composerScriptUri ? `<script nonce="${options.nonce}" src="${escapeHtml(options.composerScriptUri)}"></script>\n` : ''}</body>
