@@ -5,7 +5,7 @@ import { DECISION_LABELS } from './approval.js';
 import type { ApprovalCard } from './approvalCards.js';
 import { escapeHtml } from './html.js';
 import { renderMarkdown } from './markdown.js';
-import { renderToolRow } from './toolRowHtml.js';
+import { copyButton, renderToolRow } from './toolRowHtml.js';
 import { finishSummary, firstLine, formatTokens, stopLine, verificationNote, verificationWords } from './transcript.js';
 import type { Entry } from './transcript.js';
 
@@ -31,7 +31,11 @@ export function renderEntry(entry: Entry): string {
     }
     case 'text':
       // Markdown (sanitised: markdown.ts); the streaming cursor is drawn by CSS.
-      return `<div class="entry text markdown${entry.final ? '' : ' streaming'}" ${attr(entry.key)}>${renderMarkdown(entry.text)}</div>`;
+      // a finished message can be copied as the model wrote it (its Markdown source)
+      return (
+        `<div class="entry text markdown${entry.final ? '' : ' streaming'}" ${attr(entry.key)}>` +
+        `${entry.final ? copyButton('text', 'the message') : ''}${renderMarkdown(entry.text)}</div>`
+      );
     case 'reasoning':
       return (
         `<details class="entry reasoning" ${attr(entry.key)}><summary>Thinking: ${escapeHtml(firstLine(entry.text, 120))}</summary>` +
