@@ -16,6 +16,8 @@
   let active = 0;
   let mode = undefined; // '@' or '/'
   let requestId = 0;
+  /** the request whose answer the picker shows */
+  let shownRequestId = 0;
   let timer = undefined;
 
   /** The `@word` just before the caret: [start, query], or undefined. */
@@ -136,7 +138,8 @@
       const after = input.value.slice(input.selectionStart);
       setInput(input.value.slice(0, start) + after, start);
     }
-    post({ type: 'pickContext', id: item.id });
+    // the answer the item was shown in: a newer query still being gathered does not replace it
+    post({ type: 'pickContext', id: item.id, requestId: shownRequestId });
     close();
   }
 
@@ -194,6 +197,7 @@
     switch (message.type) {
       case 'contextItems':
         if (message.requestId === requestId && mode === '@' && mentionAtCaret()) {
+          shownRequestId = message.requestId;
           active = 0;
           show('@', message.items, 'nothing matches');
         }

@@ -40,13 +40,15 @@ const MAX_PROBLEMS = 200;
 /** Past sessions listed for `@`, and the messages of one read for its digest. */
 const MAX_SESSIONS = 20;
 const SESSION_MESSAGES = 500;
+/** `@` answers whose items can still be picked (the one shown, and a few the user typed past). */
+const KEPT_ANSWERS = 5;
 
 export const CHOOSE_MODE_COMMAND = 'lspAgent.chooseMode';
 
 /** Messages of the composer's protocol with the webview (the rest belong to transcriptView.ts). */
 type FromWebview =
   | { type: 'contextQuery'; requestId: number; query: string }
-  | { type: 'pickContext'; id: string }
+  | { type: 'pickContext'; id: string; requestId?: number }
   | { type: 'removeChip'; key: string }
   | { type: 'slashOpen' }
   | { type: 'submit'; text: string }
@@ -70,7 +72,11 @@ export class ComposerContext {
   private chips: Chip[] = [];
   private files: { at: number; uris: vscode.Uri[] } | undefined;
   /** how to turn each item of the last answer into a chip (by item id) */
-  private resolvers = new Map<string, Resolver>();
+  /**
+   * The resolvers of the last answers, by the webview's request id: a pick names the answer it was
+   * shown, so a newer query still being gathered (the user typed on) cannot take the item away.
+   */
+  private readonly answers = new Map<number, Map<string, Resolver>>();
   private commands: SlashCommand[] = [];
   /** where the `/` list goes when a prompt file changes on disk (the webview's, once it is ready) */
   private postCommands: ((message: unknown) => void) | undefined;
@@ -96,12 +102,17 @@ export class ComposerContext {
         this.postChips(post);
         return false; // the transcript renders too
       case 'contextQuery':
-        void this.query(typeof m.query === 'string' ? m.query.slice(0, 200) : '').then((items) =>
-          post({ type: 'contextItems', requestId: m.requestId, items }),
-        );
+        void this.query(typeof m.query === 'string' ? m.query.slice(0, 200) : '').then(({ items, resolvers }) => {
+          this.answers.delete(m.requestId); // a reloaded webview counts from 1 again: this one is the newest
+          this.answers.set(m.requestId, resolvers);
+          for (const old of [...this.answers.keys()].slice(0, -KEPT_ANSWERS)) {
+            this.answers.delete(old);
+          }
+          post({ type: 'contextItems', requestId: m.requestId, items });
+        });
         return true;
       case 'pickContext':
-        void this.pick(m.id, post);
+        void this.pick(m.id, m.requestId, post);
         return true;
       case 'removeChip':
         this.chips = this.chips.filter((c) => c.key !== m.key);
@@ -138,25 +149,25 @@ export class ComposerContext {
 
   // --- `@` ------------------------------------------------------------------------------------
 
-  private async query(query: string): Promise<ContextItem[]> {
-    this.resolvers.clear();
+  private async query(query: string): Promise<{ items: ContextItem[]; resolvers: Map<string, Resolver> }> {
+    const resolvers = new Map<string, Resolver>();
     const items: ContextItem[] = [];
     const add = (item: ContextItem, resolve: Resolver): void => {
       items.push(item);
-      this.resolvers.set(item.id, resolve);
+      resolvers.set(item.id, resolve);
     };
     const special: ContextItem[] = [];
     const editor = vscode.window.activeTextEditor;
     if (editor && !editor.selection.isEmpty && inWorkspace(editor.document.uri)) {
       const where = `${rel(editor.document.uri)}:${editor.selection.start.line + 1}-${editor.selection.end.line + 1}`;
       special.push({ id: 'selection', kind: 'selection', label: 'Selection', detail: where });
-      this.resolvers.set('selection', () => selectionChip());
+      resolvers.set('selection', () => selectionChip());
     }
     const problems = vscode.languages.getDiagnostics().filter(([uri, d]) => d.length > 0 && inWorkspace(uri));
     if (problems.length > 0) {
       const count = problems.reduce((n, [, d]) => n + d.length, 0);
       special.push({ id: 'problems', kind: 'problems', label: 'Problems', detail: `${count} in ${problems.length} file(s)` });
-      this.resolvers.set('problems', () => problemsChip());
+      resolvers.set('problems', () => problemsChip());
     }
     // by their own name only: "@calc" is about files, not the selection that happens to be in calc.py
     items.push(...special.filter((item) => fuzzyScore(query, item.label) !== undefined));
@@ -207,7 +218,7 @@ export class ComposerContext {
       const sessionID = session.id.slice('session:'.length);
       add(session, () => this.sessionChip(sessionID, session.label));
     }
-    return items;
+    return { items, resolvers };
   }
 
   /** The workspace's recent sessions but the current one; none when the server cannot say. */
@@ -244,10 +255,11 @@ export class ComposerContext {
     return this.files.uris;
   }
 
-  private async pick(id: string, post: (message: unknown) => void): Promise<void> {
+  private async pick(id: string, requestId: unknown, post: (message: unknown) => void): Promise<void> {
     let chip: Chip | undefined;
     try {
-      chip = await this.resolvers.get(id)?.();
+      const shown = typeof requestId === 'number' ? this.answers.get(requestId) : [...this.answers.values()].at(-1);
+      chip = await shown?.get(id)?.();
     } catch (error) {
       this.o.warn(`LSP Agent: not attached: ${error instanceof Error ? error.message : String(error)}`);
       return;
