@@ -32,7 +32,7 @@ import { TRANSCRIPT_VIEW_ID, TranscriptView } from './views/transcriptView.js';
 import { SET_PROVIDER_KEY, TEST_CONNECTION, ModelsAndKeys } from './models.js';
 import { CHOOSE_MODE, MODE_LABELS, Modes } from './modes.js';
 import { modelsDeps } from './modelsHost.js';
-import { PlanWatch, RUN_PLAN, planPrompt } from './planRun.js';
+import { PLAN_READY_CONTEXT, PlanWatch, RUN_PLAN, RUN_PLAN_COMMAND, planPrompt } from './planRun.js';
 
 const SESSION_KEY = 'lspAgent.sessionID';
 const SETTINGS_DEBOUNCE_MS = 750;
@@ -126,17 +126,39 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
   modes.onDidChange(showModeAndModel);
   showModeAndModel();
-  // A Plan-mode run that ends with a plan: offer to run it in Agent mode.
+  // A Plan-mode run that ends with a plan: offer to run it in Agent mode — a button under it in the
+  // transcript, and a notification only when the view is hidden (as for approvals).
   const plans = new PlanWatch();
+  let offeredPlan: string | undefined;
+  const offerPlan = (plan: string | undefined): void => {
+    offeredPlan = plan;
+    transcript.setPlanOffer(plan !== undefined);
+    void host.setContext(PLAN_READY_CONTEXT, plan !== undefined);
+  };
+  const runPlan = async (): Promise<void> => {
+    const plan = offeredPlan;
+    if (plan === undefined) {
+      host.flash('LSP Agent: no plan to run (a Plan-mode run offers one when it ends with it)');
+      return;
+    }
+    offerPlan(undefined); // one plan, one run: a second press does not start it twice
+    await modes.switchTo('agent');
+    await cmds.submit(planPrompt(plan));
+  };
   const planOffers = agent.onAgentEvent((_sessionID, event) => {
+    if ((event as { type?: unknown } | null)?.type === 'step_start' && offeredPlan !== undefined) {
+      offerPlan(undefined); // another run began: the offer belonged to the one before
+    }
     const plan = plans.observe(event, modes.mode);
     if (plan) {
-      void vscode.window.showInformationMessage('LSP Agent: the plan is ready.', RUN_PLAN).then(async (choice) => {
-        if (choice === RUN_PLAN) {
-          await modes.switchTo('agent');
-          await cmds.submit(planPrompt(plan));
-        }
-      });
+      offerPlan(plan);
+      if (!transcript.visible) {
+        void vscode.window.showInformationMessage('LSP Agent: the plan is ready.', RUN_PLAN).then((choice) => {
+          if (choice === RUN_PLAN) {
+            void runPlan();
+          }
+        });
+      }
     }
   });
   context.subscriptions.push(planOffers);
@@ -256,6 +278,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(SET_PROVIDER_KEY, (provider?: string) => models.setProviderKey(typeof provider === 'string' ? provider : undefined));
   register(TEST_CONNECTION, (provider?: string) => models.testConnection(typeof provider === 'string' ? provider : undefined));
   register(CHOOSE_MODE, () => modes.chooseMode());
+  register(RUN_PLAN_COMMAND, () => runPlan());
   register(CommandIds.openPythonSetting, () => cmds.openPythonSetting());
   register(CommandIds.sendWaiting, () => cmds.sendWaiting());
   register(CommandIds.withdrawWaiting, (id?: string) => cmds.withdrawWaiting(id));

@@ -146,6 +146,22 @@ export function renderWaiting(items: readonly WaitingView[], reason: string | un
   return `<section class="waiting-prompts" aria-label="Prompts waiting to be sent">${rows.join('\n')}</section>`;
 }
 
+/**
+ * The offer to run the plan a Plan-mode run ended with: one real button (Tab, Enter), at the end of
+ * the transcript where the plan was just read.
+ */
+export function renderPlanOffer(offered: boolean): string {
+  if (!offered) {
+    return '';
+  }
+  return (
+    '<section class="entry plan-offer" data-key="plan-offer" tabindex="-1" aria-label="The plan is ready">' +
+    '<span class="who">The plan is ready.</span> ' +
+    '<button type="button" class="run-plan" data-command="lspAgent.runPlan" title="Back to Agent mode; the plan becomes the next task">Run It in Agent Mode</button>' +
+    '</section>'
+  );
+}
+
 export interface ShellOptions {
   nonce: string;
   cspSource: string;

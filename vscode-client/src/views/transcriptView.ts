@@ -12,10 +12,11 @@ import { CommandIds, INPUT_FOCUS_CONTEXT } from '../commands.js';
 import type { ComposerContext } from '../composer.js';
 import type { Composer, Host } from '../host.js';
 import { CHOOSE_MODE } from '../modes.js';
+import { RUN_PLAN_COMMAND } from '../planRun.js';
 import { ReviewCommandIds } from '../review.js';
 import { statusView } from '../status.js';
 import type { StatusFacts } from '../status.js';
-import { renderApprovals, renderEntries, renderEntry, renderShell, renderWaiting } from '../transcriptHtml.js';
+import { renderApprovals, renderEntries, renderEntry, renderPlanOffer, renderShell, renderWaiting } from '../transcriptHtml.js';
 import { runRowAction } from './transcriptActions.js';
 import type { RowAction } from './transcriptActions.js';
 import type { WaitingView } from '../transcriptHtml.js';
@@ -33,6 +34,7 @@ const WEBVIEW_COMMANDS = new Set<string>([
   CommandIds.openSession,
   CommandIds.chooseModel,
   CHOOSE_MODE,
+  RUN_PLAN_COMMAND,
   CommandIds.sendWaiting,
   CommandIds.withdrawWaiting,
   ReviewCommandIds.review,
@@ -101,6 +103,16 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
 
   /** what the composer's two buttons say: the mode runs start in, and the model they use */
   private choices = { mode: 'Agent', model: '' };
+
+  private planOffered = false;
+
+  /** Show (or take away) the "Run It in Agent Mode" button under the plan. */
+  setPlanOffer(offered: boolean): void {
+    if (offered !== this.planOffered) {
+      this.planOffered = offered;
+      this.scheduleRender();
+    }
+  }
 
   /** The mode and model the composer shows (its buttons open the pickers). */
   setChoices(mode: string, model: string): void {
@@ -216,7 +228,7 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     const common = {
       // waiting prompts go last, where the next run's output will appear
       approvals: renderApprovals(this.approvals.pending),
-      waiting: renderWaiting(waiting.items, waiting.reason),
+      waiting: renderPlanOffer(this.planOffered) + renderWaiting(waiting.items, waiting.reason),
       // codicon syntax ($(name)) means nothing in a webview: keep the words
       status: status.text.replace(/\$\([^)]*\)\s*/g, ''),
       running: state.running,
