@@ -9,7 +9,7 @@ and j/k, and Enter opens a tool row's output."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -40,14 +40,25 @@ def wait_until(check: Any, what: str, timeout_s: float = TIMEOUT_MS / 1000) -> N
         time.sleep(0.05)
 
 
-def press_until(vs: VSCode, key: str, reached: Any, what: str, most: int = 8) -> None:
-    """Press `key` until `reached()` (a person tabbing or arrowing to a place), at most `most` times."""
+def press_until(vs: VSCode, key: str, position: Callable[[], str], reached: Callable[[str], bool], what: str,
+                most: int = 12) -> None:
+    """Press `key` until `reached(position())` — a person tabbing or arrowing to a place. After each
+    press the test waits for the position to move (the event itself), so it never presses ahead."""
+    current = position()
     for _ in range(most):
-        if reached():
+        if reached(current):
             return
         vs.page.keyboard.press(key)
-        vs.page.wait_for_timeout(50)  # not a wait for an event: the pacing of a person's key presses
-    assert reached(), what
+        wait_until(lambda before=current: position() != before, f"{key} moved nothing (still at {current!r})")
+        current = position()
+    assert reached(current), f"{what} (at {current!r})"
+
+
+def focus_in(frame: Any) -> str:
+    """Where the keyboard focus is in the agent view: the element's id, label, row key or text."""
+    return str(frame.locator("body").evaluate(
+        "() => { const a = document.activeElement; if (!a || a === document.body) return '';"
+        " return a.id || a.getAttribute('aria-label') || a.dataset.key || a.textContent.slice(0, 60); }"))
 
 
 def focus_input(vs: VSCode, frame: Any) -> Any:
@@ -63,8 +74,12 @@ def pick_from_quick_pick(vs: VSCode, label: str) -> None:
     rows = vs.page.locator(".quick-input-widget .monaco-list-row")
     rows.filter(has_text=label).first.wait_for(timeout=TIMEOUT_MS)
     focused_row = vs.page.locator(".quick-input-widget .monaco-list-row.focused")
-    press_until(vs, "ArrowDown", lambda: label in str(focused_row.first.inner_text()) if focused_row.count() else False,
-                f"the arrows never reached {label!r} in the quick pick", most=12)
+
+    def row() -> str:
+        return str(focused_row.first.inner_text()) if focused_row.count() else ""
+
+    press_until(vs, "ArrowDown", row, lambda text: label in text,
+                f"the arrows never reached {label!r} in the quick pick")
     vs.page.keyboard.press("Enter")
     vs.page.locator(".quick-input-widget").wait_for(state="hidden", timeout=TIMEOUT_MS)
 
@@ -72,8 +87,7 @@ def pick_from_quick_pick(vs: VSCode, label: str) -> None:
 def choose_with_button(vs: VSCode, frame: Any, button_id: str, label: str) -> None:
     """From the input, Shift+Tab to the composer's button, Enter opens its picker, arrows + Enter choose."""
     focus_input(vs, frame)
-    button = frame.locator(f"#{button_id}")
-    press_until(vs, "Shift+Tab", lambda: button.evaluate("b => document.activeElement === b"),
+    press_until(vs, "Shift+Tab", lambda: focus_in(frame), lambda at: at == button_id,
                 f"Shift+Tab never reached the composer's {button_id} button")
     vs.page.keyboard.press("Enter")
     pick_from_quick_pick(vs, label)
@@ -171,8 +185,8 @@ def test_a_task_from_prompt_to_approval_to_reading_its_output_with_the_keyboard_
     focus_input(vs, frame)
     keys.press("Escape")
     tool_row = frame.locator("#entries > details[data-key]", has_text="run_command").first
-    press_until(vs, "k", lambda: tool_row.evaluate("r => document.activeElement === r"),
-                "k never reached the command's row", most=12)
+    tool_key = str(tool_row.get_attribute("data-key"))
+    press_until(vs, "k", lambda: focus_in(frame), lambda at: at == tool_key, "k never reached the command's row")
     assert tool_row.get_attribute("open") is None
     keys.press("Enter")
     wait_until(lambda: tool_row.get_attribute("open") is not None, "Enter did not open the row")
