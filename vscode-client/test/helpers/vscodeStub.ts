@@ -45,6 +45,8 @@ export interface StubRecord {
   treeViews: string[];
   statusItems: { text: string; command?: string }[];
   contentProviders: string[];
+  /** the patterns of the file-system watchers the extension made */
+  watchers: unknown[];
 }
 
 export function createVscodeStub(
@@ -62,6 +64,7 @@ export function createVscodeStub(
     treeViews: [],
     statusItems: [],
     contentProviders: [],
+    watchers: [],
   };
   const message = (level: string) => (text: string) => {
     record.messages.push({ level, text });
@@ -114,6 +117,12 @@ export function createVscodeStub(
         constructor(
           readonly label: string,
           readonly collapsibleState: number,
+        ) {}
+      },
+      RelativePattern: class {
+        constructor(
+          readonly base: unknown,
+          readonly pattern: string,
         ) {}
       },
       StatusBarAlignment: { Left: 1, Right: 2 },
@@ -184,6 +193,10 @@ export function createVscodeStub(
           return disposable;
         },
         asRelativePath: (p: string) => p,
+        createFileSystemWatcher: (pattern: unknown) => {
+          record.watchers.push(pattern);
+          return { onDidCreate: () => disposable, onDidChange: () => disposable, onDidDelete: () => disposable, dispose: () => undefined };
+        },
       },
     },
     {
