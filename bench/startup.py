@@ -111,8 +111,14 @@ def installed_copy(into: Path) -> Path:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
                    check=True)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    # From outside the checkout and without PYTHONPATH: `python -m pip` puts its working directory on
+    # sys.path, and a checkout's lsp_agent.egg-info (which `pip install -e .` leaves) made pip find
+    # lsp-agent "already satisfied" and install nothing, so the venv had no console script.
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                    "--no-deps", *map(str, wheels.glob("lsp_agent-*.whl"))], check=True)
+                    "--no-deps", *map(str, wheels.glob("lsp_agent-*.whl"))], check=True, cwd=into, env=clean)
+    if not (venv / "bin" / "lsp-agent").is_file():
+        raise SystemExit(f"the wheel was not installed into {venv}: no bin/lsp-agent")
     site = subprocess.run([str(venv / "bin" / "python"), "-c",
                            "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           check=True, capture_output=True, text=True).stdout.strip()

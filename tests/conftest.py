@@ -41,6 +41,7 @@ BY_DIRECTORY: dict[str, tuple[str, ...]] = {
     "real_model": ("e2e", "real_model", "slow"),
     "reliability": ("reliability", "e2e"),
     "security": ("security", "e2e"),
+    "packaging": ("e2e", "slow"),  # builds the wheel and installs it into a fresh venv
 }
 
 #: Files of an otherwise in-process directory whose tests start processes: the whole file is e2e.

@@ -12,7 +12,6 @@ import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, cast
 
@@ -34,6 +33,7 @@ from acp.schema import (
 )
 
 from lsp_agent._startup import memory
+from lsp_agent._version import __version__
 from lsp_agent.acp import modes
 from lsp_agent.acp.bounded_lines import BoundedLineReader
 from lsp_agent.acp.fs import ClientApplier, ClientDocuments, ClientFs
@@ -69,11 +69,6 @@ STEER = "lsp_agent/steer"
 REPLAY_PAGE = 200
 
 
-def _version() -> str:
-    try:
-        return version("lsp-agent")
-    except PackageNotFoundError:
-        return "0"
 
 
 def error(code: Any, message: str, kind: str, **data: Any) -> RequestError:
@@ -137,7 +132,7 @@ class LspAgentAcp:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=False, sse=False)),
-            agent_info=Implementation(name="lsp-agent", title="lsp-agent", version=_version()),
+            agent_info=Implementation(name="lsp-agent", title="lsp-agent", version=__version__),
             auth_methods=[])
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:

@@ -76,7 +76,8 @@ def _columns() -> int:
 
 
 class _Version(argparse.Action):
-    """--version, reading the installed package's version only when asked (not for --help)."""
+    """--version: the constant in lsp_agent/_version.py, imported only when asked. Not the installed
+    package's metadata: importlib.metadata alone cost as much as all of --help."""
 
     def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
@@ -84,13 +85,9 @@ class _Version(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
-        from importlib.metadata import PackageNotFoundError, version
+        from lsp_agent._version import __version__
 
-        try:
-            found = version("lsp-agent")
-        except PackageNotFoundError:
-            found = "unknown (not installed as a package)"
-        print(f"lsp-agent {found}")
+        print(f"lsp-agent {__version__}")
         parser.exit()
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, ClassVar, Protocol, TypedDict
+from urllib.parse import urlsplit
 
 from lsp_agent.domain import bounded_json
 from lsp_agent.domain.appendonly import extends, same_objects
@@ -67,6 +68,8 @@ __all__ = [
 ]
 
 DEFAULT_API_KEY_ENV = "LSP_AGENT_API_KEY"
+#: where `ollama serve` listens unless told otherwise: a refused connection there means it is not running
+OLLAMA_PORT = 11434
 # An error body is read only this far: enough for any provider's JSON error.
 _ERROR_BODY_BYTES = 64 * 1024
 _MESSAGE_CHARS = 500
@@ -361,6 +364,17 @@ def context_hint(detail: str, raw: bytes) -> str | None:
     return (f"the request is larger than the server's context{numbers}: start the server with a larger "
             "context (llama-server -c N, Ollama num_ctx, vLLM --max-model-len) or set "
             "compaction.context_window to the server's size so the history is compacted in time")
+
+
+def connection_hint(exc: httpx.TransportError, base_url: str) -> str:
+    """For a server that could not be reached at all (refused, no such host): the usual cause is a
+    local server that is not running, so say which one to start. Other transport failures (a
+    connection cut mid-request) say nothing more."""
+    if not isinstance(exc, httpx.ConnectError):
+        return ""
+    if urlsplit(base_url).port == OLLAMA_PORT:
+        return " -- is `ollama serve` running?"
+    return f" -- is the model server running at {base_url}? (or check the base URL)"
 
 
 def _hint(status: int, detail: str, raw: bytes, url: str, base_url: str, protocol: str,
@@ -677,7 +691,7 @@ class HttpStreamingProvider(ABC):
             except httpx.TransportError as exc:
                 failure = ProviderError(
                     ProviderErrorKind.CONNECTION,
-                    f"cannot reach {self.url}: {_describe(exc)}",
+                    f"cannot reach {self.url}: {_describe(exc)}{connection_hint(exc, self.config.base_url)}",
                     attempts=attempt,
                 )
                 failure.__cause__ = exc

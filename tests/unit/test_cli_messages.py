@@ -50,10 +50,10 @@ def test_an_explicit_scripted_model_without_a_script_still_names_the_script(tmp_
 
 
 def test_version() -> None:
-    from importlib.metadata import version
+    from lsp_agent._version import __version__
 
     proc = cli("--version")
-    assert proc.returncode == 0 and proc.stdout.strip() == f"lsp-agent {version('lsp-agent')}"
+    assert proc.returncode == 0 and proc.stdout.strip() == f"lsp-agent {__version__}"
 
 
 @pytest.mark.parametrize("level", ["bogus", "verbose"])

@@ -38,6 +38,14 @@ def test_help_imports_nothing_heavy() -> None:
     assert imported_by("--help") == []
 
 
+def test_version_imports_nothing_heavy_nor_the_package_metadata() -> None:
+    # importlib.metadata (email, zipfile, csv, ...) alone doubled the time of --version
+    probe = PROBE.replace('"shutil")', '"shutil", "importlib.metadata")')
+    done = subprocess.run([sys.executable, "-c", probe, "--version"], capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith("lsp-agent ")
+    assert "HEAVY:\n" in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("columns", ["50", "200"])
 def test_help_wraps_as_argparse_does_with_shutil(monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
     monkeypatch.setenv("COLUMNS", columns)  # what shutil.get_terminal_size reads first

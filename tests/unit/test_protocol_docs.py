@@ -21,9 +21,3 @@ def test_schema_markdown_command_prints_the_document() -> None:
                          text=True, check=True).stdout
     assert out == render_markdown()
 
-
-def test_neovim_doc_contains_the_tested_lua_module_verbatim() -> None:
-    root = Path(__file__).resolve().parents[2]
-    lua = (root / "editors" / "nvim" / "lsp_agent.lua").read_text(encoding="utf-8")
-    doc = (root / "docs" / "neovim.md").read_text(encoding="utf-8")
-    assert f"```lua\n{lua}```\n" in doc

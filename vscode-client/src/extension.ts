@@ -10,6 +10,7 @@ import { AgentClient } from './agentClient.js';
 import { ApprovalBroker } from './approvalCards.js';
 import { ChangeTracker, editedUris } from './changes.js';
 import { ComposerContext } from './composer.js';
+import { modelChoiceLabel } from './composerModel.js';
 import { AgentCommands, CommandIds, INPUT_FOCUS_CONTEXT } from './commands.js';
 import type { ItemArg } from './commands.js';
 import { createLog } from './log.js';
@@ -31,7 +32,7 @@ import { TRANSCRIPT_VIEW_ID, TranscriptView } from './views/transcriptView.js';
 import { SET_PROVIDER_KEY, TEST_CONNECTION, ModelsAndKeys } from './models.js';
 import { CHOOSE_MODE, MODE_LABELS, Modes } from './modes.js';
 import { modelsDeps } from './modelsHost.js';
-import { PlanWatch, RUN_PLAN, planPrompt } from './planRun.js';
+import { PLAN_READY_CONTEXT, PlanWatch, RUN_PLAN, RUN_PLAN_COMMAND, planPrompt } from './planRun.js';
 import { CREATE_ENV_COMMAND, EnvironmentSetup } from './environmentSetup.js';
 import type { ModelsResult } from './protocol.gen.js';
 
@@ -142,20 +143,46 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const openModelSetting = (): Promise<unknown> => cmds.chooseModel();
   const models = new ModelsAndKeys(modelsDeps(context, (method, params) => agent.send(method, params), openModelSetting));
   const modes = new Modes({ ...modelsDeps(context, (method, params) => agent.send(method, params), openModelSetting), memory: { get: (key) => context.workspaceState.get(key), update: async (key, value) => context.workspaceState.update(key, value) } });
-  const showMode = (): void => transcript.setModeLabel(modes.mode === 'agent' ? undefined : `${MODE_LABELS[modes.mode]} mode`);
-  modes.onDidChange(showMode);
-  showMode();
-  // A Plan-mode run that ends with a plan: offer to run it in Agent mode.
+  const showModeAndModel = (): void => {
+    transcript.setModeLabel(modes.mode === 'agent' ? undefined : `${MODE_LABELS[modes.mode]} mode`);
+    const setting = vscode.workspace.getConfiguration('lspAgent').get<string>('model');
+    transcript.setChoices(MODE_LABELS[modes.mode], modelChoiceLabel(setting, readiness.setup === 'noModel'));
+  };
+  modes.onDidChange(showModeAndModel);
+  showModeAndModel();
+  // A Plan-mode run that ends with a plan: offer to run it in Agent mode — a button under it in the
+  // transcript, and a notification only when the view is hidden (as for approvals).
   const plans = new PlanWatch();
+  let offeredPlan: string | undefined;
+  const offerPlan = (plan: string | undefined): void => {
+    offeredPlan = plan;
+    transcript.setPlanOffer(plan !== undefined);
+    void host.setContext(PLAN_READY_CONTEXT, plan !== undefined);
+  };
+  const runPlan = async (): Promise<void> => {
+    const plan = offeredPlan;
+    if (plan === undefined) {
+      host.flash('LSP Agent: no plan to run (a Plan-mode run offers one when it ends with it)');
+      return;
+    }
+    offerPlan(undefined); // one plan, one run: a second press does not start it twice
+    await modes.switchTo('agent');
+    await cmds.submit(planPrompt(plan));
+  };
   const planOffers = agent.onAgentEvent((_sessionID, event) => {
+    if ((event as { type?: unknown } | null)?.type === 'step_start' && offeredPlan !== undefined) {
+      offerPlan(undefined); // another run began: the offer belonged to the one before
+    }
     const plan = plans.observe(event, modes.mode);
     if (plan) {
-      void vscode.window.showInformationMessage('LSP Agent: the plan is ready.', RUN_PLAN).then(async (choice) => {
-        if (choice === RUN_PLAN) {
-          await modes.switchTo('agent');
-          await cmds.submit(planPrompt(plan));
-        }
-      });
+      offerPlan(plan);
+      if (!transcript.visible) {
+        void vscode.window.showInformationMessage('LSP Agent: the plan is ready.', RUN_PLAN).then((choice) => {
+          if (choice === RUN_PLAN) {
+            void runPlan();
+          }
+        });
+      }
     }
   });
   context.subscriptions.push(planOffers);
@@ -164,6 +191,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log.channel,
     log.traceChannel,
     server,
+    composer,
     transcript,
     queue,
     status,
@@ -172,6 +200,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     { dispose: () => (host.flashTo = undefined) },
     readiness.onDidChange(() => {
       void host.setContext(SETUP_CONTEXT, readiness.setup);
+      showModeAndModel();
       transcript.refresh();
       void cmds.flushWaiting();
     }),
@@ -291,10 +320,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(McpCommandIds.list, () => mcp.list());
   register(TRUST_COMMAND, () => trust.manage());
   // Without a running server there is nobody to ask for models: the setting opens instead.
-  register(CommandIds.chooseModel, () => (server.state === 'ready' ? models.chooseModel().then(() => undefined) : cmds.chooseModel()));
+  // A model chosen in the picker reaches the server at once, not after the settings' debounce: the
+  // user's next Enter (often the very next key) must run on the model the composer now shows.
+  let pushTimer: NodeJS.Timeout | undefined;
+  const pushSettingsNow = async (): Promise<void> => {
+    clearTimeout(pushTimer);
+    await server.applySettings(agent.snapshot.running);
+    readiness.modelMaybeSet();
+  };
+  register(CommandIds.chooseModel, () =>
+    server.state === 'ready'
+      ? models.chooseModel().then((name) => (name !== undefined ? pushSettingsNow() : undefined))
+      : cmds.chooseModel(),
+  );
   register(SET_PROVIDER_KEY, (provider?: string) => models.setProviderKey(typeof provider === 'string' ? provider : undefined));
   register(TEST_CONNECTION, (provider?: string) => models.testConnection(typeof provider === 'string' ? provider : undefined));
   register(CHOOSE_MODE, () => modes.chooseMode());
+  register(RUN_PLAN_COMMAND, () => runPlan());
   register(CommandIds.openPythonSetting, () => cmds.openPythonSetting());
   register(CommandIds.sendWaiting, () => cmds.sendWaiting());
   register(CommandIds.withdrawWaiting, (id?: string) => cmds.withdrawWaiting(id));
@@ -305,9 +347,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   // Settings: a new interpreter needs a new process; the rest goes to the running server.
   let restartTimer: NodeJS.Timeout | undefined;
-  let pushTimer: NodeJS.Timeout | undefined;
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration('lspAgent.model')) {
+        showModeAndModel();
+      }
       const change = classifyChange((section) => event.affectsConfiguration(section));
       if (change.restart && started) {
         clearTimeout(restartTimer);

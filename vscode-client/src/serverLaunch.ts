@@ -57,9 +57,13 @@ export const PROBE_SCRIPT = [
   'import sys',
   'if sys.version_info < (3, 11): sys.exit("lsp-agent needs Python 3.11 or newer, this is " + sys.version.split()[0])',
   'import lsp_agent.server.app',
-  'from importlib.metadata import version, PackageNotFoundError',
-  'try: print(version("lsp-agent"))',
-  'except PackageNotFoundError: print("source tree")',
+  'try: from lsp_agent import __version__ as v',
+  'except ImportError: v = None',
+  'if v is None:',
+  '  from importlib.metadata import version, PackageNotFoundError',
+  '  try: v = version("lsp-agent")',
+  '  except PackageNotFoundError: v = "source tree"',
+  'print(v)',
 ].join('\n');
 
 export interface ProbeOutcome {

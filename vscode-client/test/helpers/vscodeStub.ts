@@ -47,6 +47,8 @@ export interface StubRecord {
   treeViews: string[];
   statusItems: { text: string; command?: string }[];
   contentProviders: string[];
+  /** the patterns of the file-system watchers the extension made */
+  watchers: unknown[];
 }
 
 export function createVscodeStub(
@@ -70,6 +72,7 @@ export function createVscodeStub(
     treeViews: [],
     statusItems: [],
     contentProviders: [],
+    watchers: [],
   };
   const message = (level: string) => (text: string, ...actions: unknown[]) => {
     record.messages.push({ level, text });
@@ -122,6 +125,12 @@ export function createVscodeStub(
         constructor(
           readonly label: string,
           readonly collapsibleState: number,
+        ) {}
+      },
+      RelativePattern: class {
+        constructor(
+          readonly base: unknown,
+          readonly pattern: string,
         ) {}
       },
       StatusBarAlignment: { Left: 1, Right: 2 },
@@ -198,7 +207,10 @@ export function createVscodeStub(
           return disposable;
         },
         asRelativePath: (p: string) => p,
-        createFileSystemWatcher: () => ({ onDidChange: () => disposable, onDidCreate: () => disposable, onDidDelete: () => disposable, dispose: () => undefined }),
+        createFileSystemWatcher: (pattern: unknown) => {
+          record.watchers.push(pattern);
+          return { onDidCreate: () => disposable, onDidChange: () => disposable, onDidDelete: () => disposable, dispose: () => undefined };
+        },
       },
     },
     {

@@ -1,0 +1,43 @@
+-- The user commands. Defining them loads nothing else: each one requires the plugin when used, and
+-- starts the server first if needed (so they work without setup()).
+local M = {}
+
+local function agent()
+  return require("lsp_agent")
+end
+
+-- name -> { what it does, its nargs, whether it needs the server }
+M.COMMANDS = {
+  AgentRun = { function(c) agent().run(c.args) end, "+", true },
+  AgentSteer = { function(c) agent().steer(c.args) end, "+", true },
+  AgentSteerNow = { function() agent().steer_now() end, 0, true },
+  AgentQueue = { function() agent().show_queue() end, 0, true },
+  AgentCancel = { function() agent().cancel() end, 0, true },
+  AgentEvents = { function() agent().show_events() end, 0, false },
+  AgentMcp = { function() agent().show_mcp() end, 0, true },
+  AgentNew = { function() agent().new_session() end, 0, false },
+  LspAgentTrust = { function(c) agent().trust_command(c.args) end, "?", true },
+}
+
+local COMPLETE = {
+  LspAgentTrust = function()
+    return { "show", "trust", "revoke" }
+  end,
+}
+
+function M.define()
+  for name, spec in pairs(M.COMMANDS) do
+    local run, nargs, needs_server = spec[1], spec[2], spec[3]
+    vim.api.nvim_create_user_command(name, function(c)
+      if needs_server then
+        agent().when_started(function()
+          run(c)
+        end, ":" .. name .. (c.args ~= "" and (" " .. c.args) or ""))
+      else
+        run(c)
+      end
+    end, { nargs = nargs, complete = COMPLETE[name], desc = "lsp-agent" })
+  end
+end
+
+return M
