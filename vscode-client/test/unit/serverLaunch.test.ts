@@ -21,7 +21,9 @@ describe('serverLaunch', () => {
   it('runs `python -m lsp_agent serve` unbuffered in the workspace', () => {
     const spec = serverLaunch('/venv/bin/python', { PATH: '/bin', EMPTY: undefined }, '/ws');
     assert.equal(spec.command, '/venv/bin/python');
-    assert.deepEqual(spec.args, ['-m', 'lsp_agent', 'serve']);
+    // -P: the workspace folder is not on the import path (its own lsp_agent/ never runs as the server)
+    assert.deepEqual(spec.args, ['-P', '-m', 'lsp_agent', 'serve']);
+    assert.ok(!('PYTHONSAFEPATH' in spec.env), 'the server\'s children (the user\'s commands) keep the usual path');
     assert.equal(spec.cwd, '/ws');
     assert.equal(spec.env.PYTHONUNBUFFERED, '1');
     assert.equal(spec.env.PATH, '/bin');
@@ -30,9 +32,9 @@ describe('serverLaunch', () => {
 
   it('starts under debugpy when LSP_AGENT_DEBUGPY_PORT is set (and ignores a bad port)', () => {
     assert.deepEqual(serverLaunch('python3', { [DEBUGPY_PORT_ENV]: '5678' }).args, [
-      '-m', 'debugpy', '--listen', '127.0.0.1:5678', '-m', 'lsp_agent', 'serve',
+      '-P', '-m', 'debugpy', '--listen', '127.0.0.1:5678', '-m', 'lsp_agent', 'serve',
     ]);
-    assert.deepEqual(serverLaunch('python3', { [DEBUGPY_PORT_ENV]: 'x; rm' }).args, ['-m', 'lsp_agent', 'serve']);
+    assert.deepEqual(serverLaunch('python3', { [DEBUGPY_PORT_ENV]: 'x; rm' }).args, ['-P', '-m', 'lsp_agent', 'serve']);
   });
 });
 
