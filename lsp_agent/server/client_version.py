@@ -36,5 +36,8 @@ def mismatch_message(client: str | None, server: str | None, python: str = sys.e
         return None
     # The client's string goes into a message: keep it printable so it cannot forge lines.
     shown = "".join(c if c.isprintable() else "?" for c in client)
+    # lsp-agent is not on the package index: naming it there would install whatever holds the name,
+    # so the fix points at the release's own wheel.
     return (f"lsp-agent: the extension is {shown}, the server at {python} is {server}: update it "
-            f"({python} -m pip install --upgrade lsp-agent=={shown}) or let the extension manage its environment")
+            f"({python} -m pip install --upgrade ./lsp_agent-{shown}-py3-none-any.whl, the release's wheel) "
+            f"or let the extension manage its environment")

@@ -105,14 +105,14 @@ export function explainProbe(python: string, outcome: ProbeOutcome): ProbeResult
     return {
       ok: false,
       problem:
-        `lsp-agent is not installed for "${python}". Fix: run "${python} -m pip install -e <your lsp-agent checkout>", ` +
-        `or ${setIt}.`,
+        `lsp-agent is not installed for "${python}". Fix: run "LSP Agent: Set Up a Managed Python Environment", ` +
+        `install the lsp-agent wheel into it ("${python} -m pip install ./lsp_agent-<version>-py3-none-any.whl"), or ${setIt}.`,
     };
   }
   if (missing) {
     return {
       ok: false,
-      problem: `lsp-agent's dependencies are incomplete for "${python}" (no module named '${missing}'). Fix: reinstall it: "${python} -m pip install -e <your lsp-agent checkout>".`,
+      problem: `lsp-agent's dependencies are incomplete for "${python}" (no module named '${missing}'). Fix: reinstall the lsp-agent wheel into it ("${python} -m pip install --force-reinstall ./lsp_agent-<version>-py3-none-any.whl"), or run "LSP Agent: Set Up a Managed Python Environment".`,
     };
   }
   if (/needs Python 3\.11/.test(error) || /SyntaxError/.test(error)) {

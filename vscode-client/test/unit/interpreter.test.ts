@@ -121,7 +121,7 @@ describe('chooseInterpreter', () => {
   });
 
   it('recognises the server\'s mismatch warning (lsp_agent/server/client_version.py)', () => {
-    assert.ok(isVersionMismatchMessage('lsp-agent: the extension is 0.2.0, the server at /usr/bin/python3 is 0.1.0: update it (/usr/bin/python3 -m pip install --upgrade lsp-agent==0.2.0) or let the extension manage its environment'));
+    assert.ok(isVersionMismatchMessage('lsp-agent: the extension is 0.2.0, the server at /usr/bin/python3 is 0.1.0: update it (/usr/bin/python3 -m pip install --upgrade ./lsp_agent-0.2.0-py3-none-any.whl, the release\'s wheel) or let the extension manage its environment'));
     assert.ok(!isVersionMismatchMessage('lsp-agent: no model is configured'));
   });
 });
@@ -129,7 +129,7 @@ describe('chooseInterpreter', () => {
 describe('the offer', () => {
   it('gives the reason without the by-hand fix', () => {
     assert.equal(
-      offerMessage('lsp-agent is not installed for "python3". Fix: run "python3 -m pip install -e <your lsp-agent checkout>", or set "lspAgent.python".', '0.1.0'),
+      offerMessage('lsp-agent is not installed for "python3". Fix: run "LSP Agent: Set Up a Managed Python Environment", install the lsp-agent wheel into it ("python3 -m pip install ./lsp_agent-<version>-py3-none-any.whl"), or set "lspAgent.python".', '0.1.0'),
       'LSP Agent: lsp-agent is not installed for "python3". Create a Python environment for lsp-agent 0.1.0 in the extension\'s storage? (It uses a Python 3.11+ from PATH and downloads the dependencies from your package index.)',
     );
   });

@@ -49,7 +49,7 @@ describe('explainProbe', () => {
     const missing = explainProbe('/nope/python', { ...ok, spawnError: 'ENOENT', exitCode: null });
     assert.ok(!missing.ok && /"\/nope\/python" was not found\. Fix: set "lspAgent.python"/.test(missing.problem));
     const notInstalled = explainProbe('python3', { exitCode: 1, stdout: '', stderr: "Traceback...\nModuleNotFoundError: No module named 'lsp_agent'\n" });
-    assert.ok(!notInstalled.ok && /lsp-agent is not installed for "python3"\. Fix: run "python3 -m pip install -e/.test(notInstalled.problem));
+    assert.ok(!notInstalled.ok && /lsp-agent is not installed for "python3"\. Fix: run "LSP Agent: Set Up a Managed Python Environment"/.test(notInstalled.problem));
     const deps = explainProbe('python3', { exitCode: 1, stdout: '', stderr: "ModuleNotFoundError: No module named 'pygls'" });
     assert.ok(!deps.ok && /dependencies are incomplete .*'pygls'/.test(deps.problem));
     const old = explainProbe('python3', { exitCode: 1, stdout: '', stderr: 'lsp-agent needs Python 3.11 or newer, this is 3.8.10' });
