@@ -20,5 +20,6 @@ def test_the_message_names_both_versions_the_interpreter_and_the_fix() -> None:
     assert mismatch_message("0.2.0", None) is None  # a checkout that is not installed
     assert mismatch_message("0.2.0", "0.1.0", "/venv/bin/python") == (
         "lsp-agent: the extension is 0.2.0, the server at /venv/bin/python is 0.1.0: update it "
-        "(/venv/bin/python -m pip install --upgrade ./lsp_agent-0.2.0-py3-none-any.whl, the release's wheel) or let the extension manage its environment")
+        "(/venv/bin/python -m pip install --upgrade ./lsp_agent-0.2.0-py3-none-any.whl, the release's wheel) "
+        "or let the extension manage its environment")
     assert "\n" not in (mismatch_message("1\n2", "0.1.0") or "")

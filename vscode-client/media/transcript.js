@@ -264,6 +264,11 @@
         vscode.postMessage({ type: 'draft', text: '' });
         break;
       case 'focusInput':
+        // A focus asked for while the page was loading arrives late: if the user has moved on (the
+        // command palette, an editor), taking the cursor back would close or interrupt what they opened.
+        if (message.unlessMovedOn && !document.hasFocus()) {
+          break;
+        }
         input.focus();
         break;
       case 'focusApproval': {

@@ -266,7 +266,7 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
         this.render();
         if (this.focusWhenReady) {
           this.focusWhenReady = false;
-          this.post({ type: 'focusInput' });
+          this.post({ type: 'focusInput', unlessMovedOn: true });
         }
         return;
       case 'openFile':
