@@ -57,6 +57,7 @@ def apply_one(root: Path, blobs: BlobStore, op: Op) -> None:
         except FileNotFoundError:
             return
         _fsync_dir(target.parent)
+        _drop_emptied_dirs(root, target.parent)
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     if not inside_without_links(root, op.path):  # a directory swapped for a link meanwhile
@@ -81,6 +82,17 @@ def apply_one(root: Path, blobs: BlobStore, op: Op) -> None:
             os.close(fd)
     os.replace(temp, target)
     _fsync_dir(target.parent)
+
+
+def _drop_emptied_dirs(root: Path, directory: Path) -> None:
+    """Directories a deletion left empty go too (a command's new directory is part of its effects;
+    a later file of the restore recreates what it needs)."""
+    while directory != root and root in directory.parents:
+        try:
+            directory.rmdir()
+        except OSError:
+            return  # not empty (or gone): stop here
+        directory = directory.parent
 
 
 def apply(root: Path, blobs: BlobStore, ops: list[Op], journal: Path,

@@ -57,7 +57,8 @@ class RewindOutcome:
 
 
 def target_index(records: list[Record], session: str, target: str, message_ids: list[str]) -> int | None:
-    """Index in `records` of the checkpoint a target names; None: no step wrote at or after it."""
+    """Index in `records` of the checkpoint whose tree a target names; None: no step of the session
+    ever wrote (nothing to restore)."""
     if target.startswith("ckpt-"):
         for index, record in enumerate(records):
             if record.id == target:
@@ -67,6 +68,7 @@ def target_index(records: list[Record], session: str, target: str, message_ids: 
     if target not in order:
         raise RewindRefused("unknown_target", f"message {target} is not in session {session}")
     at = order[target]
+    last_before: int | None = None
     for index, record in enumerate(records):
         if record.session != session and record.phase != "baseline":
             continue
@@ -75,9 +77,14 @@ def target_index(records: list[Record], session: str, target: str, message_ids: 
             raise RewindRefused("folded", f"the checkpoint before message {target} was folded by retention "
                                           "(checkpoints.per_session / checkpoints.total); the oldest kept is "
                                           f"{record.id}")
-        if order.get(record.message, -1) >= at:
+        position = order.get(record.message, -1)
+        if position >= at:
             return index
-    return None
+        if position >= 0:
+            last_before = index
+    # No step wrote at or after the message: its tree is the one the last step before it left
+    # (what a later rewind or an outside edit changed since is put back, or is a conflict).
+    return last_before
 
 
 def plan(records: list[Record], index: int | None, now: Tree, outside_now: set[str],

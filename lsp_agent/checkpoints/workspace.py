@@ -12,6 +12,7 @@ import asyncio
 import fcntl
 import logging
 import os
+import posixpath
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,14 +43,19 @@ class WorkspaceCheckpoints:
         self.clock = clock
         self.blobs = BlobStore(base / "objects")
         self.journal = base / "restore.journal"
-        base.mkdir(parents=True, exist_ok=True)
         #: one recording or rewind at a time in this process
         self.lock = asyncio.Lock()
+        #: paths a restore killed mid-way covered, finished now
+        self.recovered: list[str] = []
+        self.chain = Chain(base / "chain.jsonl")
+        self._load_tree()
+        if not base.is_dir():
+            return  # nothing recorded yet: nothing is created until the first checkpoint
         with self._file_lock():
-            #: paths a restore killed mid-way covered, finished now
             self.recovered = recover(self.blobs, self.journal)
-            self.chain = Chain(base / "chain.jsonl")
-            self._load_tree()
+            if self.recovered:
+                self.chain = Chain(base / "chain.jsonl")
+                self._load_tree()
         if self.recovered:
             self._record_sync(StepRef("", "", 0, "rewind"), sorted(self.recovered), None, "after")
 
@@ -69,6 +75,7 @@ class WorkspaceCheckpoints:
     def _file_lock(self) -> Iterator[None]:
         """One writer across processes (the server and a CLI on the same workspace); another's
         appends are read before ours."""
+        self.base.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.base / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -118,7 +125,8 @@ class WorkspaceCheckpoints:
         if walk is not None:
             return sorted({p for p, _ in walk.items() ^ self.stat.items()})
         out = []
-        for path in paths or []:
+        for raw in paths or []:
+            path = posixpath.normpath(raw)
             if not tracked_name(path) or not inside_without_links(self.root, path):
                 continue
             try:

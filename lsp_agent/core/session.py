@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lsp_agent.context.state import ContextState
 from lsp_agent.core.announce import INSTRUCTIONS, SkillsSeen
 from lsp_agent.core.approval import Approver, DenyAll, remembered
+from lsp_agent.core.checkpoint_port import StepCheckpoints
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.prefix import RequestBytes
@@ -107,6 +108,8 @@ class Environment:
     command_policy: CommandPolicy | None = None
     #: which changed paths Git ignores, for write detection (None: every change counts)
     ignored_paths: IgnoredPaths | None = None
+    #: records the workspace around each step that may write, for rewind (None: no checkpoints)
+    checkpoints: StepCheckpoints | None = None
     #: no watcher reports outside edits (every front end but the language server): a run compares the
     #: workspace with what its latest check saw before it declares the verification
     recheck_outside: bool = False
