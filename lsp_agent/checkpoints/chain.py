@@ -88,15 +88,22 @@ class Chain:
 
     def _load(self) -> list[Record]:
         try:
-            text = self.path.read_text("utf-8")
+            data = self.path.read_bytes()
         except FileNotFoundError:
             return []
         records: list[Record] = []
-        for line in text.splitlines():
+        good = 0
+        for line in data.splitlines(keepends=True):
+            if not line.endswith(b"\n"):
+                break
             try:
                 records.append(Record.from_json(json.loads(line)))
             except (ValueError, KeyError, TypeError, IndexError):
-                break  # a line torn by a crash ends the chain
+                break
+            good += len(line)
+        if good < len(data):
+            # a line torn by a crash ends the chain; cut it, or the next append would be glued to it
+            os.truncate(self.path, good)
         return records
 
     def next_seq(self) -> int:
