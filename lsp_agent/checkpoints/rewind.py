@@ -54,6 +54,8 @@ class RewindOutcome:
     restored: list[str]
     kept: list[str]
     failed: dict[str, str]
+    #: ops left to the caller: files open in an editor, restored through their buffers (with undo)
+    editor_ops: list[Op] = field(default_factory=list)
 
 
 def target_index(records: list[Record], session: str, target: str, message_ids: list[str]) -> int | None:
@@ -144,8 +146,10 @@ def _diff(path: str, old: Entry | None, new: Entry | None, read: Callable[[str],
 
 
 async def rewind(ws: WorkspaceCheckpoints, session: str, target: str, message_ids: list[str], *,
-                 dry_run: bool, confirm: bool, on_op: Callable[[int], None] | None = None) -> RewindOutcome:
-    """The workspace's files as they were at `target` (a message of `session` or a checkpoint id)."""
+                 dry_run: bool, confirm: bool, on_op: Callable[[int], None] | None = None,
+                 in_editor: Callable[[str], bool] | None = None) -> RewindOutcome:
+    """The workspace's files as they were at `target` (a message of `session` or a checkpoint id).
+    `in_editor`: paths the caller restores itself (open buffers); they are returned, not written."""
     async with ws.lock:
         index = target_index(ws.records(), session, target, message_ids)
         walk = await asyncio.to_thread(snapshot, ws.root)
@@ -162,9 +166,11 @@ async def rewind(ws: WorkspaceCheckpoints, session: str, target: str, message_id
         records = ws.records()  # read again: retention may have folded the chain while recording
         index = target_index(records, session, target, message_ids)
         found = plan(records, index, ws.tree, set(before.outside), ws.blobs.get)
-        ops = found.ops + (found.conflict_ops if confirm else [])
+        chosen = found.ops + (found.conflict_ops if confirm else [])
+        editor_ops = [o for o in chosen if in_editor is not None and in_editor(o.path)]
+        ops = [o for o in chosen if o not in editor_ops]
         failed = await asyncio.to_thread(apply, ws.root, ws.blobs, ops, ws.journal, on_op) if ops else {}
         await ws.record_unlocked(ref, [o.path for o in ops], None, "after")
         restored = sorted(o.path for o in ops if o.path not in failed)
         kept = [] if confirm else list(found.conflicts)
-        return RewindOutcome(found, before.id, restored, kept, failed)
+        return RewindOutcome(found, before.id, restored, kept, failed, editor_ops)
