@@ -49,6 +49,8 @@ class Record:
     outside: list[str] = field(default_factory=list)
     #: messages whose checkpoints retention folded into this one (their own state is no longer kept)
     folded: list[str] = field(default_factory=list)
+    #: paths an edit tool of this step wrote, changed on disk or not (in an editor, an unsaved buffer)
+    touched: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -58,7 +60,8 @@ class Record:
         return json.dumps({"seq": self.seq, "session": self.session, "message": self.message, "step": self.step,
                            "tool": self.tool, "phase": self.phase, "when": self.when,
                            "changes": {p: list(e) if e is not None else None for p, e in self.changes.items()},
-                           "outside": self.outside, "folded": self.folded}, separators=(",", ":")) + "\n"
+                           "outside": self.outside, "folded": self.folded, "touched": self.touched},
+                          separators=(",", ":")) + "\n"
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Record:
@@ -67,7 +70,7 @@ class Record:
             for p, e in raw["changes"].items()}
         return cls(int(raw["seq"]), str(raw["session"]), str(raw["message"]), int(raw["step"]), str(raw["tool"]),
                    str(raw["phase"]), float(raw["when"]), changes, [str(p) for p in raw.get("outside", [])],
-                   [str(m) for m in raw.get("folded", [])])
+                   [str(m) for m in raw.get("folded", [])], [str(p) for p in raw.get("touched", [])])
 
 
 def replay(records: Iterable[Record], tree: Tree | None = None) -> Tree:
@@ -168,5 +171,6 @@ def _merge(earlier: Record, later: Record) -> Record:
     changes = {**earlier.changes, **later.changes}
     outside = sorted({p for p in earlier.outside if p not in later.changes} | set(later.outside))
     folded = [*earlier.folded, earlier.message, *later.folded]
+    touched = sorted({*earlier.touched, *later.touched})
     return Record(later.seq, later.session, later.message, later.step, later.tool, later.phase, later.when,
-                  changes, outside, list(dict.fromkeys(folded)))
+                  changes, outside, list(dict.fromkeys(folded)), touched)

@@ -44,6 +44,10 @@ class RewindPlan:
     diff: str = ""
     ops: list[Op] = field(default_factory=list)
     conflict_ops: list[Op] = field(default_factory=list)
+    #: the tree restored to, and the paths the agent's edit tools wrote since (an open buffer's
+    #: unsaved edits are not on disk: the caller compares those buffers with this tree)
+    then: Tree = field(default_factory=dict)
+    touched_since: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -95,7 +99,8 @@ def plan(records: list[Record], index: int | None, now: Tree, outside_now: set[s
         return RewindPlan(target="")
     then = replay(records[:index + 1])
     outside = set(outside_now).union(*(r.outside for r in records[index + 1:]))
-    out = RewindPlan(target=records[index].id)
+    out = RewindPlan(target=records[index].id, then=then,
+                     touched_since=set().union(*(r.touched for r in records[index + 1:])))
     diffs: list[str] = []
     for path in sorted(then.keys() | now.keys()):
         old, new = now.get(path), then.get(path)

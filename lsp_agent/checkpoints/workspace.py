@@ -103,7 +103,8 @@ class WorkspaceCheckpoints:
                               phase: str) -> Record:
         """`record` for a caller already holding `lock` (a rewind records around its restore)."""
         changes = await self.changes(paths, walk)
-        return await asyncio.to_thread(self._append, step, changes, phase)
+        touched = sorted({posixpath.normpath(p) for p in paths or []}) if phase == "after" and walk is None else []
+        return await asyncio.to_thread(self._append, step, changes, phase, touched)
 
     async def changes(self, paths: list[str] | None, walk: Snapshot | None) -> dict[str, Entry | None]:
         """What differs from the recorded tree now, content copied into the store, nothing appended."""
@@ -160,7 +161,8 @@ class WorkspaceCheckpoints:
                 changes[path] = entry
         return changes
 
-    def _append(self, step: StepRef, changes: dict[str, Entry | None], phase: str) -> Record:
+    def _append(self, step: StepRef, changes: dict[str, Entry | None], phase: str,
+                touched: list[str] | None = None) -> Record:
         limits = self.settings()
         with self._file_lock():
             self._sync()
@@ -168,7 +170,8 @@ class WorkspaceCheckpoints:
             outside = sorted(p for p, e in changes.items() if e is None or e[0] != "ign") \
                 if phase == "before" and not first else []
             record = Record(self.chain.next_seq(), step.session_id, step.message_id, step.step, step.tool,
-                            "baseline" if first else phase, self.clock(), changes, outside)
+                            "baseline" if first else phase, self.clock(), changes, outside,
+                            touched=touched or [])
             self.chain.append(record)
             self.tree = replay([record], self.tree)
             for path, entry in changes.items():
