@@ -9,14 +9,26 @@ the front ends map to their error codes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from lsp_agent.checkpoints.blobs import BlobMissing
 from lsp_agent.checkpoints.restore import Op
 from lsp_agent.checkpoints.rewind import RewindOutcome, RewindRefused, rewind
 from lsp_agent.checkpoints.workspace import CheckpointUnavailable, WorkspaceCheckpoints
+from lsp_agent.core.checkpoint_port import StepCheckpoints
 from lsp_agent.core.session import Environment
 from lsp_agent.core.session_fork import ForkRefused, fork_session
-from lsp_agent.domain.edits import DeleteFile, EditPlan, FileOp, Position, TextEdit, UpdateFile, position_at
+from lsp_agent.core.storage import SessionStore
+from lsp_agent.domain.edits import (
+    DeleteFile,
+    EditApplier,
+    EditPlan,
+    FileOp,
+    Position,
+    TextEdit,
+    UpdateFile,
+    position_at,
+)
 from lsp_agent.protocol.checkpoint_models import CheckpointOut, CheckpointsResult, RewindParams, RewindResult
 
 _KINDS = {"unknown_target": "unknown_message", "folded": "checkpoint_folded", "too_large": "checkpoint_unavailable"}
@@ -31,9 +43,22 @@ class RewindError(Exception):
         self.message = message
 
 
+@dataclass
+class RewindPorts:
+    """What a rewind needs: the sessions, the checkpoints, and where edits of open files go."""
+
+    store: SessionStore
+    checkpoints: StepCheckpoints | None
+    applier: EditApplier
+
+    @classmethod
+    def of(cls, env: Environment) -> RewindPorts:
+        return cls(env.store, env.checkpoints, env.applier)
+
+
 class SessionRewind:
-    def __init__(self, env: Environment) -> None:
-        self.env = env
+    def __init__(self, ports: RewindPorts) -> None:
+        self.env = ports
 
     def _store(self) -> WorkspaceCheckpoints:
         found = self.env.checkpoints

@@ -61,6 +61,15 @@ class NullSink:
         pass
 
 
+def external_change_note(paths: list[str], when: str = "") -> TextPart:
+    """The harness note saying files changed under the session (a standing check no longer holds)."""
+    listed = ", ".join(sorted(paths))
+    return TextPart(text=f"[note from lsp-agent] Changed outside the agent: {listed}. [stale: changed outside "
+                         f"the agent{when}; re-read before editing] Earlier reads of these files are stale; "
+                         "re-read before editing, and verify again.",
+                    synthetic=True, metadata={EXTERNAL_CHANGE: sorted(paths)})
+
+
 @dataclass(frozen=True)
 class ModelFacts:
     """What the front end resolved about the model (registry + user declarations)."""
@@ -263,13 +272,8 @@ class AgentSession:
         if not paths:
             return
         self.files.reread_required.update(p for p in paths if p in self.files.read_steps)
-        listed = ", ".join(sorted(paths))
         when = f" at step {self.active.steps}" if self.active is not None else ""
-        note = TextPart(text=f"[note from lsp-agent] Changed outside the agent: {listed}. [stale: changed outside "
-                             f"the agent{when}; re-read before editing] Earlier reads of these files are stale; "
-                             "re-read before editing, and verify again.",
-                        synthetic=True, metadata={EXTERNAL_CHANGE: sorted(paths)})
-        self.pending_notes.append(note)
+        self.pending_notes.append(external_change_note(paths, when))
         if self.active is None:
             self.flush_notes()
 

@@ -6,7 +6,7 @@ can undo it); the rest on disk by the checkpoint store. Refusals leave as classi
 
 from __future__ import annotations
 
-from lsp_agent.app.rewind_service import RewindError, SessionRewind
+from lsp_agent.app.rewind_service import RewindError, RewindPorts, SessionRewind
 from lsp_agent.protocol.checkpoint_models import (
     AGENT_CHECKPOINTS,
     AGENT_REWIND,
@@ -33,7 +33,7 @@ def _refused(exc: RewindError) -> ProtocolError:
 @routes.rpc(AGENT_CHECKPOINTS, CheckpointsParams)
 async def agent_checkpoints(ls: AgentServer, params: CheckpointsParams) -> CheckpointsResult:
     try:
-        return SessionRewind(ls.runtime().agent.env).checkpoints(params.session_id)
+        return SessionRewind(RewindPorts.of(ls.runtime().agent.env)).checkpoints(params.session_id)
     except RewindError as exc:
         raise _refused(exc) from exc
 
@@ -52,7 +52,7 @@ async def agent_rewind(ls: AgentServer, params: RewindParams) -> RewindResult:
         doc = documents.document(path)
         return doc.source if doc is not None else None
     try:
-        return await SessionRewind(agent.env).rewind(
+        return await SessionRewind(RewindPorts.of(agent.env)).rewind(
             params, open_text, lambda sid, paths: agent.session(sid).note_external_change(paths))
     except RewindError as exc:
         raise _refused(exc) from exc
