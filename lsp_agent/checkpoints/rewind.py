@@ -156,18 +156,30 @@ async def rewind(ws: WorkspaceCheckpoints, session: str, target: str, message_id
     """The workspace's files as they were at `target` (a message of `session` or a checkpoint id).
     `in_editor`: paths the caller restores itself (open buffers); they are returned, not written."""
     async with ws.lock:
-        index = target_index(ws.records(), session, target, message_ids)
-        walk = await asyncio.to_thread(snapshot, ws.root)
-        if walk is None:
-            raise RewindRefused("too_large", "the workspace is too large to walk; nothing was restored")
+        records = ws.records()
+        index = target_index(records, session, target, message_ids)
+        # Without `confirm` only the paths recorded as changed since the target can be restored (an
+        # unrecorded outside change would be a kept conflict anyway): look at those, not the whole
+        # tree. With it, the whole tree is walked, so outside changes the chain has not seen yet go too.
+        paths: list[str] | None = None
+        walk = None
+        if index is None:
+            paths = []  # no step of the session wrote: nothing to restore
+        elif confirm:
+            walk = await asyncio.to_thread(snapshot, ws.root)
+            if walk is None:
+                raise RewindRefused("too_large", "the workspace is too large to walk; nothing was restored")
+        else:
+            paths = sorted(set().union(*(r.changes.keys() for r in records[index + 1:]),
+                                       *(r.touched for r in records[index + 1:])))
         ref = StepRef(session, "", 0, "rewind")
         if dry_run:
-            changes = await ws.changes(None, walk)
+            changes = await ws.changes(paths, walk)
             now = {p: e for p, e in replay([Record(0, "", "", 0, "", "", 0.0, changes)], ws.tree).items()}
             outside = {p for p, e in changes.items() if e is None or e[0] != "ign"}
             found = plan(ws.records(), index, now, outside, ws.blobs.get)
             return RewindOutcome(found, "", [], [], {})
-        before = await ws.record_unlocked(ref, None, walk, "before")
+        before = await ws.record_unlocked(ref, paths, walk, "before")
         records = ws.records()  # read again: retention may have folded the chain while recording
         index = target_index(records, session, target, message_ids)
         found = plan(records, index, ws.tree, set(before.outside), ws.blobs.get)
