@@ -8,8 +8,8 @@ directory) it measures, as medians of --repeat runs:
 - checkpoint (command): the checkpoint added to a command step where one file changed, given that
   walk (targets: <= 30 ms at 10k, <= 100 ms at 100k);
 - checkpoint (edit): the checkpoint of an edit tool's declared path (no walk);
-- restore 100: rewinding a step that rewrote 100 files, walk and journal and fsyncs included
-  (target <= 1 s);
+- restore 100: rewinding a step that rewrote 100 files, journal and fsyncs included (target <= 1 s);
+  with --confirm the whole tree is walked too (outside changes the chain has not seen go as well);
 - baseline: the first checkpoint of a workspace (every file read once; not per step);
 - git add+commit: `git add -A && git commit` into a shadow repository (its own GIT_DIR, index and an
   empty config) after one file changed — the alternative design — and `git checkout` of the 100 files.
@@ -33,11 +33,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lsp_agent.checkpoints.rewind import rewind  # noqa: E402
-from lsp_agent.checkpoints.workspace import WorkspaceCheckpoints  # noqa: E402
-from lsp_agent.core.checkpoint_port import StepRef  # noqa: E402
-from lsp_agent.core.write_detect import snapshot  # noqa: E402
-from lsp_agent.settings.config import Checkpoints  # noqa: E402
+from lsp_agent.checkpoints.rewind import rewind
+from lsp_agent.checkpoints.workspace import WorkspaceCheckpoints
+from lsp_agent.core.checkpoint_port import StepRef
+from lsp_agent.core.write_detect import snapshot
+from lsp_agent.settings.config import Checkpoints
 
 TARGETS_MS = {10_000: 30.0, 100_000: 100.0}
 RESTORE_TARGET_MS = 1000.0
@@ -71,8 +71,8 @@ async def measure(files: int, repeat: int, work: Path) -> dict[str, float]:
     root = work / f"ws{files}"
     make_tree(root, files)
     ws = WorkspaceCheckpoints(root, work / f"state{files}", Checkpoints)
-    out: dict[str, list[float]] = {k: [] for k in ("walk", "command", "edit", "restore", "baseline", "git_commit",
-                                                   "git_checkout")}
+    out: dict[str, list[float]] = {k: [] for k in ("walk", "command", "edit", "restore", "restore_confirm",
+                                                   "baseline", "git_commit", "git_checkout")}
     start = time.perf_counter()
     await ws.before(StepRef("s", "m0", 0, "run_command"), None, snapshot(root))
     out["baseline"].append(ms(start))
@@ -90,15 +90,16 @@ async def measure(files: int, repeat: int, work: Path) -> dict[str, float]:
         await ws.before(StepRef("s", f"e{n + 1}", n + 1, "apply_patch"), ["d0000/f000000.py"], None)
         out["edit"].append(ms(start))
     hundred = [root / f"d{n // 100:04}" / f"f{n:06}.py" for n in range(0, min(files, 100 * 97), 97)][:100]
-    for n in range(repeat):
+    for n in range(repeat * 2):
         ref = StepRef("s", f"r{n}", 100 + n, "run_command")
         before = await ws.record(ref, None, snapshot(root), "before")
         for path in hundred:
             path.write_text(f"rewritten by step {n}\n")
         await ws.after(ref, None, snapshot(root))
         start = time.perf_counter()
-        await rewind(ws, "s", before.id, [], dry_run=False, confirm=True)
-        out["restore"].append(ms(start))
+        outcome = await rewind(ws, "s", before.id, [], dry_run=False, confirm=n % 2 == 1)
+        out["restore_confirm" if n % 2 else "restore"].append(ms(start))
+        assert len(outcome.restored) == len(hundred), outcome.restored
     shadow = work / f"shadow{files}"
     git = shadow_git(root, shadow)
     git("add", "-A")
@@ -129,11 +130,13 @@ def main() -> int:
         for files in (int(f) for f in args.files.split(",")):
             rows.append((files, asyncio.run(measure(files, args.repeat, Path(tmp)))))
     print("| files | walk (paid by write detection) | checkpoint: command | checkpoint: edit | restore 100 files "
-          "| baseline (once) | shadow git add -A && commit | ratio git/checkpoint | shadow git checkout 100 |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| restore 100, --confirm | baseline (once) | shadow git add -A && commit | ratio git/checkpoint "
+          "| shadow git checkout 100 |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for files, r in rows:
         print(f"| {files:,} | {r['walk']:.1f} ms | {r['command']:.1f} ms | {r['edit']:.2f} ms | {r['restore']:.0f} ms "
-              f"| {r['baseline'] / 1000:.1f} s | {r['git_commit']:.0f} ms | {r['git_commit'] / r['command']:.0f}× "
+              f"| {r['restore_confirm']:.0f} ms "
+              f"| {r['baseline'] / 1000:.1f} s | {r['git_commit']:.0f} ms | {r['git_commit'] / r['command']:.0f}x "
               f"| {r['git_checkout']:.0f} ms |")
         target = TARGETS_MS.get(files)
         if target is not None and r["command"] > target:

@@ -89,6 +89,11 @@ class WorkspaceCheckpoints:
             self._load_tree()
 
     # --- recording ----------------------------------------------------------------------------------
+    async def prepare(self) -> None:
+        async with self.lock:
+            if not self.chain.records:
+                await self.record_unlocked(StepRef("", "", 0, "baseline"), None, None, "before")
+
     async def before(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None) -> None:
         await self.record(step, paths, walk, "before")
 

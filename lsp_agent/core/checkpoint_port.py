@@ -25,6 +25,10 @@ class StepRef:
 
 
 class StepCheckpoints(Protocol):
+    async def prepare(self) -> None:
+        """Take the workspace's baseline if there is none yet (the first checkpoint reads every file
+        once). Started beside a run's first model request, so that wait overlaps it."""
+
     async def before(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None) -> None:
         """Record the workspace before the step: `walk` when a full stat snapshot was taken (a
         command), else only `paths` (an edit tool's declared files)."""
