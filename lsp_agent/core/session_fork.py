@@ -43,8 +43,8 @@ def fork_session(store: SessionStore, source: str, at: str | None) -> str:
     prefix = prefix_before(store.messages(source), at)
     new_id = ids.session_id()
     title = f"{record.title} (fork)" if record.title else "fork"
-    store.create_session(new_id, record.workspace, record.model, title=title, parent_id=source)
-    for message in prefix:
-        parts = [p.model_copy(update={"id": ids.part_id()}) for p in message.parts]
-        store.append_message(new_id, message.model_copy(update={"id": ids.message_id(), "parts": parts}))
+    copies = [m.model_copy(update={"id": ids.message_id(),
+                                   "parts": [p.model_copy(update={"id": ids.part_id()}) for p in m.parts]})
+              for m in prefix]
+    store.create_fork(new_id, record.workspace, record.model, title, source, copies)
     return new_id

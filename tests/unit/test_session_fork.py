@@ -3,10 +3,13 @@ the parent named; never ending in tool calls whose results were cut off."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lsp_agent.core.session_fork import ForkRefused, fork_session
 from lsp_agent.domain.history import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from lsp_agent.store.db import Store
 from lsp_agent.store.memory import MemoryStore
 
 
@@ -53,3 +56,15 @@ def test_unknown_session_or_message_is_refused_and_nothing_is_created() -> None:
             fork_session(store, session, at)
         assert refused.value.kind == kind
     assert [s.id for s in store.sessions()] == ["ses_a"]
+
+
+def test_a_fork_that_fails_half_way_leaves_no_session(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store.db")
+    try:
+        store.create_session("ses_a", "/ws", "m")
+        message = Message(role=Role.USER, parts=[TextPart(text="x")])
+        with pytest.raises(Exception):  # noqa: B017 - the second copy's id collides: the store refuses it
+            store.create_fork("ses_b", "/ws", "m", "fork", "ses_a", [message, message])
+        assert store.session("ses_b") is None and store.messages("ses_b") == []
+    finally:
+        store.close()
