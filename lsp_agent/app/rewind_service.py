@@ -16,9 +16,10 @@ from lsp_agent.checkpoints.restore import Op
 from lsp_agent.checkpoints.rewind import RewindOutcome, RewindRefused, rewind
 from lsp_agent.checkpoints.workspace import CheckpointUnavailable, WorkspaceCheckpoints
 from lsp_agent.core.checkpoint_port import StepCheckpoints
+from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.session import Environment
 from lsp_agent.core.session_fork import ForkRefused, fork_session
-from lsp_agent.core.storage import SessionStore
+from lsp_agent.core.storage import Store
 from lsp_agent.domain.edits import (
     DeleteFile,
     EditApplier,
@@ -47,7 +48,7 @@ class RewindError(Exception):
 class RewindPorts:
     """What a rewind needs: the sessions, the checkpoints, and where edits of open files go."""
 
-    store: SessionStore
+    store: Store
     checkpoints: StepCheckpoints | None
     applier: EditApplier
 
@@ -83,9 +84,17 @@ class SessionRewind:
         """`open_text`: the text of a path's open editor buffer (None: not open). `note(session, paths)`:
         tell a session these files changed under it (its reads and checks of them are stale)."""
         ids = self._messages(params.session_id)
-        record = self.env.store.session(params.session_id)
-        if record is not None and record.active_generation:
-            raise RewindError("busy", f"session {params.session_id} is running; cancel it or wait, then rewind")
+        # The session's lease, held for the rewind: a generation in another process (the editor, a
+        # CLI run) holds it while it runs, so the files never change under a running step, and no run
+        # starts while the files are being put back. A lease left by a dead process is taken over.
+        with SessionLeases(self.env.store).held_briefly(params.session_id) as held:
+            if not held:
+                raise RewindError("busy", f"session {params.session_id} is running in another lsp-agent "
+                                          "process; wait for it or cancel it, then rewind")
+            return await self._rewind(params, ids, open_text, note)
+
+    async def _rewind(self, params: RewindParams, ids: list[str], open_text: Callable[[str], str | None] | None,
+                      note: Callable[[str, list[str]], None] | None) -> RewindResult:
         if params.restore != "code" and params.to_message_id not in ids:
             raise RewindError("unknown_message", f"message {params.to_message_id} is not in session "
                                                  f"{params.session_id} (a conversation is rewound to a message)")

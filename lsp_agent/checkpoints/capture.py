@@ -44,6 +44,9 @@ class Budget:
     file_bytes: int
     checkpoint_bytes: int
     used: int = 0
+    #: contents are flushed once for the whole checkpoint (`BlobStore.sync`) instead of one by one
+    batched: bool = False
+    written: int = 0
 
 
 def capture(root: Path, path: str, blobs: BlobStore, budget: Budget) -> Entry | None:
@@ -70,4 +73,5 @@ def capture(root: Path, path: str, blobs: BlobStore, budget: Budget) -> Entry | 
     if len(data) > budget.file_bytes:
         return ("big", "", *facts)
     budget.used += len(data)
-    return ("f", blobs.put(data), *facts)
+    budget.written += 1
+    return ("f", blobs.put(data, durable=not budget.batched), *facts)

@@ -98,3 +98,24 @@ def test_unknown_session_and_message_are_usage_errors(ran: tuple[Path, str]) -> 
         proc = cli("session", *args, "--workspace", root)
         assert proc.returncode == 2 and ("unknown_session" in proc.stderr or "unknown_message" in proc.stderr), args
     assert (root / "a.txt").read_text() == "two\n"
+
+
+def test_a_session_running_in_another_process_is_not_rewound(ran: tuple[Path, str]) -> None:
+    from lsp_agent.core.lease import SessionLeases
+    from lsp_agent.settings.paths import workspace_dir
+    from lsp_agent.store.db import Store
+
+    root, session_id = ran
+    prompt = cli_json("session", "show", session_id, "--workspace", root)["messages"][0]["id"]
+    store = Store(workspace_dir(root) / "store.db")
+    try:
+        leases = SessionLeases(store)
+        assert leases.take(session_id)  # this test process runs the session, as an editor would
+        busy = cli("session", "rewind", session_id, "--to", prompt, "--workspace", root)
+        assert busy.returncode == 3 and "busy" in busy.stderr
+        assert (root / "a.txt").read_text() == "two\n"  # nothing restored
+        leases.release(session_id)
+    finally:
+        store.close()
+    cli_json("session", "rewind", session_id, "--to", prompt, "--workspace", root)
+    assert (root / "a.txt").read_text() == "one\n"
