@@ -33,5 +33,8 @@ npm run typecheck
 step "esbuild bundle"
 npm run build
 
+step "the lsp-agent wheel the .vsix carries (scripts/carry-wheel.sh; the managed-environment tests use it)"
+bash scripts/carry-wheel.sh
+
 step "tests: unit + protocol (node --test)"
 npm test

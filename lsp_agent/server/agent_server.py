@@ -46,6 +46,7 @@ from lsp_agent.protocol.verification_models import AGENT_VERIFICATION_CHANGED, V
 from lsp_agent.providers.scripted import Script, ScriptedError, ScriptedProvider, ScriptedReply
 from lsp_agent.server import settings as layered
 from lsp_agent.server.approval import EditorApprover
+from lsp_agent.server.client_version import mismatch_message, server_version, split_client_version
 from lsp_agent.server.convert import make_converter, to_plain
 from lsp_agent.server.diagnostics import DiagnosticsPublisher
 from lsp_agent.server.documents import BufferDocuments
@@ -220,6 +221,8 @@ class AgentServer(LanguageServer):
         self.trust_view: WorkspaceView | None = None
         #: the editor said it does not trust the folder (`editorTrusted: false` at initialize)
         self.editor_distrusts = False
+        #: the editor extension's version (`clientVersion` at initialize), compared with ours once
+        self.client_version: str | None = None
         self._background: set[asyncio.Future[None]] = set()
         self.lifecycle = Lifecycle()
         #: the editor's mode (agent/mode), laid over the settings every time they are resolved
@@ -286,7 +289,8 @@ class AgentServer(LanguageServer):
 
     def _setup(self, params: types.InitializeParams) -> None:
         root = _root_of(params)
-        self.editor_distrusts, options = _editor_trust(to_plain(params.initialization_options))
+        self.client_version, options = split_client_version(to_plain(params.initialization_options))
+        self.editor_distrusts, options = _editor_trust(options)
         self.init_options = _with_absolute_script(options, root)
         self.trust_view = self.inspect_trust(root)
         settings, problems = layered.resolve(root, self.init_options, None, self.trust_view)
@@ -314,6 +318,10 @@ class AgentServer(LanguageServer):
 
     def initialized(self) -> None:
         self._initialized = True
+        mismatch = mismatch_message(self.client_version, server_version())
+        if mismatch:  # first, and even when the runtime could not start: it may be why
+            log.warning("%s", mismatch)
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=mismatch))
         self.tell([])
         if self.rt is None:
             return  # it could not start: said once already (AgentProtocol.early_failed)

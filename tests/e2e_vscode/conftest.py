@@ -41,6 +41,10 @@ PY = sys.executable
 #: how long one UI expectation may take (the machine is shared: 2 cores for many processes)
 TIMEOUT_MS = 30_000
 
+#: the LSP Agent icon on the activity bar
+ACTIVITY_BAR_ICON = ".part.activitybar .action-item .action-label[aria-label^='LSP Agent']"
+EXPLORER_ICON = ".part.activitybar .action-item .action-label[aria-label^='Explorer']"
+
 #: the auto-save modes every scenario runs under
 AUTOSAVE = ["off", "afterDelay"]
 
@@ -293,7 +297,8 @@ class VSCode:
 
 
 def _start_code_server(tools: Tools, extensions: Path, root: Path, workspace: Path,
-                       settings: dict[str, Any], restricted: bool = False) -> CodeServer:
+                       settings: dict[str, Any], restricted: bool = False,
+                       env: dict[str, str] | None = None) -> CodeServer:
     user = root / "user-data"
     (user / "User").mkdir(parents=True, exist_ok=True)
     (user / "User" / "settings.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
@@ -307,7 +312,7 @@ def _start_code_server(tools: Tools, extensions: Path, root: Path, workspace: Pa
              *([] if restricted else ["--disable-workspace-trust"]),
              "--disable-getting-started-override", "--user-data-dir", str(user),
              "--extensions-dir", str(extensions), str(workspace)],
-            stdout=out, stderr=subprocess.STDOUT, env=_isolated_env(root), start_new_session=True)
+            stdout=out, stderr=subprocess.STDOUT, env=env or _isolated_env(root), start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -378,8 +383,12 @@ def open_vscode(tools: Tools, extensions_dir: Path, browser: Any, tmp_path: Path
         started.append((server, context, vscode))
         page.goto(f"{server.url}/?folder={workspace}", wait_until="domcontentloaded")
         page.locator(".monaco-workbench").wait_for(timeout=60_000)
+        if not configured:  # nothing starts the server in a plain folder until the user opens the Agent view
+            page.locator(ACTIVITY_BAR_ICON).click(timeout=60_000)
         t2 = time.monotonic()
         vscode.status(ready, timeout_ms=60_000)
+        if not configured:  # back to the Explorer, where a new window starts, for the scenario's own gestures
+            page.locator(EXPLORER_ICON).click(timeout=TIMEOUT_MS)
         print(f"code-server up {t1 - t0:.1f} s, workbench {t2 - t1:.1f} s, extension active and server ready "
               f"{time.monotonic() - t2:.1f} s")
         return vscode

@@ -65,8 +65,10 @@ install_code_server() {
 mkdir -p "$CACHE"
 [ -x "$CS_DIR/node_modules/.bin/code-server" ] || install_code_server
 
-# The .vsix, rebuilt when any source is newer (vsce comes with the client's devDependencies).
-if [ ! -f "$VSIX" ] || [ -n "$(find "$CLIENT/src" "$CLIENT/media" "$CLIENT/package.json" "$CLIENT/.vscodeignore" -newer "$VSIX" -print -quit)" ]; then
+# The .vsix, rebuilt when any source is newer (vsce comes with the client's devDependencies); it
+# carries the lsp-agent wheel of this checkout (scripts/carry-wheel.sh), so the Python side counts too.
+REPO="$(dirname "$CLIENT")"
+if [ ! -f "$VSIX" ] || [ -n "$(find "$CLIENT/src" "$CLIENT/media" "$CLIENT/package.json" "$CLIENT/.vscodeignore" "$REPO/lsp_agent" "$REPO/pyproject.toml" -newer "$VSIX" -print -quit)" ]; then
   [ -x "$CLIENT/node_modules/.bin/vsce" ] || (cd "$CLIENT" && npm ci --loglevel=error >&2)
   log "packaging $VSIX"
   (cd "$CLIENT" && npm run --silent package >&2)

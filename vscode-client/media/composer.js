@@ -1,7 +1,8 @@
 // The composer's webview half: `@` opens a picker of context (the extension answers each query:
 // composer.ts), chosen items show as chips above the input (removable), and `/` at the start lists
-// the commands. Keys: ↑/↓ move, Enter or Tab picks, Escape closes. Enter itself (sending) stays
-// with transcript.js; while the picker is open this script takes the keys first.
+// the commands. Keys: ↑/↓ move, Enter or Tab picks, Escape closes; Backspace at the start of the
+// input removes the last chip, Delete or Backspace on a focused chip removes that one. Enter itself
+// (sending) stays with transcript.js; while the picker is open this script takes the keys first.
 (function () {
   'use strict';
   // acquireVsCodeApi may be called once per page: transcript.js did, and shares it.
@@ -15,6 +16,8 @@
   let active = 0;
   let mode = undefined; // '@' or '/'
   let requestId = 0;
+  /** the request whose answer the picker shows */
+  let shownRequestId = 0;
   let timer = undefined;
 
   /** The `@word` just before the caret: [start, query], or undefined. */
@@ -135,8 +138,23 @@
       const after = input.value.slice(input.selectionStart);
       setInput(input.value.slice(0, start) + after, start);
     }
-    post({ type: 'pickContext', id: item.id });
+    // the answer the item was shown in: a newer query still being gathered does not replace it
+    post({ type: 'pickContext', id: item.id, requestId: shownRequestId });
     close();
+  }
+
+  /** Which chip button takes the focus once the extension sends the chips back (-1: the input). */
+  let focusAfterChips = -1;
+
+  /** Remove a chip; the focus goes to the next chip's button (the one before at the end), else the input. */
+  function removeChip(key, button) {
+    const buttons = Array.from(chips.querySelectorAll('.chip button'));
+    const at = buttons.indexOf(button);
+    focusAfterChips = at < 0 ? -1 : Math.min(at, buttons.length - 2);
+    post({ type: 'removeChip', key });
+    if (focusAfterChips < 0) {
+      input.focus();
+    }
   }
 
   function renderChips(list) {
@@ -155,12 +173,22 @@
       remove.type = 'button';
       remove.textContent = '×';
       remove.setAttribute('aria-label', `Remove ${chip.label}`);
-      remove.addEventListener('click', () => {
-        post({ type: 'removeChip', key: chip.key });
-        input.focus();
+      remove.addEventListener('click', () => removeChip(chip.key, remove));
+      // Delete or Backspace on a focused chip removes it, as in a text field
+      remove.addEventListener('keydown', (event) => {
+        if (event.key === 'Delete' || event.key === 'Backspace') {
+          event.preventDefault();
+          removeChip(chip.key, remove);
+        }
       });
+      el.setAttribute('role', 'listitem');
       el.append(label, remove);
       chips.appendChild(el);
+    }
+    if (focusAfterChips >= 0) {
+      const buttons = chips.querySelectorAll('.chip button');
+      (buttons[focusAfterChips] || input).focus();
+      focusAfterChips = -1;
     }
   }
 
@@ -169,6 +197,7 @@
     switch (message.type) {
       case 'contextItems':
         if (message.requestId === requestId && mode === '@' && mentionAtCaret()) {
+          shownRequestId = message.requestId;
           active = 0;
           show('@', message.items, 'nothing matches');
         }
@@ -189,10 +218,32 @@
   input.addEventListener('click', update);
   input.addEventListener('blur', () => setTimeout(close, 100));
 
+  /**
+   * Keys for the chips from the input: Backspace with the caret at the very start removes the last
+   * chip (nothing of the text is lost); Shift+Tab reaches the chips' buttons as usual.
+   */
+  function chipKeys(event) {
+    if (event.key !== 'Backspace' || event.altKey || event.ctrlKey || event.metaKey) {
+      return;
+    }
+    if (input.selectionStart !== 0 || input.selectionEnd !== 0) {
+      return;
+    }
+    const last = Array.from(chips.querySelectorAll('.chip')).at(-1);
+    if (last) {
+      event.preventDefault();
+      post({ type: 'removeChip', key: last.dataset.key });
+    }
+  }
+
   // Capturing on the document runs before transcript.js's Enter handler on the input.
   document.addEventListener(
     'keydown',
     (event) => {
+      if (event.target === input && picker.hidden) {
+        chipKeys(event);
+        return;
+      }
       if (event.target !== input || picker.hidden) {
         return;
       }

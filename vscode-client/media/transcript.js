@@ -166,7 +166,7 @@
   }
 
   // Arrow keys or j/k move between rows, Home/End to the first/last, Enter or Space expands or
-  // collapses the focused row. Keys typed in a button or link keep their own meaning.
+  // collapses the focused row, Escape goes back to the input. Keys typed in a button or link keep their own meaning.
   transcript.addEventListener('keydown', (event) => {
     if (event.altKey || event.ctrlKey || event.metaKey) {
       return;
@@ -199,6 +199,11 @@
         event.preventDefault();
         rowList().at(-1)?.focus();
         return;
+      case 'Escape':
+        // back to the input, where the keyboard user came from
+        event.preventDefault();
+        input.focus();
+        return;
       case 'Enter':
       case ' ':
         if (row && row.tagName === 'DETAILS') {
@@ -211,6 +216,20 @@
     }
   });
 
+  const modeButton = document.getElementById('mode');
+  const modelButton = document.getElementById('model');
+
+  /** The composer's mode and model buttons say what the next run uses (each opens its picker). */
+  function showChoices(choices) {
+    if (!choices || !modeButton || !modelButton) {
+      return;
+    }
+    modeButton.textContent = `${choices.mode} ▾`;
+    modeButton.setAttribute('aria-label', `Mode: ${choices.mode}. Choose a mode`);
+    modelButton.textContent = `${choices.model} ▾`;
+    modelButton.setAttribute('aria-label', `Model: ${choices.model}. Choose a model`);
+  }
+
   window.addEventListener('message', (event) => {
     const message = event.data;
     switch (message.type) {
@@ -222,6 +241,7 @@
           patch(message);
         }
         state.textContent = message.status;
+        showChoices(message.choices);
         state.classList.toggle('running', Boolean(message.running));
         stop.hidden = !message.running;
         break;
@@ -304,6 +324,18 @@
   });
 
   input.addEventListener('keydown', (event) => {
+    // Escape leaves the input for the transcript: an open approval question first (so a keyboard
+    // user answers it without tabbing through the footer), else the newest row. composer.js takes
+    // Escape first while its picker is open.
+    if (event.key === 'Escape' && !event.shiftKey && !event.altKey && !event.ctrlKey && !event.metaKey) {
+      const target = approvals.querySelector('.approval[data-key]') || rowList().at(-1);
+      if (target) {
+        event.preventDefault();
+        target.focus();
+        target.scrollIntoView({ block: 'nearest' });
+      }
+      return;
+    }
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       if (input.value.trim() !== '') {

@@ -4,6 +4,8 @@
 // attachments with the next prompt; runs `/` commands instead of sending them to the model.
 // The webview half is media/composer.js; the pure rules are in composerModel.ts.
 
+import * as path from 'node:path';
+
 import * as vscode from 'vscode';
 
 import { CommandIds } from './commands.js';
@@ -20,6 +22,8 @@ import {
 import type { Attachment, BuiltinSlash, Chip, ContextItem, DigestMessage, SlashCommand } from './composerModel.js';
 import { Methods } from './protocol.js';
 import { readPromptDir, userPromptsDir, workspacePromptsDir } from './composerPrompts.js';
+import { PromptWatch } from './promptWatch.js';
+import type { PromptWatcher } from './promptWatch.js';
 import { ReviewCommandIds } from './review.js';
 import type { WorkspaceTrustState } from './trustState.js';
 
@@ -36,13 +40,15 @@ const MAX_PROBLEMS = 200;
 /** Past sessions listed for `@`, and the messages of one read for its digest. */
 const MAX_SESSIONS = 20;
 const SESSION_MESSAGES = 500;
+/** `@` answers whose items can still be picked (the one shown, and a few the user typed past). */
+const KEPT_ANSWERS = 5;
 
 export const CHOOSE_MODE_COMMAND = 'lspAgent.chooseMode';
 
 /** Messages of the composer's protocol with the webview (the rest belong to transcriptView.ts). */
 type FromWebview =
   | { type: 'contextQuery'; requestId: number; query: string }
-  | { type: 'pickContext'; id: string }
+  | { type: 'pickContext'; id: string; requestId?: number }
   | { type: 'removeChip'; key: string }
   | { type: 'slashOpen' }
   | { type: 'submit'; text: string }
@@ -66,26 +72,47 @@ export class ComposerContext {
   private chips: Chip[] = [];
   private files: { at: number; uris: vscode.Uri[] } | undefined;
   /** how to turn each item of the last answer into a chip (by item id) */
-  private resolvers = new Map<string, Resolver>();
+  /**
+   * The resolvers of the last answers, by the webview's request id: a pick names the answer it was
+   * shown, so a newer query still being gathered (the user typed on) cannot take the item away.
+   */
+  private readonly answers = new Map<number, Map<string, Resolver>>();
   private commands: SlashCommand[] = [];
+  /** where the `/` list goes when a prompt file changes on disk (the webview's, once it is ready) */
+  private postCommands: ((message: unknown) => void) | undefined;
+  private readonly prompts = new PromptWatch(watchPromptDir, () => {
+    if (this.postCommands) {
+      void this.refreshCommands(this.postCommands);
+    }
+  });
 
   constructor(private readonly o: ComposerOptions) {}
+
+  dispose(): void {
+    this.prompts.dispose();
+  }
 
   /** Handle a composer message; false when it is not one (transcriptView.ts handles it). */
   receive(message: { type: string }, post: (message: unknown) => void): boolean {
     const m = message as FromWebview;
     switch (m.type) {
       case 'ready':
+        this.postCommands = post;
         void this.refreshCommands(post);
         this.postChips(post);
         return false; // the transcript renders too
       case 'contextQuery':
-        void this.query(typeof m.query === 'string' ? m.query.slice(0, 200) : '').then((items) =>
-          post({ type: 'contextItems', requestId: m.requestId, items }),
-        );
+        void this.query(typeof m.query === 'string' ? m.query.slice(0, 200) : '').then(({ items, resolvers }) => {
+          this.answers.delete(m.requestId); // a reloaded webview counts from 1 again: this one is the newest
+          this.answers.set(m.requestId, resolvers);
+          for (const old of [...this.answers.keys()].slice(0, -KEPT_ANSWERS)) {
+            this.answers.delete(old);
+          }
+          post({ type: 'contextItems', requestId: m.requestId, items });
+        });
         return true;
       case 'pickContext':
-        void this.pick(m.id, post);
+        void this.pick(m.id, m.requestId, post);
         return true;
       case 'removeChip':
         this.chips = this.chips.filter((c) => c.key !== m.key);
@@ -106,6 +133,12 @@ export class ComposerContext {
   async refreshCommands(post: (message: unknown) => void): Promise<void> {
     const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     const allowed = workspacePromptsAllowed(vscode.workspace.isTrusted, this.o.trust());
+    // the workspace's directory is watched only while its prompts may be offered at all
+    try {
+      this.prompts.watch([userPromptsDir(), allowed && root !== undefined ? workspacePromptsDir(root) : undefined]);
+    } catch {
+      // no watcher (a host without one): the list is still read again each time `/` opens
+    }
     const [user, workspace] = await Promise.all([
       readPromptDir(userPromptsDir()),
       allowed && root !== undefined ? readPromptDir(workspacePromptsDir(root), root) : Promise.resolve([]),
@@ -116,25 +149,25 @@ export class ComposerContext {
 
   // --- `@` ------------------------------------------------------------------------------------
 
-  private async query(query: string): Promise<ContextItem[]> {
-    this.resolvers.clear();
+  private async query(query: string): Promise<{ items: ContextItem[]; resolvers: Map<string, Resolver> }> {
+    const resolvers = new Map<string, Resolver>();
     const items: ContextItem[] = [];
     const add = (item: ContextItem, resolve: Resolver): void => {
       items.push(item);
-      this.resolvers.set(item.id, resolve);
+      resolvers.set(item.id, resolve);
     };
     const special: ContextItem[] = [];
     const editor = vscode.window.activeTextEditor;
     if (editor && !editor.selection.isEmpty && inWorkspace(editor.document.uri)) {
       const where = `${rel(editor.document.uri)}:${editor.selection.start.line + 1}-${editor.selection.end.line + 1}`;
       special.push({ id: 'selection', kind: 'selection', label: 'Selection', detail: where });
-      this.resolvers.set('selection', () => selectionChip());
+      resolvers.set('selection', () => selectionChip());
     }
     const problems = vscode.languages.getDiagnostics().filter(([uri, d]) => d.length > 0 && inWorkspace(uri));
     if (problems.length > 0) {
       const count = problems.reduce((n, [, d]) => n + d.length, 0);
       special.push({ id: 'problems', kind: 'problems', label: 'Problems', detail: `${count} in ${problems.length} file(s)` });
-      this.resolvers.set('problems', () => problemsChip());
+      resolvers.set('problems', () => problemsChip());
     }
     // by their own name only: "@calc" is about files, not the selection that happens to be in calc.py
     items.push(...special.filter((item) => fuzzyScore(query, item.label) !== undefined));
@@ -185,7 +218,7 @@ export class ComposerContext {
       const sessionID = session.id.slice('session:'.length);
       add(session, () => this.sessionChip(sessionID, session.label));
     }
-    return items;
+    return { items, resolvers };
   }
 
   /** The workspace's recent sessions but the current one; none when the server cannot say. */
@@ -222,10 +255,11 @@ export class ComposerContext {
     return this.files.uris;
   }
 
-  private async pick(id: string, post: (message: unknown) => void): Promise<void> {
+  private async pick(id: string, requestId: unknown, post: (message: unknown) => void): Promise<void> {
     let chip: Chip | undefined;
     try {
-      chip = await this.resolvers.get(id)?.();
+      const shown = typeof requestId === 'number' ? this.answers.get(requestId) : [...this.answers.values()].at(-1);
+      chip = await shown?.get(id)?.();
     } catch (error) {
       this.o.warn(`LSP Agent: not attached: ${error instanceof Error ? error.message : String(error)}`);
       return;
@@ -371,6 +405,23 @@ function problemsChip(): Chip | undefined {
     shown.push(`… and ${lines.length - shown.length} more`);
   }
   return { key: 'problems', kind: 'problems', label: `problems (${lines.length})`, attachment: { type: 'text', name: 'problems', text: shown.join('\n') } };
+}
+
+/**
+ * A watcher on the `*.md` files of one prompts directory. Inside the workspace folder the pattern is
+ * relative to the folder, so the folder's own watcher serves it even before the directory exists.
+ */
+function watchPromptDir(dir: string): PromptWatcher {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  const below = folder ? relativeInside(folder.uri.fsPath, dir) : undefined;
+  const pattern = folder && below !== undefined ? new vscode.RelativePattern(folder, `${below}/*.md`) : new vscode.RelativePattern(vscode.Uri.file(dir), '*.md');
+  return vscode.workspace.createFileSystemWatcher(pattern);
+}
+
+/** `dir` relative to `root` with forward slashes (a glob's separator), when it lies inside it. */
+function relativeInside(root: string, dir: string): string | undefined {
+  const rel = path.relative(root, dir);
+  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel.split(path.sep).join('/') : undefined;
 }
 
 async function workspaceSymbols(query: string): Promise<vscode.SymbolInformation[]> {

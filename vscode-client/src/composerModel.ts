@@ -23,6 +23,18 @@ export interface ContextItem {
   detail?: string;
 }
 
+/**
+ * What the composer's model button says: the model setting when there is one; otherwise whether the
+ * server has a model at all (the workspace's own config may name it) or the user must choose one.
+ */
+export function modelChoiceLabel(setting: string | undefined, noModel: boolean): string {
+  const named = setting?.trim();
+  if (named) {
+    return named;
+  }
+  return noModel ? 'Choose a model' : 'model from config';
+}
+
 /** What the agent/run and agent/queue/add `attachments` entries look like (lsp_agent/core/attachments.py). */
 export type Attachment = { type: 'file'; path: string } | { type: 'text'; name: string; text: string };
 

@@ -10,6 +10,7 @@ import { AgentClient } from './agentClient.js';
 import { ApprovalBroker } from './approvalCards.js';
 import { ChangeTracker, editedUris } from './changes.js';
 import { ComposerContext } from './composer.js';
+import { modelChoiceLabel } from './composerModel.js';
 import { AgentCommands, CommandIds, INPUT_FOCUS_CONTEXT } from './commands.js';
 import type { ItemArg } from './commands.js';
 import { createLog } from './log.js';
@@ -31,7 +32,9 @@ import { TRANSCRIPT_VIEW_ID, TranscriptView } from './views/transcriptView.js';
 import { SET_PROVIDER_KEY, TEST_CONNECTION, ModelsAndKeys } from './models.js';
 import { CHOOSE_MODE, MODE_LABELS, Modes } from './modes.js';
 import { modelsDeps } from './modelsHost.js';
-import { PlanWatch, RUN_PLAN, planPrompt } from './planRun.js';
+import { PLAN_READY_CONTEXT, PlanWatch, RUN_PLAN, RUN_PLAN_COMMAND, planPrompt } from './planRun.js';
+import { CREATE_ENV_COMMAND, EnvironmentSetup } from './environmentSetup.js';
+import type { ModelsResult } from './protocol.gen.js';
 
 const SESSION_KEY = 'lspAgent.sessionID';
 const SETTINGS_DEBOUNCE_MS = 750;
@@ -51,6 +54,28 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     revertedByUser: (sessionID, paths) => changes.allReverted(sessionID, paths),
   });
   const server = new ServerManager(agent, log, host);
+  server.environments = new EnvironmentSetup({
+    extensionPath: context.extensionUri.fsPath,
+    extensionVersion: extensionVersion(context),
+    // absent only in the stand-in vscode of the unit tests
+    storage: (context as { globalStorageUri?: vscode.Uri }).globalStorageUri?.fsPath,
+    memory: (context as { globalState?: vscode.Memento }).globalState ?? { get: (): undefined => undefined, update: (): Promise<void> => Promise.resolve() },
+    log: log.logger,
+    showLog: () => log.channel.show(),
+    openPythonSetting: () => vscode.commands.executeCommand(CommandIds.openPythonSetting),
+    restart: (reason) => void server.restart(reason),
+  });
+  server.clientVersion = extensionVersion(context);
+  // The server (a Python process) starts when it is needed: the Agent view is opened, a command
+  // runs, or the workspace has .lsp-agent/. Until then the icon, the status item and the views are
+  // there, and a window on an unrelated folder costs no Python process.
+  let started = false;
+  const ensureStarted = (reason: string): void => {
+    if (!started) {
+      started = true;
+      void server.restart(reason);
+    }
+  };
   // Review Changes: the run's writes (events) and the text of open buffers before each applyEdit.
   agent.onAgentEvent((sessionID, event) => changes.observe(sessionID, event));
   server.beforeApplyEdit = (edit: unknown): void => {
@@ -70,7 +95,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   let running = false;
   // Whether a prompt can go now (server up, a model chosen), and the prompts that wait until it can.
-  const readiness = new Readiness('starting');
+  const readiness = new Readiness('idle');
   const waiting = new WaitingPrompts();
   // Workspace trust (trust.ts): VS Code's Restricted Mode first, then the project's own config.
   const trust = new WorkspaceTrust({
@@ -118,20 +143,46 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const openModelSetting = (): Promise<unknown> => cmds.chooseModel();
   const models = new ModelsAndKeys(modelsDeps(context, (method, params) => agent.send(method, params), openModelSetting));
   const modes = new Modes({ ...modelsDeps(context, (method, params) => agent.send(method, params), openModelSetting), memory: { get: (key) => context.workspaceState.get(key), update: async (key, value) => context.workspaceState.update(key, value) } });
-  const showMode = (): void => transcript.setModeLabel(modes.mode === 'agent' ? undefined : `${MODE_LABELS[modes.mode]} mode`);
-  modes.onDidChange(showMode);
-  showMode();
-  // A Plan-mode run that ends with a plan: offer to run it in Agent mode.
+  const showModeAndModel = (): void => {
+    transcript.setModeLabel(modes.mode === 'agent' ? undefined : `${MODE_LABELS[modes.mode]} mode`);
+    const setting = vscode.workspace.getConfiguration('lspAgent').get<string>('model');
+    transcript.setChoices(MODE_LABELS[modes.mode], modelChoiceLabel(setting, readiness.setup === 'noModel'));
+  };
+  modes.onDidChange(showModeAndModel);
+  showModeAndModel();
+  // A Plan-mode run that ends with a plan: offer to run it in Agent mode — a button under it in the
+  // transcript, and a notification only when the view is hidden (as for approvals).
   const plans = new PlanWatch();
+  let offeredPlan: string | undefined;
+  const offerPlan = (plan: string | undefined): void => {
+    offeredPlan = plan;
+    transcript.setPlanOffer(plan !== undefined);
+    void host.setContext(PLAN_READY_CONTEXT, plan !== undefined);
+  };
+  const runPlan = async (): Promise<void> => {
+    const plan = offeredPlan;
+    if (plan === undefined) {
+      host.flash('LSP Agent: no plan to run (a Plan-mode run offers one when it ends with it)');
+      return;
+    }
+    offerPlan(undefined); // one plan, one run: a second press does not start it twice
+    await modes.switchTo('agent');
+    await cmds.submit(planPrompt(plan));
+  };
   const planOffers = agent.onAgentEvent((_sessionID, event) => {
+    if ((event as { type?: unknown } | null)?.type === 'step_start' && offeredPlan !== undefined) {
+      offerPlan(undefined); // another run began: the offer belonged to the one before
+    }
     const plan = plans.observe(event, modes.mode);
     if (plan) {
-      void vscode.window.showInformationMessage('LSP Agent: the plan is ready.', RUN_PLAN).then(async (choice) => {
-        if (choice === RUN_PLAN) {
-          await modes.switchTo('agent');
-          await cmds.submit(planPrompt(plan));
-        }
-      });
+      offerPlan(plan);
+      if (!transcript.visible) {
+        void vscode.window.showInformationMessage('LSP Agent: the plan is ready.', RUN_PLAN).then((choice) => {
+          if (choice === RUN_PLAN) {
+            void runPlan();
+          }
+        });
+      }
     }
   });
   context.subscriptions.push(planOffers);
@@ -140,6 +191,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log.channel,
     log.traceChannel,
     server,
+    composer,
     transcript,
     queue,
     status,
@@ -148,6 +200,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     { dispose: () => (host.flashTo = undefined) },
     readiness.onDidChange(() => {
       void host.setContext(SETUP_CONTEXT, readiness.setup);
+      showModeAndModel();
       transcript.refresh();
       void cmds.flushWaiting();
     }),
@@ -161,13 +214,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       status.update();
       // Restart so restricted settings (the interpreter, providers) are read again, now trusted;
       // the new server announces what it ignores and trust.ts asks.
-      void server.restart('workspace trusted in VS Code').then(() => trust.onEditorTrustGranted());
+      if (started) {
+        void server.restart('workspace trusted in VS Code').then(() => trust.onEditorTrustGranted());
+      }
     }),
     changes.onDidChange(() => {
       const run = changes.latest();
       void host.setContext(REVIEWING_CONTEXT, Boolean(run && [...run.files.values()].some((f) => f.state === 'pending')));
     }),
-    vscode.window.registerWebviewViewProvider(TRANSCRIPT_VIEW_ID, transcript, { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.window.registerWebviewViewProvider(
+      TRANSCRIPT_VIEW_ID,
+      {
+        resolveWebviewView: (view: vscode.WebviewView): void => {
+          ensureStarted('the Agent view was opened');
+          transcript.resolveWebviewView(view);
+        },
+      },
+      { webviewOptions: { retainContextWhenHidden: true } },
+    ),
     vscode.window.registerTreeDataProvider(SETUP_VIEW_ID, setup),
     server.onDidChangeState((state) => {
       readiness.setServer(state);
@@ -179,6 +243,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         // a new server process holds no key and starts in Agent mode: give it the workspace's again
         void models.sendStoredKeys().catch((error: unknown) => log.logger.warn(`provider keys: ${String(error)}`));
         void modes.restore().catch((error: unknown) => log.logger.warn(`agent/mode: ${String(error)}`));
+        void resolvedModel();
       }
     }),
     agent.onDidChange(() => {
@@ -198,8 +263,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
 
+  // What the server resolved as the model (all config layers), for the welcome view.
+  const resolvedModel = async (): Promise<void> => {
+    try {
+      readiness.modelResolved((await agent.send<ModelsResult>('agent/models', {})).current);
+    } catch (error) {
+      log.logger.warn(`agent/models: ${String(error)}`);
+    }
+  };
+  // Commands that need no server do not start one.
+  const noServerNeeded = new Set<string>([CommandIds.showLog, CommandIds.openDocs, CommandIds.openPythonSetting, CommandIds.restartServer, CREATE_ENV_COMMAND]);
   const register = (id: string, handler: (...args: never[]) => unknown): void => {
-    context.subscriptions.push(vscode.commands.registerCommand(id, handler));
+    context.subscriptions.push(
+      vscode.commands.registerCommand(id, (...args: never[]) => {
+        if (!noServerNeeded.has(id)) {
+          ensureStarted(`command ${id}`);
+        }
+        return handler(...args);
+      }),
+    );
   };
   register(CommandIds.runTask, () => cmds.runTask());
   register(CommandIds.steer, () => cmds.steer());
@@ -222,7 +304,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(CommandIds.showTranscript, () => transcript.focusInput());
   register(CommandIds.showQueue, () => vscode.commands.executeCommand(`${QUEUE_VIEW_ID}.focus`));
   register(CommandIds.showLog, () => log.channel.show());
-  register(CommandIds.restartServer, () => server.restart('restart requested'));
+  register(CommandIds.restartServer, () => ((started = true), server.restart('restart requested')));
+  register(CREATE_ENV_COMMAND, () => {
+    started = true;
+    server.askedForEnv = true;
+    return server.restart('managed environment requested');
+  });
   const skills = new SkillCommands(host, agent, log.logger);
   register(SkillCommandIds.propose, () => skills.propose());
   register(SkillCommandIds.validate, () => skills.validate());
@@ -233,10 +320,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(McpCommandIds.list, () => mcp.list());
   register(TRUST_COMMAND, () => trust.manage());
   // Without a running server there is nobody to ask for models: the setting opens instead.
-  register(CommandIds.chooseModel, () => (server.state === 'ready' ? models.chooseModel().then(() => undefined) : cmds.chooseModel()));
+  // A model chosen in the picker reaches the server at once, not after the settings' debounce: the
+  // user's next Enter (often the very next key) must run on the model the composer now shows.
+  let pushTimer: NodeJS.Timeout | undefined;
+  const pushSettingsNow = async (): Promise<void> => {
+    clearTimeout(pushTimer);
+    await server.applySettings(agent.snapshot.running);
+    readiness.modelMaybeSet();
+  };
+  register(CommandIds.chooseModel, () =>
+    server.state === 'ready'
+      ? models.chooseModel().then((name) => (name !== undefined ? pushSettingsNow() : undefined))
+      : cmds.chooseModel(),
+  );
   register(SET_PROVIDER_KEY, (provider?: string) => models.setProviderKey(typeof provider === 'string' ? provider : undefined));
   register(TEST_CONNECTION, (provider?: string) => models.testConnection(typeof provider === 'string' ? provider : undefined));
   register(CHOOSE_MODE, () => modes.chooseMode());
+  register(RUN_PLAN_COMMAND, () => runPlan());
   register(CommandIds.openPythonSetting, () => cmds.openPythonSetting());
   register(CommandIds.sendWaiting, () => cmds.sendWaiting());
   register(CommandIds.withdrawWaiting, (id?: string) => cmds.withdrawWaiting(id));
@@ -247,11 +347,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   // Settings: a new interpreter needs a new process; the rest goes to the running server.
   let restartTimer: NodeJS.Timeout | undefined;
-  let pushTimer: NodeJS.Timeout | undefined;
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration('lspAgent.model')) {
+        showModeAndModel();
+      }
       const change = classifyChange((section) => event.affectsConfiguration(section));
-      if (change.restart) {
+      if (change.restart && started) {
         clearTimeout(restartTimer);
         restartTimer = setTimeout(() => void server.restart('lspAgent.python changed'), SETTINGS_DEBOUNCE_MS);
       } else if (change.push) {
@@ -269,16 +371,36 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     { dispose: () => (clearTimeout(restartTimer), clearTimeout(pushTimer)) },
   );
+  // A model named in .lsp-agent/config.toml (not only in the VS Code setting) clears the welcome's "choose a model".
+  if (root) {
+    let modelTimer: NodeJS.Timeout | undefined;
+    const watcher = vscode.workspace.createFileSystemWatcher('**/.lsp-agent/config.toml');
+    const recheck = (): void => {
+      clearTimeout(modelTimer);
+      modelTimer = setTimeout(() => void (server.state === 'ready' ? resolvedModel() : undefined), SETTINGS_DEBOUNCE_MS * 2);
+    };
+    context.subscriptions.push(watcher, watcher.onDidChange(recheck), watcher.onDidCreate(recheck), { dispose: () => clearTimeout(modelTimer) });
+  }
 
   await host.setContext(INPUT_FOCUS_CONTEXT, false);
   await host.setContext(RUNNING_CONTEXT, false);
   await host.setContext(REVIEWING_CONTEXT, false);
   await host.setContext(SETUP_CONTEXT, readiness.setup);
   // VS Code activates the extension at startup (the activity bar icon and the status item are
-  // there for a new user); a workspace that has no lsp-agent config is not told about a missing
-  // interpreter in a notification nobody asked for: the status item and the welcome view say it.
-  const configured = root !== undefined && fs.existsSync(path.join(root.fsPath, '.lsp-agent', 'config.toml'));
-  void server.restart('activation', { quiet: !configured });
+  // there for a new user) but the server starts here only for a workspace that uses lsp-agent;
+  // one with .lsp-agent/ but no config.toml is not told about a missing interpreter in a
+  // notification nobody asked for: the status item and the welcome view say it.
+  if (root !== undefined && fs.existsSync(path.join(root.fsPath, '.lsp-agent'))) {
+    started = true;
+    const configured = fs.existsSync(path.join(root.fsPath, '.lsp-agent', 'config.toml'));
+    void server.restart('activation: the workspace has .lsp-agent/', { quiet: !configured });
+  }
+}
+
+/** The extension's version from its manifest (the server's must match it). */
+function extensionVersion(context: vscode.ExtensionContext): string | undefined {
+  const version = (context.extension as vscode.Extension<unknown> | undefined)?.packageJSON as { version?: unknown } | undefined;
+  return typeof version?.version === 'string' ? version.version : undefined;
 }
 
 /** After (re)start: continue the session this workspace used last, and load its queue. */

@@ -24,7 +24,7 @@ export function setupState(server: ServerState, model: ModelState): SetupState {
   if (server === 'failed' || server === 'stopped') {
     return 'noServer';
   }
-  if (server === 'starting') {
+  if (server === 'starting' || server === 'idle') {
     return 'starting';
   }
   return model === 'missing' ? 'noModel' : 'ready';
@@ -175,6 +175,19 @@ export class Readiness {
     this.modelValue = 'missing';
     this.changed();
     return true;
+  }
+
+  /**
+   * What the server resolved from every layer (the VS Code setting, .lsp-agent/config.toml, the
+   * user's config): a name means a model is there, whatever the VS Code setting says; null means
+   * none is. Keeps the welcome view from asking for a model the config files already name.
+   */
+  modelResolved(current: string | null | undefined): void {
+    if (typeof current === 'string' && current.trim() !== '') {
+      this.modelMaybeSet();
+    } else if (current === null) {
+      this.modelMissing();
+    }
   }
 
   /** A model setting changed, or a run was accepted: try again rather than assume it is still missing. */

@@ -2,9 +2,6 @@
 // hand the connection to the AgentClient, answer agent/saveDocuments and workspace/configuration,
 // push settings changes, restart when the interpreter changes.
 
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-
 import * as vscode from 'vscode';
 import { CancellationToken, LanguageClient, RevealOutputChannelOn, State, TransportKind } from 'vscode-languageclient/node';
 import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
@@ -23,8 +20,11 @@ import type { Rpc } from './rpc.js';
 import { saveDocuments } from './saveDocuments.js';
 import type { OpenDocuments } from './saveDocuments.js';
 import { isNoModelMessage } from './readiness.js';
-import { probeInterpreter, serverLaunch } from './serverLaunch.js';
-import { SettingsSync, answerConfiguration, insideWorkspace, pythonCommand, serverSettings, userSettingValue } from './settings.js';
+import { serverLaunch } from './serverLaunch.js';
+import { SettingsSync, answerConfiguration, serverSettings, userSettingValue } from './settings.js';
+import { CREATE_ENV_COMMAND, EnvironmentSetup } from './environmentSetup.js';
+import { MANAGE_ENV_ACTION, isVersionMismatchMessage } from './interpreter.js';
+import type { Chosen } from './environmentSetup.js';
 import type { ServerSettings } from './settings.js';
 import type { ServerState } from './status.js';
 import { WORKSPACE_TRUST_CHANGED } from './trust.js';
@@ -32,14 +32,6 @@ import { WORKSPACE_TRUST_CHANGED } from './trust.js';
 /** A setting's value when the user set it (in any scope), undefined when only the default applies. */
 export function readUserSetting(key: string): unknown {
   return userSettingValue(key, vscode.workspace.getConfiguration(CONFIG_SECTION).inspect(key), vscode.workspace.isTrusted);
-}
-
-function realpath(p: string): string {
-  try {
-    return fs.realpathSync(p);
-  } catch {
-    return p;
-  }
 }
 
 export function currentServerSettings(): ServerSettings {
@@ -75,6 +67,12 @@ export class ServerManager implements vscode.Disposable {
   approvals: ApprovalBroker | undefined;
   /** The server said no model is configured (its CLI-shaped message is replaced by the client's own). */
   onNoModel: (() => void) | undefined;
+  /** Chooses the interpreter and offers the managed environment; without it: the Python extension's or lspAgent.python only. */
+  environments: EnvironmentSetup | undefined;
+  /** The extension's version, sent at initialize for the server to compare. */
+  clientVersion: string | undefined;
+  /** The next start comes from the "set up a managed environment" command: build even after "Not Now". */
+  askedForEnv = false;
   /** Problems at start are not shown as a notification, only in the status item and the welcome view. */
   private quiet = false;
 
@@ -163,29 +161,37 @@ export class ServerManager implements vscode.Disposable {
     }
   }
 
+  /** The Python extension's, lspAgent.python, or the managed environment (environmentSetup.ts). */
+  private chooseInterpreter(root: string | undefined): Promise<Chosen> {
+    const options = { root, pythonSetting: readUserSetting('python'), restricted: !vscode.workspace.isTrusted, asked: this.askedForEnv, quiet: this.quiet };
+    this.askedForEnv = false;
+    // Without the extension's context (no carried wheel, no storage): no version check, no managed environment.
+    this.environments ??= new EnvironmentSetup({
+      extensionPath: '',
+      extensionVersion: undefined,
+      storage: undefined,
+      memory: { get: () => undefined, update: () => Promise.resolve() },
+      log: this.log.logger,
+      showLog: () => this.log.channel.show(),
+      openPythonSetting: () => vscode.commands.executeCommand(CommandIds.openPythonSetting),
+      restart: (why) => void this.restart(why),
+    });
+    return this.environments.choose(options);
+  }
+
   private async doRestart(reason: string): Promise<void> {
     await this.doStop(false);
     this.setState('starting');
     const root = workspaceRoot();
-    const context = { platform: process.platform, home: os.homedir(), env: process.env, ...(root ? { workspaceFolder: root } : {}) };
-    const python = pythonCommand(readUserSetting('python'), context);
-    if (!vscode.workspace.isTrusted && root && insideWorkspace(realpath(python), realpath(root))) {
-      // In Restricted Mode the folder's own programs never run, not even as the interpreter.
-      const problem = `VS Code is in Restricted Mode and lspAgent.python (${python}) lies inside the workspace: not started. Trust the folder, or set an interpreter outside it.`;
-      this.log.logger.error(problem);
+    this.log.logger.info(`starting the server (${reason})`);
+    const chosen = await this.chooseInterpreter(root);
+    if (!chosen.ok) {
+      this.log.logger.error(chosen.problem);
       this.setState('failed');
-      void this.host.showError(`LSP Agent: ${problem}`);
-      return;
-    }
-    this.log.logger.info(`starting the server (${reason}) with ${python}`);
-    const probe = await probeInterpreter(python, { env: process.env, ...(root ? { cwd: root } : {}) });
-    if (!probe.ok) {
-      this.log.logger.error(probe.problem);
-      this.setState('failed');
-      if (this.quiet) {
+      if (this.quiet || chosen.told) {
         return;
       }
-      void this.host.showError(`LSP Agent: ${probe.problem}`, 'Open Settings', 'Show Log').then((choice) => {
+      void this.host.showError(`LSP Agent: ${chosen.problem}`, 'Open Settings', 'Show Log').then((choice) => {
         if (choice === 'Open Settings') {
           // on the tab where lspAgent.python lives (Remote in a remote window): commands.ts
           void vscode.commands.executeCommand(CommandIds.openPythonSetting);
@@ -195,7 +201,8 @@ export class ServerManager implements vscode.Disposable {
       });
       return;
     }
-    this.log.logger.info(`lsp-agent ${probe.version} found`);
+    const python = chosen.python;
+    this.log.logger.info(`lsp-agent ${chosen.version} found at ${python}`);
     const launch = serverLaunch(python, process.env, root);
     const serverOptions: ServerOptions = {
       command: launch.command,
@@ -214,6 +221,8 @@ export class ServerManager implements vscode.Disposable {
       initializationOptions: () => ({
         ...this.sync.initializationOptions(currentServerSettings()),
         editorTrusted: vscode.workspace.isTrusted,
+        // the server compares it with its own and says so on a mismatch (shown with a button below)
+        ...(this.clientVersion ? { clientVersion: this.clientVersion } : {}),
       }),
       middleware: {
         // The fix code action's command goes from VS Code straight to the server: show its prompt
@@ -309,6 +318,15 @@ export class ServerManager implements vscode.Disposable {
     if (isNoModelMessage(message) && this.onNoModel) {
       this.log.logger.warn(message);
       this.onNoModel();
+      return;
+    }
+    if (isVersionMismatchMessage(message)) {
+      this.log.logger.warn(message);
+      void this.host.showWarning(message.replace(/^lsp-agent:/, 'LSP Agent:'), MANAGE_ENV_ACTION).then((choice) => {
+        if (choice === MANAGE_ENV_ACTION) {
+          void vscode.commands.executeCommand(CREATE_ENV_COMMAND);
+        }
+      });
       return;
     }
     const show = type === 1 ? vscode.window.showErrorMessage : type === 2 ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;

@@ -16,6 +16,18 @@ export const DEBUGPY_PORT_ENV = 'LSP_AGENT_DEBUGPY_PORT';
 
 export const SERVE_ARGS = ['-m', 'lsp_agent', 'serve'] as const;
 
+/**
+ * The server and the probe run in the workspace folder, and `python -m`/`-c` would put that folder
+ * first on the import path: a repository holding its own `lsp_agent/` (or `importlib/`, `json/`…)
+ * would run its code as the server. Python 3.11+ (the versions we run on) keeps the current
+ * directory off the path with `-P`; PYTHONPATH and installed packages still count. The server gets
+ * the flag, not the PYTHONSAFEPATH variable, which its children (the user's own `python -m pytest`,
+ * a script that imports its neighbours) would inherit. The probe, which starts nothing and may meet
+ * an older Python that does not know `-P`, gets the variable.
+ */
+export const SAFE_PATH_FLAG = '-P';
+export const SAFE_PATH = { PYTHONSAFEPATH: '1' } as const;
+
 function cleanEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
@@ -31,7 +43,7 @@ export function serverLaunch(python: string, env: NodeJS.ProcessEnv, cwd?: strin
   const debug = port && /^\d{1,5}$/.test(port) ? ['-m', 'debugpy', '--listen', `127.0.0.1:${port}`] : [];
   const spec: LaunchSpec = {
     command: python,
-    args: [...debug, ...SERVE_ARGS],
+    args: [SAFE_PATH_FLAG, ...debug, ...SERVE_ARGS],
     // Unbuffered, so the server's log lines reach the output channel as they happen.
     env: { ...cleanEnv(env), PYTHONUNBUFFERED: '1' },
   };
@@ -45,9 +57,13 @@ export const PROBE_SCRIPT = [
   'import sys',
   'if sys.version_info < (3, 11): sys.exit("lsp-agent needs Python 3.11 or newer, this is " + sys.version.split()[0])',
   'import lsp_agent.server.app',
-  'from importlib.metadata import version, PackageNotFoundError',
-  'try: print(version("lsp-agent"))',
-  'except PackageNotFoundError: print("source tree")',
+  'try: from lsp_agent import __version__ as v',
+  'except ImportError: v = None',
+  'if v is None:',
+  '  from importlib.metadata import version, PackageNotFoundError',
+  '  try: v = version("lsp-agent")',
+  '  except PackageNotFoundError: v = "source tree"',
+  'print(v)',
 ].join('\n');
 
 export interface ProbeOutcome {
@@ -89,14 +105,14 @@ export function explainProbe(python: string, outcome: ProbeOutcome): ProbeResult
     return {
       ok: false,
       problem:
-        `lsp-agent is not installed for "${python}". Fix: run "${python} -m pip install -e <your lsp-agent checkout>", ` +
-        `or ${setIt}.`,
+        `lsp-agent is not installed for "${python}". Fix: run "LSP Agent: Set Up a Managed Python Environment", ` +
+        `install the lsp-agent wheel into it ("${python} -m pip install ./lsp_agent-<version>-py3-none-any.whl"), or ${setIt}.`,
     };
   }
   if (missing) {
     return {
       ok: false,
-      problem: `lsp-agent's dependencies are incomplete for "${python}" (no module named '${missing}'). Fix: reinstall it: "${python} -m pip install -e <your lsp-agent checkout>".`,
+      problem: `lsp-agent's dependencies are incomplete for "${python}" (no module named '${missing}'). Fix: reinstall the lsp-agent wheel into it ("${python} -m pip install --force-reinstall ./lsp_agent-<version>-py3-none-any.whl"), or run "LSP Agent: Set Up a Managed Python Environment".`,
     };
   }
   if (/needs Python 3\.11/.test(error) || /SyntaxError/.test(error)) {
@@ -111,7 +127,7 @@ export function probeInterpreter(python: string, options: { cwd?: string; env?: 
     execFile(
       python,
       ['-c', PROBE_SCRIPT],
-      { cwd: options.cwd, env: options.env, timeout: options.timeoutMs ?? 20_000, windowsHide: true },
+      { cwd: options.cwd, env: { ...(options.env ?? process.env), ...SAFE_PATH }, timeout: options.timeoutMs ?? 20_000, windowsHide: true },
       (error, stdout, stderr) => {
         const outcome: ProbeOutcome = { exitCode: 0, stdout, stderr };
         if (error) {

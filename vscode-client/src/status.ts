@@ -5,7 +5,8 @@
 
 import type { StopReason, Verification } from './protocol.js';
 
-export type ServerState = 'starting' | 'ready' | 'stopped' | 'failed';
+/** `idle`: not started yet — the server starts with the Agent view, a command, or a workspace with `.lsp-agent/`. */
+export type ServerState = 'idle' | 'starting' | 'ready' | 'stopped' | 'failed';
 
 export interface StatusFacts {
   server: ServerState;
@@ -93,6 +94,9 @@ function stateView(facts: StatusFacts): { text: string; says: string; actions: s
       actions: [link('Choose the Python interpreter', 'lspAgent.openPythonSetting'), link('Show log', 'lspAgent.showLog'), link('Restart', 'lspAgent.restartServer')],
       background: 'statusBarItem.errorBackground',
     };
+  }
+  if (facts.server === 'idle') {
+    return { text: '$(hubot) Agent: not started', says: 'The lsp-agent server starts when you open the Agent view or run an LSP Agent command.', actions: [link('Show the agent view', 'lspAgent.showTranscript')] };
   }
   if (facts.server === 'starting') {
     return { text: '$(loading~spin) Agent: starting', says: 'Starting the lsp-agent server.', actions: [] };

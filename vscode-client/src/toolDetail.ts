@@ -242,6 +242,9 @@ export function toolDetail(tool: string, input: Record<string, unknown> | string
 
 /** The text a copy button of `entry` copies (`args`, `output`, `diff:N`), if there is such a part. */
 export function copyText(entry: Entry | undefined, what: string): string | undefined {
+  if (entry?.kind === 'text' && entry.final && what === 'text') {
+    return entry.text;
+  }
   if (!entry || entry.kind !== 'tool') {
     return undefined;
   }

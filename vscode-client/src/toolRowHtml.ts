@@ -15,7 +15,7 @@ export const OUTPUT_TAIL_LINES = 20;
 const TOOL_ICON = { running: '…', completed: '✓', error: '✗' } as const;
 const SIGN = { add: '+', del: '-', ctx: ' ', hunk: '' } as const;
 
-function copyButton(what: string, label: string): string {
+export function copyButton(what: string, label: string): string {
   return `<button type="button" class="copy" data-copy="${escapeHtml(what)}" title="Copy ${escapeHtml(label)}">Copy</button>`;
 }
 

@@ -5,7 +5,7 @@ import { DECISION_LABELS } from './approval.js';
 import type { ApprovalCard } from './approvalCards.js';
 import { escapeHtml } from './html.js';
 import { renderMarkdown } from './markdown.js';
-import { renderToolRow } from './toolRowHtml.js';
+import { copyButton, renderToolRow } from './toolRowHtml.js';
 import { finishSummary, firstLine, formatTokens, stopLine, verificationNote, verificationWords } from './transcript.js';
 import type { Entry } from './transcript.js';
 
@@ -31,7 +31,11 @@ export function renderEntry(entry: Entry): string {
     }
     case 'text':
       // Markdown (sanitised: markdown.ts); the streaming cursor is drawn by CSS.
-      return `<div class="entry text markdown${entry.final ? '' : ' streaming'}" ${attr(entry.key)}>${renderMarkdown(entry.text)}</div>`;
+      // a finished message can be copied as the model wrote it (its Markdown source)
+      return (
+        `<div class="entry text markdown${entry.final ? '' : ' streaming'}" ${attr(entry.key)}>` +
+        `${entry.final ? copyButton('text', 'the message') : ''}${renderMarkdown(entry.text)}</div>`
+      );
     case 'reasoning':
       return (
         `<details class="entry reasoning" ${attr(entry.key)}><summary>Thinking: ${escapeHtml(firstLine(entry.text, 120))}</summary>` +
@@ -142,6 +146,22 @@ export function renderWaiting(items: readonly WaitingView[], reason: string | un
   return `<section class="waiting-prompts" aria-label="Prompts waiting to be sent">${rows.join('\n')}</section>`;
 }
 
+/**
+ * The offer to run the plan a Plan-mode run ended with: one real button (Tab, Enter), at the end of
+ * the transcript where the plan was just read.
+ */
+export function renderPlanOffer(offered: boolean): string {
+  if (!offered) {
+    return '';
+  }
+  return (
+    '<section class="entry plan-offer" data-key="plan-offer" tabindex="-1" aria-label="The plan is ready">' +
+    '<span class="who">The plan is ready.</span> ' +
+    '<button type="button" class="run-plan" data-command="lspAgent.runPlan" title="Back to Agent mode; the plan becomes the next task">Run It in Agent Mode</button>' +
+    '</section>'
+  );
+}
+
 export interface ShellOptions {
   nonce: string;
   cspSource: string;
@@ -175,10 +195,11 @@ ${options.composerStyleUri ? `<link rel="stylesheet" href="${escapeHtml(options.
 <div class="bar"><div id="state" class="state" role="status"></div>
 <button type="button" id="stop" class="stop" aria-label="Stop" title="Stop the running task (LSP Agent: Cancel)" data-command="lspAgent.cancel" hidden>■ Stop</button>
 <button type="button" id="sessions" aria-label="Past sessions" title="Reopen a past session's transcript (LSP Agent: Open Past Session…)" data-command="lspAgent.openSession">Sessions…</button></div>
-<div id="chips" class="chips" aria-label="Attached context" hidden></div>
+<div class="choices" role="toolbar" aria-label="Mode and model"><button type="button" id="mode" class="choice" data-command="lspAgent.chooseMode" title="Choose a mode (LSP Agent: Choose a Mode)">Agent</button><button type="button" id="model" class="choice" data-command="lspAgent.chooseModel" title="Choose a model (LSP Agent: Choose a Model)">model</button></div>
+<div id="chips" class="chips" role="list" aria-label="Attached context (Backspace at the start of the input removes the last; Delete removes the focused one)" hidden></div>
 <div id="picker" class="picker" role="listbox" aria-label="Attach context" hidden></div>
 <textarea id="input" rows="3" placeholder="Task, follow-up or correction… (@ attaches context, / for commands)" aria-label="Agent input" aria-autocomplete="list"></textarea>
-<div class="hint">Enter: run (or queue while running) · Shift+Enter: new line · Ctrl+S: steer now · @: context · /: commands</div>
+<div class="hint">Enter: run (or queue while running) · Shift+Enter: new line · Ctrl+S: steer now · @: context · /: commands · Escape: to the transcript</div>
 </footer>
 <script nonce="${options.nonce}" src="${escapeHtml(options.scriptUri)}"></script>
 ${options.composerScriptUri ? `<script nonce="${options.nonce}" src="${escapeHtml(options.composerScriptUri)}"></script>\n` : ''}</body>

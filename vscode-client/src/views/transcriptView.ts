@@ -11,10 +11,12 @@ import type { ApprovalBroker } from '../approvalCards.js';
 import { CommandIds, INPUT_FOCUS_CONTEXT } from '../commands.js';
 import type { ComposerContext } from '../composer.js';
 import type { Composer, Host } from '../host.js';
+import { CHOOSE_MODE } from '../modes.js';
+import { RUN_PLAN_COMMAND } from '../planRun.js';
 import { ReviewCommandIds } from '../review.js';
 import { statusView } from '../status.js';
 import type { StatusFacts } from '../status.js';
-import { renderApprovals, renderEntries, renderEntry, renderShell, renderWaiting } from '../transcriptHtml.js';
+import { renderApprovals, renderEntries, renderEntry, renderPlanOffer, renderShell, renderWaiting } from '../transcriptHtml.js';
 import { runRowAction } from './transcriptActions.js';
 import type { RowAction } from './transcriptActions.js';
 import type { WaitingView } from '../transcriptHtml.js';
@@ -31,6 +33,8 @@ const WEBVIEW_COMMANDS = new Set<string>([
   CommandIds.newSession,
   CommandIds.openSession,
   CommandIds.chooseModel,
+  CHOOSE_MODE,
+  RUN_PLAN_COMMAND,
   CommandIds.sendWaiting,
   CommandIds.withdrawWaiting,
   ReviewCommandIds.review,
@@ -97,8 +101,30 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     }
   }
 
+  /** what the composer's two buttons say: the mode runs start in, and the model they use */
+  private choices = { mode: 'Agent', model: '' };
+
+  private planOffered = false;
+
+  /** Show (or take away) the "Run It in Agent Mode" button under the plan. */
+  setPlanOffer(offered: boolean): void {
+    if (offered !== this.planOffered) {
+      this.planOffered = offered;
+      this.scheduleRender();
+    }
+  }
+
+  /** The mode and model the composer shows (its buttons open the pickers). */
+  setChoices(mode: string, model: string): void {
+    if (mode !== this.choices.mode || model !== this.choices.model) {
+      this.choices = { mode, model };
+      this.scheduleRender();
+    }
+  }
+
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
+    this.webviewReady = false;
     view.description = this.modeLabel ?? '';
     const media = vscode.Uri.joinPath(this.extensionUri, 'media');
     view.webview.options = { enableScripts: true, localResourceRoots: [media] };
@@ -119,6 +145,7 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
       }),
       view.onDidDispose(() => {
         this.view = undefined;
+        this.webviewReady = false;
         void this.host.setContext(INPUT_FOCUS_CONTEXT, false);
       }),
     );
@@ -157,10 +184,20 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     void this.view?.webview.postMessage({ type: 'clearDraft' });
   }
 
+  /** the webview's script runs and listens (it said 'ready'); a message before that is lost */
+  private webviewReady = false;
+  /** the cursor was asked into the input before the webview could take it */
+  private focusWhenReady = false;
+
   /** Reveal the view and put the cursor in the agent input. */
   async focusInput(): Promise<void> {
     await vscode.commands.executeCommand(`${TRANSCRIPT_VIEW_ID}.focus`);
-    void this.view?.webview.postMessage({ type: 'focusInput' });
+    if (this.view && this.webviewReady) {
+      void this.view.webview.postMessage({ type: 'focusInput' });
+    } else {
+      // the view was only now created (the keybinding's first use): its page is still loading
+      this.focusWhenReady = true;
+    }
   }
 
   // --- rendering ------------------------------------------------------------------------------
@@ -191,11 +228,12 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     const common = {
       // waiting prompts go last, where the next run's output will appear
       approvals: renderApprovals(this.approvals.pending),
-      waiting: renderWaiting(waiting.items, waiting.reason),
+      waiting: renderPlanOffer(this.planOffered) + renderWaiting(waiting.items, waiting.reason),
       // codicon syntax ($(name)) means nothing in a webview: keep the words
       status: status.text.replace(/\$\([^)]*\)\s*/g, ''),
       running: state.running,
       session: state.sessionID ?? '',
+      choices: this.choices,
     };
     if (full) {
       const html = entries.length === 0 && (waiting.items.length > 0 || this.approvals.pending.length > 0) ? '' : renderEntries(entries);
@@ -223,8 +261,13 @@ export class TranscriptView implements vscode.WebviewViewProvider, Composer, vsc
     }
     switch (message.type) {
       case 'ready':
+        this.webviewReady = true;
         this.needFull = true;
         this.render();
+        if (this.focusWhenReady) {
+          this.focusWhenReady = false;
+          this.post({ type: 'focusInput' });
+        }
         return;
       case 'openFile':
       case 'openOutput':

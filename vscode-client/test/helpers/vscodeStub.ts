@@ -23,7 +23,7 @@ class EventEmitter {
 }
 
 /** Any property is another no-op; calling or constructing one returns another. */
-function noop(): any {
+export function noop(): any {
   const target = function () {
     return undefined;
   };
@@ -42,15 +42,24 @@ export interface StubRecord {
   contexts: Map<string, unknown>;
   messages: { level: string; text: string }[];
   webviewViews: string[];
+  /** the registered webview view providers by view id (a test opens a view by resolving it) */
+  webviewProviders: Map<string, { resolveWebviewView(view: unknown): void }>;
   treeViews: string[];
   statusItems: { text: string; command?: string }[];
   contentProviders: string[];
+  /** the patterns of the file-system watchers the extension made */
+  watchers: unknown[];
 }
 
 export function createVscodeStub(
   settings: Record<string, unknown>,
   workspaceFolder: string,
-  options: { trusted?: boolean; workspaceSettings?: Record<string, unknown> } = {},
+  options: {
+    trusted?: boolean;
+    workspaceSettings?: Record<string, unknown>;
+    /** the button a notification's user presses (default: none, the notification is dismissed) */
+    answer?: (text: string, actions: string[]) => string | undefined;
+  } = {},
 ): { vscode: unknown; record: StubRecord } {
   const workspaceSettings = options.workspaceSettings ?? {};
   const record: StubRecord = {
@@ -59,13 +68,15 @@ export function createVscodeStub(
     contexts: new Map(),
     messages: [],
     webviewViews: [],
+    webviewProviders: new Map(),
     treeViews: [],
     statusItems: [],
     contentProviders: [],
+    watchers: [],
   };
-  const message = (level: string) => (text: string) => {
+  const message = (level: string) => (text: string, ...actions: unknown[]) => {
     record.messages.push({ level, text });
-    return Promise.resolve(undefined);
+    return Promise.resolve(options.answer?.(text, actions.filter((a): a is string => typeof a === 'string')));
   };
   const channel = () => ({
     info: () => undefined,
@@ -116,8 +127,17 @@ export function createVscodeStub(
           readonly collapsibleState: number,
         ) {}
       },
+      RelativePattern: class {
+        constructor(
+          readonly base: unknown,
+          readonly pattern: string,
+        ) {}
+      },
       StatusBarAlignment: { Left: 1, Right: 2 },
       TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
+      // no Python extension (as in code-server here): the interpreter comes from lspAgent.python
+      extensions: { getExtension: () => undefined },
+      ProgressLocation: { Notification: 15 },
       Uri: { joinPath: (base: { fsPath: string }, ...parts: string[]) => uri([base.fsPath, ...parts].join('/')), parse: (s: string) => uri(s.replace(/^file:\/\//, '')), file: uri },
       window: {
         createOutputChannel: channel,
@@ -134,8 +154,9 @@ export function createVscodeStub(
           record.treeViews.push(id);
           return disposable;
         },
-        registerWebviewViewProvider: (id: string) => {
+        registerWebviewViewProvider: (id: string, provider: { resolveWebviewView(view: unknown): void }) => {
           record.webviewViews.push(id);
+          record.webviewProviders.set(id, provider);
           return disposable;
         },
         setStatusBarMessage: (text: string) => {
@@ -145,6 +166,8 @@ export function createVscodeStub(
         showErrorMessage: message('error'),
         showWarningMessage: message('warning'),
         showInformationMessage: message('info'),
+        withProgress: (_options: unknown, task: (progress: unknown, token: unknown) => unknown) =>
+          task({ report: () => undefined }, { isCancellationRequested: false, onCancellationRequested: () => disposable }),
         showInputBox: () => Promise.resolve('a task'),
         showQuickPick: () => Promise.resolve(undefined),
         activeTextEditor: undefined,
@@ -184,6 +207,10 @@ export function createVscodeStub(
           return disposable;
         },
         asRelativePath: (p: string) => p,
+        createFileSystemWatcher: (pattern: unknown) => {
+          record.watchers.push(pattern);
+          return { onDidCreate: () => disposable, onDidChange: () => disposable, onDidDelete: () => disposable, dispose: () => undefined };
+        },
       },
     },
     {

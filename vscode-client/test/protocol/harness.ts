@@ -111,7 +111,13 @@ export class Editor {
    * Start the server for `root` with these VS Code settings (relative keys, as the user set
    * them) and initialize it like the extension.
    */
-  static async start(root: string, userSettings: Record<string, unknown>, clientOptions: AgentClientOptions = {}): Promise<Editor> {
+  static async start(
+    root: string,
+    userSettings: Record<string, unknown>,
+    clientOptions: AgentClientOptions = {},
+    /** initializationOptions that are not settings (`clientVersion`), as the extension adds them */
+    extraInitOptions: Record<string, unknown> = {},
+  ): Promise<Editor> {
     const state = mkdtempSync(path.join(tmpdir(), 'lsp-agent-vscode-state-'));
     const child = spawn(PYTHON, ['-m', 'lsp_agent', 'serve'], {
       cwd: root,
@@ -151,7 +157,7 @@ export class Editor {
           textDocument: { synchronization: { didSave: true, dynamicRegistration: true }, publishDiagnostics: {} },
           general: { positionEncodings: ['utf-16'] },
         },
-        initializationOptions: editor.sync.initializationOptions(settings),
+        initializationOptions: { ...editor.sync.initializationOptions(settings), ...extraInitOptions },
       }),
       'initialize',
     );

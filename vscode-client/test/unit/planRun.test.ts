@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { PlanWatch, planOf, planPrompt } from '../../src/planRun.js';
+import { PlanWatch, RUN_PLAN, RUN_PLAN_COMMAND, planOf, planPrompt } from '../../src/planRun.js';
+import { renderPlanOffer } from '../../src/transcriptHtml.js';
 
 const text = (t: string): unknown => ({ type: 'text', part: { id: 'p', text: t } });
 const FINISH = { type: 'run_finish', stopReason: 'final' };
@@ -25,5 +26,12 @@ describe('running a plan', () => {
     assert.equal(watch.observe(FINISH, 'plan'), undefined);
     assert.equal(planOf('## Planet'), undefined);
     assert.equal(planOf(undefined), undefined);
+  });
+
+  it('draws the offer as one real button naming the command, and nothing without a plan', () => {
+    const html = renderPlanOffer(true);
+    assert.match(html, new RegExp(`<button type="button" class="run-plan" data-command="${RUN_PLAN_COMMAND}"[^>]*>${RUN_PLAN}</button>`));
+    assert.match(html, /data-key="plan-offer"/, 'a row the arrow keys reach');
+    assert.equal(renderPlanOffer(false), '');
   });
 });

@@ -84,6 +84,22 @@ describe('readiness', () => {
     readiness.setServer('starting');
     assert.equal(readiness.model, 'unknown');
   });
+
+  it('the model the server resolved (a config file may name it) decides the welcome, not the VS Code setting', () => {
+    const readiness = new Readiness('ready');
+    readiness.modelMissing();
+    assert.equal(readiness.setup, 'noModel');
+    readiness.modelResolved('ollama/qwen2.5-coder'); // set in .lsp-agent/config.toml since
+    assert.equal(readiness.setup, 'ready');
+    readiness.modelResolved(null);
+    assert.equal(readiness.setup, 'noModel');
+    readiness.modelResolved(undefined); // an older server without `current`: nothing learned
+    assert.equal(readiness.setup, 'noModel');
+  });
+
+  it('not started yet is neither a failure nor a missing model', () => {
+    assert.equal(setupState('idle', 'unknown'), 'starting');
+  });
 });
 
 describe('the exact setting, on the tab where it can be edited', () => {

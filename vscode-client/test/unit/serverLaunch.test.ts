@@ -21,7 +21,9 @@ describe('serverLaunch', () => {
   it('runs `python -m lsp_agent serve` unbuffered in the workspace', () => {
     const spec = serverLaunch('/venv/bin/python', { PATH: '/bin', EMPTY: undefined }, '/ws');
     assert.equal(spec.command, '/venv/bin/python');
-    assert.deepEqual(spec.args, ['-m', 'lsp_agent', 'serve']);
+    // -P: the workspace folder is not on the import path (its own lsp_agent/ never runs as the server)
+    assert.deepEqual(spec.args, ['-P', '-m', 'lsp_agent', 'serve']);
+    assert.ok(!('PYTHONSAFEPATH' in spec.env), 'the server\'s children (the user\'s commands) keep the usual path');
     assert.equal(spec.cwd, '/ws');
     assert.equal(spec.env.PYTHONUNBUFFERED, '1');
     assert.equal(spec.env.PATH, '/bin');
@@ -30,9 +32,9 @@ describe('serverLaunch', () => {
 
   it('starts under debugpy when LSP_AGENT_DEBUGPY_PORT is set (and ignores a bad port)', () => {
     assert.deepEqual(serverLaunch('python3', { [DEBUGPY_PORT_ENV]: '5678' }).args, [
-      '-m', 'debugpy', '--listen', '127.0.0.1:5678', '-m', 'lsp_agent', 'serve',
+      '-P', '-m', 'debugpy', '--listen', '127.0.0.1:5678', '-m', 'lsp_agent', 'serve',
     ]);
-    assert.deepEqual(serverLaunch('python3', { [DEBUGPY_PORT_ENV]: 'x; rm' }).args, ['-m', 'lsp_agent', 'serve']);
+    assert.deepEqual(serverLaunch('python3', { [DEBUGPY_PORT_ENV]: 'x; rm' }).args, ['-P', '-m', 'lsp_agent', 'serve']);
   });
 });
 
@@ -47,7 +49,7 @@ describe('explainProbe', () => {
     const missing = explainProbe('/nope/python', { ...ok, spawnError: 'ENOENT', exitCode: null });
     assert.ok(!missing.ok && /"\/nope\/python" was not found\. Fix: set "lspAgent.python"/.test(missing.problem));
     const notInstalled = explainProbe('python3', { exitCode: 1, stdout: '', stderr: "Traceback...\nModuleNotFoundError: No module named 'lsp_agent'\n" });
-    assert.ok(!notInstalled.ok && /lsp-agent is not installed for "python3"\. Fix: run "python3 -m pip install -e/.test(notInstalled.problem));
+    assert.ok(!notInstalled.ok && /lsp-agent is not installed for "python3"\. Fix: run "LSP Agent: Set Up a Managed Python Environment"/.test(notInstalled.problem));
     const deps = explainProbe('python3', { exitCode: 1, stdout: '', stderr: "ModuleNotFoundError: No module named 'pygls'" });
     assert.ok(!deps.ok && /dependencies are incomplete .*'pygls'/.test(deps.problem));
     const old = explainProbe('python3', { exitCode: 1, stdout: '', stderr: 'lsp-agent needs Python 3.11 or newer, this is 3.8.10' });

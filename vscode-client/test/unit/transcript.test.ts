@@ -236,7 +236,7 @@ describe('model text as Markdown', () => {
     transcript.prompt('**not markdown**');
     transcript.apply({ sessionID: SESSION, generation: GEN, type: 'text', part: { id: 't', messageID: 'm', text: 'Done: **fixed**' } });
     const html = renderEntries(transcript.entries);
-    assert.match(html, /<div class="entry text markdown" data-key="text:t"><p>Done: <strong>fixed<\/strong><\/p>/);
+    assert.match(html, /<div class="entry text markdown" data-key="text:t"><button type="button" class="copy" data-copy="text"[^>]*>Copy<\/button><p>Done: <strong>fixed<\/strong><\/p>/);
     assert.match(html, /<pre>\*\*not markdown\*\*<\/pre>/);
   });
 });

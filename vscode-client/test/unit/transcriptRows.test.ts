@@ -113,6 +113,19 @@ describe('tool rows', () => {
   });
 });
 
+describe('a message can be copied', () => {
+  it('copies a finished message as the model wrote it (its Markdown), and offers no copy while it streams', () => {
+    const text = '## Done\n\nChanged `calc.py`: **add** now adds.';
+    const done = { kind: 'text' as const, key: 'text:p1', generation: EDIT_GEN, text, final: true };
+    const streaming = { ...done, key: 'text:p2', final: false };
+    assert.equal(copyText(done, 'text'), text);
+    assert.equal(copyText(streaming, 'text'), undefined);
+    assert.equal(copyText(done, 'output'), undefined);
+    assert.match(renderEntry(done), /<button type="button" class="copy" data-copy="text" title="Copy the message">/);
+    assert.doesNotMatch(renderEntry(streaming), /data-copy/);
+  });
+});
+
 describe('the run footer', () => {
   function footer(overrides: Parameters<typeof finish>[0]): FinishEntry {
     const transcript = fed();
