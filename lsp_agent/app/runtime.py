@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from lsp_agent._startup import memory
 from lsp_agent.app.session_tools import session_tools
 from lsp_agent.app.toolset import default_registry
+from lsp_agent.checkpoints.workspace import WorkspaceCheckpoints
 from lsp_agent.context.compaction import touched_files
 from lsp_agent.context.handoff import CONTINUE_PROMPT
 from lsp_agent.core.errors import AgentError, AgentErrorKind
@@ -22,6 +23,7 @@ from lsp_agent.core.loop import Generation
 from lsp_agent.core.process_identity import process_owner
 from lsp_agent.core.session import AgentSession, Environment, ModelFacts
 from lsp_agent.core.storage import StoreUnavailable
+from lsp_agent.core.write_detect import IgnoredPaths
 from lsp_agent.disk.applier import DiskApplier
 from lsp_agent.disk.documents import DiskDocuments
 from lsp_agent.domain.events import ErrorEvent, ErrorInfo, RunFinish, StopReason, Tokens, VerificationStatus
@@ -107,6 +109,7 @@ def open_environment(root: Path, settings: Settings, provider: Provider, sink: E
     """`watched`: a watcher of the front end reports outside edits (the language server); without
     one, each run re-checks the workspace after its latest check before declaring the verification."""
     base = state or workspace_dir(root)
+    ignored = functools.partial(git_ignored_paths, timeout_s=settings.limits.internal_timeout_s)
     return Environment(
         root=root.resolve(), settings=settings,
         store=store or Store(base / "store.db", settings.limits.store_busy_ms),
@@ -114,9 +117,16 @@ def open_environment(root: Path, settings: Settings, provider: Provider, sink: E
         applier=DiskApplier(root.resolve()), sink=sink, traces=TraceDir(base / "traces"),
         model=model_facts(settings, wire, server), skills=WorkspaceSkills(root.resolve()),
         mcp=mcp_manager(settings, root), tool_view=session_tools, command_policy=command_refusal,
-        ignored_paths=functools.partial(git_ignored_paths, timeout_s=settings.limits.internal_timeout_s),
-        recheck_outside=not watched,
+        ignored_paths=ignored, recheck_outside=not watched,
+        checkpoints=open_checkpoints(root, base, settings, ignored),
     )
+
+
+def open_checkpoints(root: Path, base: Path, settings: Settings,
+                     ignored: IgnoredPaths | None = None) -> WorkspaceCheckpoints:
+    """The workspace's checkpoint store under its state directory (a restore a killed process left
+    half done is finished here, on start)."""
+    return WorkspaceCheckpoints(root, base / "checkpoints", lambda: settings.checkpoints, ignored)
 
 
 class UnknownSession(LookupError):

@@ -33,7 +33,7 @@ COMMANDS = {
     "demo": "the smallest real task on the scripted model (no network, no key)",
     "eval": "paired harness experiments: run a cohort, compare two arms",
     "skill": "skill candidates from verified work: propose, validate, promote, retire",
-    "session": "look at stored sessions (read-only)",
+    "session": "stored sessions: show, list, checkpoints, rewind, fork",
     "acp": "run as an Agent Client Protocol agent on stdio (Zed, CodeCompanion, agent-shell)",
     "trust": "show, grant or revoke trust in a workspace's own .lsp-agent/config.toml",
 }

@@ -18,13 +18,17 @@ _LINE = 100
 
 def add_session_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "session", help="look at stored sessions (read-only)",
-        description="Stored sessions of a workspace, as the editor's agent/session shows them.")
+        "session", help="stored sessions: show, list, checkpoints, rewind, fork",
+        description="Stored sessions of a workspace, as the editor's agent/session shows them, and taking "
+                    "them back: checkpoints, rewind (files, conversation or both), fork.")
     sub = parser.add_subparsers(dest="session_command", required=True)
     show = sub.add_parser("show", help="a session's messages and parts, with their IDs")
     show.add_argument("session", help="the session ID (the `sessionID` a run prints)")
     show.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace root (default: cwd)")
     show.add_argument("--json", action="store_true", help="one JSON object: the agent/session result, all pages")
+    from lsp_agent.cli.session_rewind import add_rewind_parsers
+
+    add_rewind_parsers(sub)
     return parser
 
 
@@ -82,6 +86,10 @@ def show(root: Path, session_id: str) -> dict[str, Any] | None:
 
 
 def handle_session(args: argparse.Namespace) -> int:
+    if args.session_command != "show":
+        from lsp_agent.cli.session_rewind import handle
+
+        return handle(args)
     root: Path = args.workspace
     if not root.is_dir():
         print(f"lsp-agent: --workspace {root} is not a directory", file=sys.stderr)

@@ -16,9 +16,10 @@ from typing import Any
 
 from lsp_agent.core import controller
 from lsp_agent.core.approval import ApprovalDesk, ApprovalSubject, Decision, Reason, denied_text, reasons
+from lsp_agent.core.checkpoint_port import StepRef
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.tools import Access, Tool, ToolContext, ToolResult
-from lsp_agent.core.write_detect import WriteDetector
+from lsp_agent.core.write_detect import Snapshot, WriteDetector
 from lsp_agent.domain import events
 from lsp_agent.domain.edits import ApplyResult, EditApplier, EditPlan
 from lsp_agent.domain.history import ErrorKind, ToolCallPart, ToolResultPart
@@ -73,7 +74,7 @@ class CallRunner:
                     self.emit(events.ToolStart(**self.base, step=step, part=events.ToolPartInfo(
                         id=call.id, message_id=ctx.message_id, call_id=call.call_id, tool=call.name,
                         state=events.ToolState(status="running", input=verdict.raw_args))))
-                    run = _execute_watching_writes if tool.access is Access.EXEC else _execute
+                    run = _execute_watching_writes if tool.access is Access.EXEC else _execute_checkpointed
                     result = await run(tool, verdict, run_ctx)
                     result = await self._retry_unsandboxed(call, subject, verdict, run_ctx, result, approvals)
         except asyncio.CancelledError:
@@ -165,6 +166,9 @@ async def _execute_watching_writes(tool: Tool[Any], verdict: controller.Accepted
     Runs alone at the gate (EXEC is exclusive), so no other call's writes are mixed in."""
     detector = WriteDetector(ctx.root, ctx.ignored_paths)
     await detector.begin()
+    ref = StepRef(ctx.session_id, ctx.message_id, ctx.step, tool.name)
+    # The checkpoint reuses the snapshot the write detection just took: it hashes only what changed.
+    await _checkpoint(ctx, "before", ref, None, detector.before)
     result = await _execute(tool, verdict, dataclasses.replace(ctx, applier=_BaselineAfterFlush(ctx.applier,
                                                                                                  detector)))
     try:
@@ -172,11 +176,40 @@ async def _execute_watching_writes(tool: Tool[Any], verdict: controller.Accepted
         written = await detector.end(created="envelope" not in result.metadata)
     except OSError as exc:  # cannot tell: count it as a write rather than keep a check on a guess
         written = [f"(unknown: {exc})"]
+    await _checkpoint(ctx, "after", ref, None, detector.after)
     if written:
         own = [str(p) for p in result.metadata.get("written") or []]
         result.metadata["written"] = sorted({*own, *written})
         result.metadata[WRITER] = "command"
     return result
+
+
+async def _execute_checkpointed(tool: Tool[Any], verdict: controller.Accepted, ctx: ToolContext) -> ToolResult:
+    """An edit tool's call between two checkpoints of the paths it declares (no walk of the tree)."""
+    if ctx.checkpoints is None or tool.access is Access.READ:
+        return await _execute(tool, verdict, ctx)
+    ref = StepRef(ctx.session_id, ctx.message_id, ctx.step, tool.name)
+    declared = [str(p) for p in tool.paths(verdict.args)]
+    await _checkpoint(ctx, "before", ref, declared, None)
+    result = await _execute(tool, verdict, ctx)
+    written = [str(p) for p in result.metadata.get("written") or []]
+    await _checkpoint(ctx, "after", ref, sorted({*declared, *written}), None)
+    return result
+
+
+async def _checkpoint(ctx: ToolContext, phase: str, ref: StepRef, paths: list[str] | None,
+                      walk: Snapshot | None) -> None:
+    """A checkpoint that cannot be taken is logged; the step still runs (rewind then says that
+    step has no checkpoint) — losing the user's work to a full state disk would be worse."""
+    if ctx.checkpoints is None:
+        return
+    try:
+        record = ctx.checkpoints.before if phase == "before" else ctx.checkpoints.after
+        await record(ref, paths, walk)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("checkpoint %s %s of %s failed", phase, ref.tool, ref.session_id)
 
 
 async def _execute(tool: Tool[Any], verdict: controller.Accepted, ctx: ToolContext) -> ToolResult:

@@ -63,6 +63,15 @@ from lsp_agent.domain.ports import (
 
 log = logging.getLogger(__name__)
 
+#: baselines being taken in the background (held so they are not collected mid-way)
+_PREPARING: set[asyncio.Future[None]] = set()
+
+
+def _prepared(task: asyncio.Future[None]) -> None:
+    _PREPARING.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("checkpoint baseline failed: %s", task.exception())
+
 
 def _despite_store(write: Callable[..., None], *args: Any) -> None:
     """A write of the run's end: a store that refuses it was already reported with the run's end."""
@@ -285,6 +294,7 @@ class Generation:
         try:
             if self.env.mcp is not None:  # MCP servers start when a session first needs them
                 await self.env.mcp.start()
+            self._prepare_checkpoints()
             if self.check_snapshot is not None and self._check_stands():
                 await self.check_snapshot.take()  # a check from an earlier run: edits from now on are found
             try:
@@ -593,12 +603,22 @@ class Generation:
         self.emit(events.NoticeEvent(**self._base(), kind="truncated", message=message))
         self.session.pending_notes.append(TextPart(text=message, synthetic=True))
 
+    def _prepare_checkpoints(self) -> None:
+        """A workspace's first checkpoint reads every file: begun now, beside the first model request,
+        instead of inside the first step (which then waits only for what is left of it)."""
+        if self.env.checkpoints is None or not self.env.settings.checkpoints.enabled:
+            return
+        task = asyncio.ensure_future(self.env.checkpoints.prepare())
+        _PREPARING.add(task)
+        task.add_done_callback(_prepared)
+
     def _tool_context(self, message_id: str) -> ToolContext:
         return ToolContext(root=self.env.root, settings=self.env.settings, documents=self.env.documents,
                            applier=self.env.applier, files=self.session.files, step=self.steps,
                            session_id=self.session.id, message_id=message_id,
                            history=self.env.store, cancel=self.cancel_event,
-                           command_policy=self.env.command_policy, ignored_paths=self.env.ignored_paths)
+                           command_policy=self.env.command_policy, ignored_paths=self.env.ignored_paths,
+                           checkpoints=self.env.checkpoints if self.env.settings.checkpoints.enabled else None)
 
     def _check_calls(self, reply: AssistantReply, message_id: str) -> None:
         """The controller's verdicts, before the reply is stored: a refused call's oversized arguments

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lsp_agent.context.state import ContextState
 from lsp_agent.core.announce import INSTRUCTIONS, SkillsSeen
 from lsp_agent.core.approval import Approver, DenyAll, remembered
+from lsp_agent.core.checkpoint_port import StepCheckpoints
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.prefix import RequestBytes
@@ -58,6 +59,15 @@ log = logging.getLogger(__name__)
 class NullSink:
     def emit(self, event: object) -> None:
         pass
+
+
+def external_change_note(paths: list[str], when: str = "") -> TextPart:
+    """The harness note saying files changed under the session (a standing check no longer holds)."""
+    listed = ", ".join(sorted(paths))
+    return TextPart(text=f"[note from lsp-agent] Changed outside the agent: {listed}. [stale: changed outside "
+                         f"the agent{when}; re-read before editing] Earlier reads of these files are stale; "
+                         "re-read before editing, and verify again.",
+                    synthetic=True, metadata={EXTERNAL_CHANGE: sorted(paths)})
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,8 @@ class Environment:
     command_policy: CommandPolicy | None = None
     #: which changed paths Git ignores, for write detection (None: every change counts)
     ignored_paths: IgnoredPaths | None = None
+    #: records the workspace around each step that may write, for rewind (None: no checkpoints)
+    checkpoints: StepCheckpoints | None = None
     #: no watcher reports outside edits (every front end but the language server): a run compares the
     #: workspace with what its latest check saw before it declares the verification
     recheck_outside: bool = False
@@ -260,13 +272,8 @@ class AgentSession:
         if not paths:
             return
         self.files.reread_required.update(p for p in paths if p in self.files.read_steps)
-        listed = ", ".join(sorted(paths))
         when = f" at step {self.active.steps}" if self.active is not None else ""
-        note = TextPart(text=f"[note from lsp-agent] Changed outside the agent: {listed}. [stale: changed outside "
-                             f"the agent{when}; re-read before editing] Earlier reads of these files are stale; "
-                             "re-read before editing, and verify again.",
-                        synthetic=True, metadata={EXTERNAL_CHANGE: sorted(paths)})
-        self.pending_notes.append(note)
+        self.pending_notes.append(external_change_note(paths, when))
         if self.active is None:
             self.flush_notes()
 

@@ -16,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Generic, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from lsp_agent.core.approval import ApprovalSubject
+from lsp_agent.core.checkpoint_port import StepCheckpoints
 from lsp_agent.core.write_detect import IgnoredPaths
 from lsp_agent.domain.edits import EditApplier
 from lsp_agent.domain.history import ErrorKind, Message
@@ -119,6 +120,8 @@ class ToolContext:
     command_policy: CommandPolicy | None = None
     #: which changed paths Git ignores (write detection); None: every change counts
     ignored_paths: IgnoredPaths | None = None
+    #: records the workspace around each step that may write (None: no checkpoints)
+    checkpoints: StepCheckpoints | None = None
 
 
 ArgsT = TypeVar("ArgsT", bound=StrictArgs)

@@ -84,6 +84,13 @@ class WriteDetector:
         self.root = root
         self.ignored = ignored
         self._before: Snapshot | None = None
+        #: the last snapshot `end` took (the checkpoint after a command reuses it instead of walking again)
+        self.after: Snapshot | None = None
+
+    @property
+    def before(self) -> Snapshot | None:
+        """The snapshot `begin` took (the checkpoint before a command reuses it)."""
+        return self._before
 
     async def begin(self) -> None:
         self.root = await asyncio.to_thread(self.root.resolve)
@@ -93,7 +100,7 @@ class WriteDetector:
         """The changed paths. `created=False`: only files that existed before (modified or deleted) —
         for a check, whose new files are its artifacts, while a change to a file it checked means
         the sources it verified are no longer there."""
-        after = await asyncio.to_thread(snapshot, self.root)
+        after = self.after = await asyncio.to_thread(snapshot, self.root)
         paths = changed(self._before, after)
         if not created and self._before is not None and after is not None:
             paths = [p for p in paths if p in self._before]

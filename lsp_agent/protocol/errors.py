@@ -8,12 +8,13 @@
 |        |        |                                         | attachment agent/run cannot send          |
 | -32602 | 413    | too_large                               | a field is over its documented limit      |
 | -32004 | 404    | unknown_session, unknown_message,       | the ID does not exist in this workspace   |
-|        |        | not_found                               |                                           |
+|        |        | not_found, checkpoint_folded            | (or its checkpoint was folded away)       |
 | -32009 | 409    | busy, session_busy, conflict,           | the session already runs a generation (in |
 |        |        | steer_conflict                          | this process, or in another: `data.owner`)|
 |        |        |                                         | a queued row changed; a clientID reused   |
 | -32010 | 503    | config, provider_error,                 | no usable model/provider in the settings; |
-|        |        | store_unavailable                       | the session store refused the write       |
+|        |        | store_unavailable,                      | the session store refused the write       |
+|        |        | checkpoint_unavailable                  |                                           |
 | -32603 | 500    | internal                                | a bug; the server keeps serving           |
 
 `-32601` (method not found) comes from the JSON-RPC layer for unknown methods.
@@ -53,8 +54,10 @@ INVALID_PARAMS = ErrorCode(-32602, "InvalidParams", 400, ("invalid_params", "not
                            "is over 200,000 characters; nothing was started.")
 TOO_LARGE = ErrorCode(-32602, "InvalidParams", 413, ("too_large",),
                       "A field is over its documented limit (e.g. a prompt over 200,000 characters).")
-NOT_FOUND = ErrorCode(-32004, "NotFound", 404, ("unknown_session", "unknown_message", "not_found"),
-                      "The session, message or queued item (`not_found`) does not exist in this workspace.")
+NOT_FOUND = ErrorCode(-32004, "NotFound", 404, ("unknown_session", "unknown_message", "not_found",
+                                               "checkpoint_folded"),
+                      "The session, message or queued item (`not_found`) does not exist in this workspace. "
+                      "`checkpoint_folded`: agent/rewind to a step whose checkpoint retention folded away.")
 CONFLICT = ErrorCode(-32009, "Conflict", 409, ("busy", "session_busy", "conflict", "steer_conflict",
                                                "compaction_in_progress"),
                      "`busy`: the session is already running a generation (wait, cancel, steer or queue). "
@@ -64,11 +67,14 @@ CONFLICT = ErrorCode(-32009, "Conflict", 409, ("busy", "session_busy", "conflict
                      "`conflict`: a queued row changed under the request (refresh with agent/queue/list and "
                      "retry). `steer_conflict`: the clientID was used for a different correction. "
                      "`compaction_in_progress`: agent/compact while another compaction of the session runs.")
-UNAVAILABLE = ErrorCode(-32010, "Unavailable", 503, ("config", "provider_error", "store_unavailable"),
+UNAVAILABLE = ErrorCode(-32010, "Unavailable", 503, ("config", "provider_error", "store_unavailable",
+                                                     "checkpoint_unavailable"),
                         "The settings name no usable model/provider (`config`; the server said why), or the "
                         "model failed while writing a compaction or handoff summary (`provider_error`), or the "
                         "session store refused the write (`store_unavailable`; the message names the reason: "
-                        "read_only, full, corrupt, locked, missing or io) — nothing of the request was accepted.")
+                        "read_only, full, corrupt, locked, missing or io) — nothing of the request was accepted. "
+                        "`checkpoint_unavailable`: agent/rewind could not read the workspace or the checkpoint "
+                        "store (nothing was restored).")
 INTERNAL = ErrorCode(-32603, "InternalError", 500, ("internal",),
                      "A bug in the server; the request failed but the server keeps serving.")
 

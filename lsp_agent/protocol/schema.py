@@ -17,6 +17,7 @@ from lsp_agent.core.queue import MAX_STEER_CHARS
 from lsp_agent.domain import events
 from lsp_agent.protocol import (
     approval_models,
+    checkpoint_models,
     context_models,
     errors,
     mcp_models,
@@ -136,6 +137,20 @@ METHODS: tuple[MethodDoc, ...] = (
               context_models.HandoffResult,
               "Restart an idle session in a fresh context: a new session (its parent is the old one) seeded "
               "with a checked handoff note of the same six items, and a generation running in it."),
+    MethodDoc(checkpoint_models.AGENT_CHECKPOINTS, "request", "client → server", checkpoint_models.CheckpointsParams,
+              checkpoint_models.CheckpointsResult,
+              "The session's checkpoints, oldest first: the workspace recorded right before (and after) every "
+              "step that may write (edits, commands, verify_project, MCP tools that are not read-only)."),
+    MethodDoc(checkpoint_models.AGENT_REWIND, "request", "client → server", checkpoint_models.RewindParams,
+              checkpoint_models.RewindResult,
+              "Take the session back to just before a message's effects (a user message: before the run it "
+              "started): `code` restores the files (open buffers through a versioned edit the user can undo, "
+              "others on disk, atomically, journalled), `conversation` forks the session before the message "
+              "and makes the fork current, `both` does both. `dryRun` returns the diff only. Files changed "
+              "outside the agent since are `conflicts`, kept unless `confirm`. The rewind is itself "
+              "checkpointed: `undo` names the checkpoint to rewind to. Refused while the session runs "
+              "(`busy`); an unknown message or checkpoint is `unknown_message`; a checkpoint retention folded "
+              "is `checkpoint_folded`."),
     *(MethodDoc(*doc) for doc in skill_models.METHOD_DOCS),
     MethodDoc(mcp_models.AGENT_MCP_LIST, "request", "client → server", mcp_models.McpListParams,
               mcp_models.McpListResult,
@@ -247,7 +262,7 @@ def _nested_models() -> list[type[BaseModel]]:
     return [models.SessionInfo, models.MessageOut, models.TextPartOut, models.ReasoningPartOut,
             models.ToolCallPartOut, models.ToolResultPartOut, models.SaveFailure, steering.ReceiptOut,
             steering.QueueItemOut, steering.QueueSteerResult, context_models.RepairedItem,
-            *skill_models.NESTED_MODELS, *mcp_models.NESTED_MODELS]
+            *skill_models.NESTED_MODELS, *mcp_models.NESTED_MODELS, checkpoint_models.CheckpointOut]
 
 
 def _event_models() -> list[type[BaseModel]]:

@@ -13,8 +13,8 @@ from lsp_agent.server.agent_server import AgentServer
 from lsp_agent.server.framing import TransportLimits
 from lsp_agent.server.transport import serve_stdio, serve_tcp
 
-HANDLER_MODULES = ("context_methods", "lifecycle", "mcp_methods", "methods", "model_methods", "rpc", "skill_methods",
-                   "steering_methods", "trust_methods")
+HANDLER_MODULES = ("checkpoint_methods", "context_methods", "lifecycle", "mcp_methods", "methods", "model_methods",
+                   "rpc", "skill_methods", "steering_methods", "trust_methods")
 
 
 def import_handlers() -> None:
@@ -26,6 +26,7 @@ def import_handlers() -> None:
 def create_server() -> AgentServer:
     # Imported when the first server is built (server/boot.py imports them on a thread ahead of time).
     from lsp_agent.server import (
+        checkpoint_methods,
         context_methods,
         lifecycle,
         mcp_methods,
@@ -39,7 +40,8 @@ def create_server() -> AgentServer:
 
     server = AgentServer()
     install(server, lifecycle.routes, methods.routes, steering_methods.routes, skill_methods.routes,
-            context_methods.routes, mcp_methods.routes, trust_methods.routes, model_methods.routes)
+            context_methods.routes, mcp_methods.routes, trust_methods.routes, model_methods.routes,
+            checkpoint_methods.routes)
     server.lifecycle.participants.append(skill_methods.SkillWatch())
     server.lifecycle.participants.append(trust_methods.TrustWatch())
     server.lifecycle.code_actions.append(skill_methods.skill_actions)

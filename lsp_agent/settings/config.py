@@ -191,6 +191,21 @@ class Compaction(_Section):
                              "same way this many times in a row (0: never).")
 
 
+class Checkpoints(_Section):
+    """The workspace recorded before every step that may write, so any step can be taken back
+    (docs/architecture.md, "Checkpoints and rewind"). Kept in the state directory, never in the workspace."""
+
+    enabled: bool = Field(True, description="Record a checkpoint before every step that may write.")
+    file_bytes: int = Field(
+        8_000_000, ge=0, le=1 << 32, description="A file larger than this is not copied into a checkpoint (it is "
+        "listed as too large to restore).")
+    checkpoint_bytes: int = Field(
+        256_000_000, ge=0, le=1 << 40, description="Most new bytes one checkpoint copies; files past it are "
+        "listed as too large to restore.")
+    per_session: int = Field(200, ge=1, le=100_000, description="Checkpoints kept per session (older are folded).")
+    total: int = Field(2_000, ge=1, le=1_000_000, description="Checkpoints kept per workspace, all sessions.")
+
+
 class ProviderConfig(_Section):
     base_url: str = Field(alias="baseUrl")
     wire: Literal["chat", "responses"] = "chat"
@@ -257,6 +272,7 @@ class Settings(_Section):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     experimental: Experimental = Field(default_factory=Experimental)
     compaction: Compaction = Field(default_factory=Compaction)
+    checkpoints: Checkpoints = Field(default_factory=Checkpoints)
     mcp: McpSettings = Field(default_factory=McpSettings, description="MCP servers whose tools the agent gets.")
     script: str | None = Field(None, description="Reply script for the scripted provider (JSON file).")
     instruction_profile: Literal["default", "compact"] = Field(

@@ -138,6 +138,15 @@ class Store(QueueTables, SkillTables, LeaseTables):
             "INSERT INTO sessions(id, workspace, model, title, parent_id, created_at, updated_at)"
             " VALUES (?,?,?,?,?,?,?)", (session_id, workspace, model, title, parent_id, ts, ts))
 
+    def create_fork(self, session_id: str, workspace: str, model: str, title: str, parent_id: str,
+                    messages: list[Message]) -> None:
+        ts = now_ms()
+        with self.transaction() as db:
+            db.execute("INSERT INTO sessions(id, workspace, model, title, parent_id, created_at, updated_at)"
+                       " VALUES (?,?,?,?,?,?,?)", (session_id, workspace, model, title, parent_id, ts, ts))
+            for message in messages:
+                self._insert_message(db, session_id, message)
+
     def session(self, session_id: str) -> SessionRecord | None:
         row = self.db.execute("SELECT * FROM sessions WHERE id=?", (session_id,)).fetchone()
         return _session(row) if row is not None else None

@@ -69,6 +69,12 @@ class MemoryStore:
         ts = _now()
         self._sessions[session_id] = _Session(SessionRecord(session_id, workspace, model, title, parent_id, ts, ts))
 
+    def create_fork(self, session_id: str, workspace: str, model: str, title: str, parent_id: str,
+                    messages: list[Message]) -> None:
+        self.create_session(session_id, workspace, model, title, parent_id)
+        for message in messages:
+            self._insert(session_id, message)
+
     def session(self, session_id: str) -> SessionRecord | None:
         found = self._sessions.get(session_id)
         return found.record if found is not None else None

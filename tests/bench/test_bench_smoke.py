@@ -23,6 +23,7 @@ SMOKES = {
     "context_growth": (["--steps", "12"], "|"),
     "http_client": (["-n", "5", "--rounds", "1"], "| httpx-anyio |"),
     "document_sync": (["--changes", "50", "--lines", "20,400"], "per-change ratio"),
+    "checkpoints": (["--files", "300", "--repeat", "1"], "| 300 |"),
     # against this same checkout reached through a link: the second label's package must be the link's
     "version_flag": (["--runs", "2", "--no-hyperfine"], "| this | "),
 }

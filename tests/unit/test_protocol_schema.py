@@ -11,6 +11,7 @@ import pytest
 
 from lsp_agent.protocol import (
     approval_models,
+    checkpoint_models,
     context_models,
     mcp_models,
     methods,
@@ -37,7 +38,8 @@ def test_schema_command_lists_every_method_notification_and_command() -> None:
         methods.COMMAND_FIX_DIAGNOSTIC, *context_models.CONTEXT_REQUESTS,
         *(doc[0] for doc in skill_models.METHOD_DOCS), mcp_models.AGENT_MCP_LIST,
         approval_models.AGENT_REQUEST_APPROVAL, *(doc[0] for doc in trust_models.METHOD_DOCS),
-        *(doc[0] for doc in provider_models.METHOD_DOCS), verification_models.METHOD_DOC[0]}
+        *(doc[0] for doc in provider_models.METHOD_DOCS), verification_models.METHOD_DOC[0],
+            *checkpoint_models.CHECKPOINT_REQUESTS}
     kinds = {name: entry["kind"] for name, entry in schema["methods"].items()}
     assert kinds[methods.AGENT_EVENT] == "notification" and kinds[methods.AGENT_RUN] == "request"
     assert "result" not in schema["methods"][methods.AGENT_EVENT]

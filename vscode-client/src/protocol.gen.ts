@@ -38,6 +38,34 @@ export interface CandidateOut {
   retiredAt?: number | null;
 }
 
+export interface CheckpointOut {
+  /** `ckpt-<n>`: what `agent/rewind` accepts as `toMessageID` to return to this tree. */
+  id: string;
+  /** The model message whose step it belongs to (empty for a rewind). */
+  messageID: string;
+  step: number;
+  /** The tool of the step, or `rewind`. */
+  tool: string;
+  /** baseline: the first record of the workspace; before: right before the step (changes found then were made outside the agent); after: the step's own writes. */
+  phase: 'baseline' | 'before' | 'after';
+  /** Workspace paths this checkpoint recorded a change of. */
+  files: string[];
+  /** Of `files`, those changed outside the agent. */
+  outside: string[];
+  /** Seconds since the epoch. */
+  when: number;
+}
+
+export interface CheckpointsParams {
+  /** The session whose checkpoints to list. */
+  sessionID: string;
+}
+
+export interface CheckpointsResult {
+  /** Oldest first. */
+  checkpoints: CheckpointOut[];
+}
+
 /** Where a part is stored: the `evidence` block of a skill proposal, verbatim. */
 export interface Citation {
   sessionID: string;
@@ -512,6 +540,44 @@ export interface RequestApprovalResult {
   decision: 'allow_once' | 'allow_session' | 'deny';
 }
 
+export interface RewindParams {
+  /** A session ID (`ses_…`). */
+  sessionID: string;
+  /** A message of the session (`msg_…`), or a checkpoint (`ckpt-…`). */
+  toMessageID: string;
+  /** code: the files; conversation: fork the session before the message and make the fork current; both. */
+  restore: 'code' | 'conversation' | 'both';
+  /** Change nothing; return the diff that would be applied. */
+  dryRun?: boolean;
+  /** Also restore files changed outside the agent since (conflicts). */
+  confirm?: boolean;
+}
+
+export interface RewindResult {
+  /** conflicts: done, except the `conflicts` files, kept (send again with `confirm`). */
+  status: 'done' | 'dry_run' | 'conflicts';
+  /** The checkpoint whose tree was restored (empty when nothing to restore). */
+  target: string;
+  /** The checkpoint of the tree just before this rewind: rewind to it to undo. */
+  undo: string;
+  /** Files restored on disk. */
+  restored?: string[];
+  /** Open files restored through a versioned edit of their buffer (undo). */
+  inEditor?: string[];
+  /** Files changed outside the agent since. */
+  conflicts?: string[];
+  /** Conflicts left as they are (no `confirm`). */
+  kept?: string[];
+  /** Path → why it cannot be restored. */
+  unrestorable?: Record<string, string>;
+  /** Path → why restoring it failed. */
+  failed?: Record<string, string>;
+  /** Unified diff from the current files to the restored ones. */
+  diff: string;
+  /** With conversation/both: the fork, now the current session. */
+  sessionID?: string | null;
+}
+
 export type Rule = 'proposal_too_large' | 'proposal_not_json' | 'proposal_invalid' | 'bad_name' | 'unknown_candidate' | 'name_taken' | 'locked' | 'wrong_state' | 'not_validated' | 'unknown_session' | 'no_verification' | 'part_missing' | 'citation_mismatch' | 'other_workspace' | 'reverted' | 'compacted' | 'not_tool_result' | 'not_verify_project' | 'not_harness_result' | 'envelope_invalid' | 'envelope_inconsistent' | 'not_passed' | 'check_failed' | 'nothing_executed' | 'not_git' | 'not_clean_at_verify' | 'revision_moved' | 'dirty_tree' | 'sources_changed' | 'fingerprint_failed' | 'same_session' | 'revision_mismatch' | 'source_changed' | 'symlink' | 'not_a_directory' | 'skill_exists' | 'skill_modified' | 'io_error';
 
 export interface RunFinish {
@@ -909,6 +975,8 @@ export interface MethodTypes {
   'lsp-agent.fixDiagnostic': { kind: 'command'; params: FixDiagnosticArgs; result: RunResult };
   'agent/compact': { kind: 'request'; params: CompactParams; result: CompactResult };
   'agent/handoff': { kind: 'request'; params: HandoffParams; result: HandoffResult };
+  'agent/checkpoints': { kind: 'request'; params: CheckpointsParams; result: CheckpointsResult };
+  'agent/rewind': { kind: 'request'; params: RewindParams; result: RewindResult };
   'agent/skill/propose': { kind: 'request'; params: ProposeParams; result: SkillResult };
   'agent/skill/show': { kind: 'request'; params: NameParams; result: SkillResult };
   'agent/skill/validate': { kind: 'request'; params: ValidateParams; result: SkillResult };
@@ -929,8 +997,8 @@ export type MethodName = keyof MethodTypes;
 export const ERROR_CODES = [
   { code: -32602, name: 'InvalidParams', status: 400, kinds: ['invalid_params', 'not_steerable', 'trust_changed', 'attachment_refused'] },
   { code: -32602, name: 'InvalidParams', status: 413, kinds: ['too_large'] },
-  { code: -32004, name: 'NotFound', status: 404, kinds: ['unknown_session', 'unknown_message', 'not_found'] },
+  { code: -32004, name: 'NotFound', status: 404, kinds: ['unknown_session', 'unknown_message', 'not_found', 'checkpoint_folded'] },
   { code: -32009, name: 'Conflict', status: 409, kinds: ['busy', 'session_busy', 'conflict', 'steer_conflict', 'compaction_in_progress'] },
-  { code: -32010, name: 'Unavailable', status: 503, kinds: ['config', 'provider_error', 'store_unavailable'] },
+  { code: -32010, name: 'Unavailable', status: 503, kinds: ['config', 'provider_error', 'store_unavailable', 'checkpoint_unavailable'] },
   { code: -32603, name: 'InternalError', status: 500, kinds: ['internal'] },
 ] as const;

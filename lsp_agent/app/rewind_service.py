@@ -1,0 +1,195 @@
+"""Checkpoints and rewind for every front end: the language server, the CLI (and next the ACP agent).
+
+Resolves a session's messages from the store, asks the checkpoint store to restore the files, hands
+files open in an editor back to the front end's own applier (a versioned buffer edit the user can
+undo), and forks the conversation. Answers the wire models; refusals are `RewindError`s with a kind
+the front ends map to their error codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lsp_agent.checkpoints.blobs import BlobMissing
+from lsp_agent.checkpoints.restore import Op
+from lsp_agent.checkpoints.rewind import RewindOutcome, RewindRefused, rewind
+from lsp_agent.checkpoints.workspace import CheckpointUnavailable, WorkspaceCheckpoints
+from lsp_agent.core.checkpoint_port import StepCheckpoints
+from lsp_agent.core.lease import SessionLeases
+from lsp_agent.core.session import Environment
+from lsp_agent.core.session_fork import ForkRefused, fork_session
+from lsp_agent.core.storage import Store
+from lsp_agent.domain.edits import (
+    DeleteFile,
+    EditApplier,
+    EditPlan,
+    FileOp,
+    Position,
+    TextEdit,
+    UpdateFile,
+    position_at,
+)
+from lsp_agent.protocol.checkpoint_models import CheckpointOut, CheckpointsResult, RewindParams, RewindResult
+
+_KINDS = {"unknown_target": "unknown_message", "folded": "checkpoint_folded", "too_large": "checkpoint_unavailable"}
+
+
+class RewindError(Exception):
+    """`kind`: unknown_session, unknown_message, busy, checkpoint_folded, checkpoint_unavailable."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass
+class RewindPorts:
+    """What a rewind needs: the sessions, the checkpoints, and where edits of open files go."""
+
+    store: Store
+    checkpoints: StepCheckpoints | None
+    applier: EditApplier
+
+    @classmethod
+    def of(cls, env: Environment) -> RewindPorts:
+        return cls(env.store, env.checkpoints, env.applier)
+
+
+class SessionRewind:
+    def __init__(self, ports: RewindPorts) -> None:
+        self.env = ports
+
+    def _store(self) -> WorkspaceCheckpoints:
+        found = self.env.checkpoints
+        if not isinstance(found, WorkspaceCheckpoints):
+            raise RewindError("checkpoint_unavailable", "checkpoints are not recorded here")
+        return found
+
+    def _messages(self, session_id: str) -> list[str]:
+        if self.env.store.session(session_id) is None:
+            raise RewindError("unknown_session", f"no session {session_id!r} in this workspace")
+        return [m.id for m in self.env.store.messages(session_id)]
+
+    def checkpoints(self, session_id: str) -> CheckpointsResult:
+        self._messages(session_id)
+        return CheckpointsResult(checkpoints=[
+            CheckpointOut(id=r.id, message_id=r.message, step=r.step, tool=r.tool, phase=r.phase,
+                          files=sorted(r.changes), outside=r.outside, when=r.when)
+            for r in self._store().records(session_id)])
+
+    async def rewind(self, params: RewindParams, open_text: Callable[[str], str | None] | None = None,
+                     note: Callable[[str, list[str]], None] | None = None) -> RewindResult:
+        """`open_text`: the text of a path's open editor buffer (None: not open). `note(session, paths)`:
+        tell a session these files changed under it (its reads and checks of them are stale)."""
+        ids = self._messages(params.session_id)
+        # The session's lease, held for the rewind: a generation in another process (the editor, a
+        # CLI run) holds it while it runs, so the files never change under a running step, and no run
+        # starts while the files are being put back. A lease left by a dead process is taken over.
+        with SessionLeases(self.env.store).held_briefly(params.session_id) as held:
+            if not held:
+                raise RewindError("busy", f"session {params.session_id} is running in another lsp-agent "
+                                          "process; wait for it or cancel it, then rewind")
+            return await self._rewind(params, ids, open_text, note)
+
+    async def _rewind(self, params: RewindParams, ids: list[str], open_text: Callable[[str], str | None] | None,
+                      note: Callable[[str, list[str]], None] | None) -> RewindResult:
+        if params.restore != "code" and params.to_message_id not in ids:
+            raise RewindError("unknown_message", f"message {params.to_message_id} is not in session "
+                                                 f"{params.session_id} (a conversation is rewound to a message)")
+        result = RewindResult(status="dry_run" if params.dry_run else "done", target="")
+        if params.restore in ("code", "both"):
+            outcome = await self._code(params, ids, open_text)
+            result = self._code_result(params, outcome)
+            if open_text is not None and not params.dry_run:
+                ops = outcome.editor_ops + self._unsaved_agent_edits(outcome, open_text)
+                if ops:
+                    await self._in_editor(ops, open_text, result)
+        if params.restore in ("conversation", "both") and not params.dry_run:
+            try:
+                result.session_id = fork_session(self.env.store, params.session_id, params.to_message_id)
+            except ForkRefused as exc:
+                raise RewindError(exc.kind, str(exc)) from exc
+        if note is not None and not params.dry_run:
+            self._recompute_verification(params, result, note)
+        return result
+
+    @staticmethod
+    def _recompute_verification(params: RewindParams, result: RewindResult,
+                                note: Callable[[str, list[str]], None]) -> None:
+        """A check stands only over the tree it saw. Code alone: the session's history goes on past
+        the restored tree, so every restored file is a change its checks did not see. Both: the fork's
+        history ends where the tree was restored to, so only the files not restored differ from it."""
+        if params.restore == "code":
+            note(params.session_id, sorted({*result.restored, *result.in_editor}))
+        elif params.restore == "both" and result.session_id is not None:
+            note(result.session_id, sorted({*result.kept, *result.failed, *result.unrestorable}))
+
+    async def _code(self, params: RewindParams, ids: list[str],
+                    open_text: Callable[[str], str | None] | None) -> RewindOutcome:
+        def in_editor(path: str) -> bool:
+            return open_text is not None and open_text(path) is not None
+        try:
+            return await rewind(self._store(), params.session_id, params.to_message_id, ids,
+                                dry_run=params.dry_run, confirm=params.confirm, in_editor=in_editor)
+        except RewindRefused as exc:
+            raise RewindError(_KINDS[exc.kind], str(exc)) from exc
+        except (CheckpointUnavailable, BlobMissing, OSError) as exc:
+            raise RewindError("checkpoint_unavailable", f"nothing was restored: {exc}") from exc
+
+    @staticmethod
+    def _code_result(params: RewindParams, outcome: RewindOutcome) -> RewindResult:
+        plan = outcome.plan
+        status = "dry_run" if params.dry_run else ("conflicts" if outcome.kept else "done")
+        return RewindResult(status=status, target=plan.target, undo=outcome.checkpoint, restored=outcome.restored,
+                            conflicts=plan.conflicts, kept=outcome.kept, unrestorable=plan.unrestorable,
+                            failed=outcome.failed, diff=plan.diff)
+
+    def _unsaved_agent_edits(self, outcome: RewindOutcome, open_text: Callable[[str], str | None]) -> list[Op]:
+        """Open buffers the agent edited since the target whose edits never reached the disk: the disk
+        already matches, the buffer does not."""
+        done = {o.path for o in outcome.editor_ops} | set(outcome.plan.conflicts)
+        ops: list[Op] = []
+        for path in sorted(outcome.plan.touched_since - done):
+            entry = outcome.plan.then.get(path)
+            current = open_text(path)
+            if entry is None or entry[0] != "f" or current is None:
+                continue
+            try:
+                wanted = self._store().blobs.get(entry[1]).decode("utf-8")
+            except (BlobMissing, UnicodeDecodeError):
+                continue
+            if wanted != current:
+                ops.append(Op(path, "f", entry[1], entry[2]))
+        return ops
+
+    async def _in_editor(self, ops: list[Op], open_text: Callable[[str], str | None], result: RewindResult) -> None:
+        """Open files through the front end's applier: one versioned edit, undoable in the editor."""
+        store = self._store()
+        plan_ops: list[FileOp] = []
+        for op in ops:
+            current = open_text(op.path)
+            if current is None:
+                continue
+            if op.kind == "del":
+                plan_ops.append(DeleteFile(path=op.path, base_text=current))
+                continue
+            if op.kind != "f":
+                result.failed[op.path] = "open in the editor and restored as a symlink: close it and rewind again"
+                continue
+            try:
+                text = store.blobs.get(op.ref).decode("utf-8")
+            except (BlobMissing, UnicodeDecodeError) as exc:
+                result.failed[op.path] = f"open in the editor and not text: close it and rewind again ({exc})"
+                continue
+            whole = TextEdit(start=Position(line=0, character=0), end=position_at(current, len(current)), new_text=text)
+            plan_ops.append(UpdateFile(path=op.path, edits=[whole], base_text=current, new_text=text))
+        if not plan_ops:
+            return
+        applied = await self.env.applier.apply(EditPlan(ops=plan_ops))
+        paths = sorted(o.path for o in plan_ops)
+        if applied.ok:
+            result.in_editor = paths
+        else:
+            result.failed.update({p: f"the editor refused the edit: {applied.message}" for p in paths})

@@ -1,0 +1,176 @@
+"""The checkpoints of one workspace: an append-only chain of deltas, one JSON line each.
+
+The tree at a checkpoint is every delta up to and including it replayed in order, so a checkpoint
+where one file changed costs one short line, not a manifest of the whole workspace. A line torn by
+a crash is the last one and is ignored on load. Retention folds a dropped checkpoint's changes into
+the next one (later changes win), so every kept checkpoint still replays to the same tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: (kind, ref, mode, size, mtime_ns, inode). kind: "f" a regular file (ref: its sha256), "l" a
+#: symlink (ref: its target, never followed), "big" a file past the size limits (not copied, ref ""),
+#: "ign" a path Git ignores (never restored nor deleted). An absent path is None.
+Entry = tuple[str, str, int, int, int, int]
+Tree = dict[str, Entry]
+
+
+def stat_key(entry: Entry) -> tuple[int, int, int, int]:
+    """The write detection's snapshot value for this entry: (size, mtime_ns, inode, mode)."""
+    return (entry[3], entry[4], entry[5], entry[2])
+
+
+def same_content(a: Entry | None, b: Entry | None) -> bool:
+    """Equal for restoring: kind, content and the executable bit (times and inodes aside)."""
+    if a is None or b is None:
+        return a is b
+    return a[0] == b[0] and a[1] == b[1] and (a[2] & 0o111) == (b[2] & 0o111)
+
+
+@dataclass
+class Record:
+    seq: int
+    session: str
+    message: str
+    step: int
+    tool: str
+    #: baseline: the first walk of the workspace; before: right before a step; after: the step's own writes
+    phase: str
+    when: float
+    changes: dict[str, Entry | None] = field(default_factory=dict)
+    #: the paths in `changes` that someone else changed (found before a step, not written by it)
+    outside: list[str] = field(default_factory=list)
+    #: messages whose checkpoints retention folded into this one (their own state is no longer kept)
+    folded: list[str] = field(default_factory=list)
+    #: paths an edit tool of this step wrote, changed on disk or not (in an editor, an unsaved buffer)
+    touched: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return f"ckpt-{self.seq}"
+
+    def to_line(self) -> str:
+        return json.dumps({"seq": self.seq, "session": self.session, "message": self.message, "step": self.step,
+                           "tool": self.tool, "phase": self.phase, "when": self.when,
+                           "changes": {p: list(e) if e is not None else None for p, e in self.changes.items()},
+                           "outside": self.outside, "folded": self.folded, "touched": self.touched},
+                          separators=(",", ":")) + "\n"
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Record:
+        changes: dict[str, Entry | None] = {
+            str(p): (str(e[0]), str(e[1]), int(e[2]), int(e[3]), int(e[4]), int(e[5])) if e is not None else None
+            for p, e in raw["changes"].items()}
+        return cls(int(raw["seq"]), str(raw["session"]), str(raw["message"]), int(raw["step"]), str(raw["tool"]),
+                   str(raw["phase"]), float(raw["when"]), changes, [str(p) for p in raw.get("outside", [])],
+                   [str(m) for m in raw.get("folded", [])], [str(p) for p in raw.get("touched", [])])
+
+
+def replay(records: Iterable[Record], tree: Tree | None = None) -> Tree:
+    out: Tree = dict(tree or {})
+    for record in records:
+        for path, entry in record.changes.items():
+            if entry is None:
+                out.pop(path, None)
+            else:
+                out[path] = entry
+    return out
+
+
+class Chain:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: list[Record] = self._load()
+
+    def _load(self) -> list[Record]:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        records: list[Record] = []
+        good = 0
+        for line in data.splitlines(keepends=True):
+            if not line.endswith(b"\n"):
+                break
+            try:
+                records.append(Record.from_json(json.loads(line)))
+            except (ValueError, KeyError, TypeError, IndexError):
+                break
+            good += len(line)
+        if good < len(data):
+            # a line torn by a crash ends the chain; cut it, or the next append would be glued to it
+            os.truncate(self.path, good)
+        return records
+
+    def next_seq(self) -> int:
+        return self.records[-1].seq + 1 if self.records else 1
+
+    def append(self, record: Record) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, record.to_line().encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.records.append(record)
+
+    def rewrite(self, records: list[Record]) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.writelines(r.to_line() for r in records)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.path)
+        self.records = records
+
+    def digests(self) -> set[str]:
+        return {e[1] for r in self.records for e in r.changes.values() if e is not None and e[0] == "f"}
+
+
+def fold(records: list[Record], per_session: int, total: int) -> list[Record]:
+    """The records kept under the retention limits; each dropped one folded into its successor.
+    The newest record is always kept (it holds the current tree)."""
+    drop: set[int] = set()
+    by_session: dict[str, list[int]] = {}
+    for index, record in enumerate(records):
+        by_session.setdefault(record.session, []).append(index)
+    for indexes in by_session.values():
+        drop.update(indexes[:max(0, len(indexes) - per_session)])
+    kept_count = len(records) - len(drop)
+    for index in range(len(records)):
+        if kept_count <= total:
+            break
+        if index not in drop:
+            drop.add(index)
+            kept_count -= 1
+    drop.discard(len(records) - 1)
+    if not drop:
+        return records
+    out: list[Record] = []
+    carry: Record | None = None
+    for index, record in enumerate(records):
+        if carry is not None:
+            record = _merge(carry, record)
+            carry = None
+        if index in drop:
+            carry = record
+        else:
+            out.append(record)
+    return out
+
+
+def _merge(earlier: Record, later: Record) -> Record:
+    changes = {**earlier.changes, **later.changes}
+    outside = sorted({p for p in earlier.outside if p not in later.changes} | set(later.outside))
+    folded = [*earlier.folded, earlier.message, *later.folded]
+    touched = sorted({*earlier.touched, *later.touched})
+    return Record(later.seq, later.session, later.message, later.step, later.tool, later.phase, later.when,
+                  changes, outside, list(dict.fromkeys(folded)), touched)

@@ -1,0 +1,220 @@
+"""One workspace's checkpoints: recorded around every step that may write, listed, folded by retention.
+
+The tree the agent last saw is kept in memory (path -> entry, with the stat facts the write
+detection compares), so a checkpoint hashes only what changed since the previous one: from a
+command's stat snapshot (the walk its write detection took anyway) or an edit tool's declared paths.
+The first checkpoint of a workspace is its baseline: every file, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import logging
+import os
+import posixpath
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from lsp_agent.checkpoints.blobs import BlobStore
+from lsp_agent.checkpoints.capture import Budget, capture, inside_without_links, tracked_name
+from lsp_agent.checkpoints.chain import Chain, Entry, Record, Tree, fold, replay, stat_key
+from lsp_agent.checkpoints.restore import recover
+from lsp_agent.core.checkpoint_port import StepRef
+from lsp_agent.core.write_detect import IgnoredPaths, Snapshot, snapshot
+from lsp_agent.settings.config import Checkpoints as CheckpointSettings
+
+log = logging.getLogger(__name__)
+
+#: more changed files than this in one checkpoint (a baseline, a large build) and their contents are
+#: flushed together by one syncfs instead of an fsync each
+_BATCH = 64
+
+
+class CheckpointUnavailable(RuntimeError):
+    """The workspace could not be recorded (too large to walk, or the store failed)."""
+
+
+class WorkspaceCheckpoints:
+    def __init__(self, root: Path, base: Path, settings: Callable[[], CheckpointSettings],
+                 ignored: IgnoredPaths | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.root = root.resolve()
+        self.base = base
+        self.settings = settings
+        self.ignored = ignored
+        self.clock = clock
+        self.blobs = BlobStore(base / "objects")
+        self.journal = base / "restore.journal"
+        #: one recording or rewind at a time in this process
+        self.lock = asyncio.Lock()
+        #: paths a restore killed mid-way covered, finished now
+        self.recovered: list[str] = []
+        self.chain = Chain(base / "chain.jsonl")
+        self._load_tree()
+        if not base.is_dir():
+            return  # nothing recorded yet: nothing is created until the first checkpoint
+        with self._file_lock():
+            self.recovered = recover(self.blobs, self.journal)
+            if self.recovered:
+                self.chain = Chain(base / "chain.jsonl")
+                self._load_tree()
+        if self.recovered:
+            self._record_sync(StepRef("", "", 0, "rewind"), sorted(self.recovered), None, "after")
+
+    # --- state ------------------------------------------------------------------------------------
+    def _load_tree(self) -> None:
+        self.tree: Tree = replay(self.chain.records)
+        self.stat = {p: stat_key(e) for p, e in self.tree.items()}
+        self._chain_size = self._size()
+
+    def _size(self) -> int:
+        try:
+            return os.stat(self.chain.path).st_size
+        except FileNotFoundError:
+            return 0
+
+    @contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        """One writer across processes (the server and a CLI on the same workspace); another's
+        appends are read before ours."""
+        self.base.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.base / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _sync(self) -> None:
+        if self._size() != self._chain_size:
+            self.chain = Chain(self.chain.path)
+            self._load_tree()
+
+    # --- recording ----------------------------------------------------------------------------------
+    async def prepare(self) -> None:
+        async with self.lock:
+            if not self.chain.records:
+                await self.record_unlocked(StepRef("", "", 0, "baseline"), None, None, "before")
+
+    async def before(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None) -> None:
+        await self.record(step, paths, walk, "before")
+
+    async def after(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None) -> None:
+        await self.record(step, paths, walk, "after")
+
+    async def record(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None, phase: str) -> Record:
+        async with self.lock:
+            return await self.record_unlocked(step, paths, walk, phase)
+
+    async def record_unlocked(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None,
+                              phase: str) -> Record:
+        """`record` for a caller already holding `lock` (a rewind records around its restore)."""
+        changes = await self.changes(paths, walk)
+        touched = sorted({posixpath.normpath(p) for p in paths or []}) if phase == "after" and walk is None else []
+        return await asyncio.to_thread(self._append, step, changes, phase, touched)
+
+    async def changes(self, paths: list[str] | None, walk: Snapshot | None) -> dict[str, Entry | None]:
+        """What differs from the recorded tree now, content copied into the store, nothing appended."""
+        if not self.chain.records and walk is None:
+            walk = await asyncio.to_thread(snapshot, self.root)
+        if walk is None and paths is None:
+            raise CheckpointUnavailable("the workspace is too large to walk; no checkpoint was recorded")
+        candidates = await asyncio.to_thread(self._candidates, paths, walk)
+        ignored = await self._ignored([p for p in candidates if p not in self.tree])
+        return await asyncio.to_thread(self._capture_all, candidates, ignored)
+
+    def _record_sync(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None, phase: str) -> Record:
+        return self._append(step, self._capture_all(self._candidates(paths, walk), set()), phase)
+
+    def _candidates(self, paths: list[str] | None, walk: Snapshot | None) -> list[str]:
+        """The paths whose stat facts differ from the recorded tree (only these are hashed)."""
+        with self._file_lock():
+            self._sync()
+        if walk is not None:
+            return sorted({p for p, _ in walk.items() ^ self.stat.items()})
+        out = []
+        for raw in paths or []:
+            path = posixpath.normpath(raw)
+            if not tracked_name(path) or not inside_without_links(self.root, path):
+                continue
+            try:
+                info = os.lstat(self.root / path)
+                now: tuple[int, int, int, int] | None = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode)
+            except (FileNotFoundError, NotADirectoryError):
+                now = None
+            if now != self.stat.get(path):
+                out.append(path)
+        return sorted(set(out))
+
+    async def _ignored(self, paths: list[str]) -> set[str]:
+        if not paths or self.ignored is None:
+            return set()
+        try:
+            return await self.ignored(self.root, paths)
+        except (OSError, TimeoutError):
+            return set()  # cannot tell: record them (a copy too many, never a file missed)
+
+    def _capture_all(self, candidates: list[str], ignored: set[str]) -> dict[str, Entry | None]:
+        limits = self.settings()
+        budget = Budget(limits.file_bytes, limits.checkpoint_bytes, batched=len(candidates) > _BATCH)
+        changes: dict[str, Entry | None] = {}
+        for path in candidates:
+            old = self.tree.get(path)
+            if path in ignored or (old is not None and old[0] == "ign"):
+                entry = _ignored_entry(self.root, path)
+            else:
+                entry = capture(self.root, path, self.blobs, budget)
+            if entry != old:
+                changes[path] = entry
+        if budget.batched and budget.written:
+            self.blobs.sync()  # before any checkpoint line names them
+        return changes
+
+    def _append(self, step: StepRef, changes: dict[str, Entry | None], phase: str,
+                touched: list[str] | None = None) -> Record:
+        limits = self.settings()
+        with self._file_lock():
+            self._sync()
+            first = not self.chain.records
+            outside = sorted(p for p, e in changes.items() if e is None or e[0] != "ign") \
+                if phase == "before" and not first else []
+            record = Record(self.chain.next_seq(), step.session_id, step.message_id, step.step, step.tool,
+                            "baseline" if first else phase, self.clock(), changes, outside,
+                            touched=touched or [])
+            self.chain.append(record)
+            self.tree = replay([record], self.tree)
+            for path, entry in changes.items():
+                if entry is None:
+                    self.stat.pop(path, None)
+                else:
+                    self.stat[path] = stat_key(entry)
+            self._chain_size = self._size()
+            self._retain(limits, step.session_id)
+        return record
+
+    def _retain(self, limits: CheckpointSettings, session: str) -> None:
+        """Fold past the limits (with a margin, so the store is not swept at every step)."""
+        records = self.chain.records
+        mine = sum(1 for r in records if r.session == session)
+        if len(records) <= limits.total + limits.total // 10 and mine <= limits.per_session + limits.per_session // 10:
+            return
+        self.chain.rewrite(fold(records, limits.per_session, limits.total))
+        self._chain_size = self._size()
+        self.blobs.sweep(self.chain.digests())
+
+    # --- reading ------------------------------------------------------------------------------------
+    def records(self, session: str | None = None) -> list[Record]:
+        with self._file_lock():
+            self._sync()
+        return [r for r in self.chain.records if session is None or r.session == session]
+
+
+def _ignored_entry(root: Path, path: str) -> Entry | None:
+    """A path Git ignores: its stat facts only, so it is not looked at again until it changes."""
+    try:
+        info = os.lstat(root / path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return ("ign", "", info.st_mode, info.st_size, info.st_mtime_ns, info.st_ino)
