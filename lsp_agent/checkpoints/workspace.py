@@ -13,6 +13,7 @@ import fcntl
 import logging
 import os
 import posixpath
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -79,13 +80,20 @@ class WorkspaceCheckpoints:
     def _file_lock(self) -> Iterator[None]:
         """One writer across processes (the server and a CLI on the same workspace); another's
         appends are read before ours."""
-        self.base.mkdir(parents=True, exist_ok=True)
+        self._private_base()
         fd = os.open(self.base / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)
+
+    def _private_base(self) -> None:
+        """The store holds copies of every workspace file, a repository's `.env` and keys among them:
+        readable by the user alone, whatever the umask or an older store's mode said."""
+        self.base.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if stat.S_IMODE(self.base.stat().st_mode) != 0o700:
+            os.chmod(self.base, 0o700)
 
     def _sync(self) -> None:
         if self._size() != self._chain_size:

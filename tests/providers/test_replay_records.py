@@ -40,7 +40,7 @@ async def test_llm_request_events_hold_decisions_and_hashes_but_no_prompt_and_no
     assert run.returncode == 0, run.stderr
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
     files = state_files(isolated_state)
-    traces = [p for p in files if p.suffix == ".jsonl"]
+    traces = [p for p in files if p.suffix == ".jsonl" and p.parent.name == "traces"]
     databases = [p for p in files if p.name.startswith("store.db")]
     assert traces and databases
     # The key: nowhere in the state directory (database, WAL, traces).

@@ -113,3 +113,19 @@ async def test_an_unknown_message_or_checkpoint_is_a_classified_refusal(tmp_path
         with pytest.raises(RewindRefused) as refused:
             await rewind(ws, "s", target, ["m1"], dry_run=True, confirm=False)
         assert refused.value.kind == "unknown_target"
+
+
+async def test_the_store_of_workspace_copies_is_readable_by_the_user_alone(tmp_path: Path) -> None:
+    """It holds a copy of every file, a repository's `.env` among them: whatever the umask, and even
+    when an older store was made open, no other user can read into it."""
+    old = os.umask(0o022)
+    try:
+        (tmp_path / "state").mkdir(mode=0o755)  # left open by an older version
+        root, ws = workspace(tmp_path)
+        (root / ".env").write_text("API_KEY=canary\n")
+        os.chmod(root / ".env", 0o600)
+        await step(ws, root, "m1", "b.txt", "b\n")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "state" / "objects").is_dir()
+    assert os.stat(tmp_path / "state").st_mode & 0o777 == 0o700
