@@ -194,11 +194,23 @@ class VSCode:
 
     def command(self, title: str) -> None:
         """F1, the command's title, Enter: what a user does in the command palette."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         page = self.page
-        page.keyboard.press("F1")
         box = page.locator(".quick-input-widget .quick-input-box input")
-        box.wait_for(state="visible", timeout=TIMEOUT_MS)
-        box.fill(f">{title}")
+        # A key pressed while a webview is still loading (a view the previous command revealed)
+        # reaches neither the webview nor the workbench: like a person, press F1 again when no
+        # palette shows; a palette that never opens still fails at the bound.
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
+        while True:
+            page.keyboard.press("F1")
+            try:
+                box.wait_for(state="visible", timeout=5_000)
+                box.fill(f">{title}", timeout=5_000)
+                break
+            except PlaywrightTimeout:
+                if time.monotonic() > deadline:
+                    raise
         row = page.locator(".quick-input-widget .monaco-list-row", has_text=title).first
         row.wait_for(state="visible", timeout=TIMEOUT_MS)
         # The palette lists the best match first; pick the row with exactly this label.
