@@ -4,19 +4,18 @@
 
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import * as esbuild from 'esbuild';
-
 import { INPUT_FOCUS_CONTEXT } from '../../src/commands.js';
 import { REVIEWING_CONTEXT } from '../../src/review.js';
+import { CLIENT_ROOT, bundleExtension, loadBundle, memento, waitFor } from '../helpers/bundledExtension.js';
+import type { BundledExtension } from '../helpers/bundledExtension.js';
 import { createVscodeStub } from '../helpers/vscodeStub.js';
 import type { StubRecord } from '../helpers/vscodeStub.js';
 
-const ROOT = path.join(__dirname, '..', '..', '..');
+const ROOT = CLIENT_ROOT;
 
 interface Manifest {
   main: string;
@@ -31,56 +30,22 @@ interface Manifest {
 
 const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Manifest;
 
-interface Extension {
-  activate(context: unknown): Promise<void>;
-  deactivate(): Promise<void>;
-}
-
-async function waitFor(probe: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!probe()) {
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 describe('the bundled extension, activated against a stand-in vscode', () => {
   let record: StubRecord;
-  let extension: Extension;
+  let extension: BundledExtension;
   const dir = mkdtempSync(path.join(tmpdir(), 'lsp-agent-bundle-'));
 
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   before(async () => {
-    const bundle = await esbuild.build({
-      entryPoints: [path.join(ROOT, 'src', 'extension.ts')],
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: 'node20',
-      external: ['vscode'],
-      write: false,
-      logLevel: 'silent',
-    });
-    writeFileSync(path.join(dir, 'extension.js'), bundle.outputFiles[0]!.text);
-    // `require('vscode')` inside the bundle resolves to this module.
-    mkdirSync(path.join(dir, 'node_modules', 'vscode'), { recursive: true });
-    writeFileSync(path.join(dir, 'node_modules', 'vscode', 'index.js'), 'module.exports = globalThis.__lspAgentVscodeStub;\n');
+    const bundleText = await bundleExtension();
     // a workspace with lsp-agent config: a failed start is said in a notification (elsewhere only in the status item and the welcome view)
     mkdirSync(path.join(dir, '.lsp-agent'), { recursive: true });
     writeFileSync(path.join(dir, '.lsp-agent', 'config.toml'), '');
     const stub = createVscodeStub({ python: path.join(dir, 'no-such-python') }, dir);
     record = stub.record;
-    (globalThis as Record<string, unknown>).__lspAgentVscodeStub = stub.vscode;
-    extension = createRequire(__filename)(path.join(dir, 'extension.js')) as Extension;
-    const state = new Map<string, unknown>();
-    await extension.activate({
-      subscriptions: [],
-      extensionUri: { fsPath: ROOT },
-      workspaceState: { get: (key: string) => state.get(key), update: (key: string, value: unknown) => Promise.resolve(state.set(key, value)) },
-    });
+    extension = loadBundle(dir, bundleText, stub.vscode);
+    await extension.activate({ subscriptions: [], extensionUri: { fsPath: ROOT }, workspaceState: memento() });
   });
 
   it('registers exactly the commands the manifest contributes', () => {

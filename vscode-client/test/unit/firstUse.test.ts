@@ -5,33 +5,16 @@
 
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import * as esbuild from 'esbuild';
-
 import { OFFER_KEY } from '../../src/interpreter.js';
+import { bundleExtension, loadBundle, memento, waitFor } from '../helpers/bundledExtension.js';
+import type { BundledExtension } from '../helpers/bundledExtension.js';
 import { createVscodeStub, noop } from '../helpers/vscodeStub.js';
 import type { StubRecord } from '../helpers/vscodeStub.js';
 
-const ROOT = path.join(__dirname, '..', '..', '..');
-
-interface Extension {
-  activate(context: unknown): Promise<void>;
-  deactivate(): Promise<void>;
-}
-
-async function waitFor(probe: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!probe()) {
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe('first use', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'lsp-agent-first-use-'));
@@ -39,17 +22,7 @@ describe('first use', () => {
   let count = 0;
 
   before(async () => {
-    const bundle = await esbuild.build({
-      entryPoints: [path.join(ROOT, 'src', 'extension.ts')],
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: 'node20',
-      external: ['vscode'],
-      write: false,
-      logLevel: 'silent',
-    });
-    bundleText = bundle.outputFiles[0]!.text;
+    bundleText = await bundleExtension();
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -58,28 +31,22 @@ describe('first use', () => {
     settings: Record<string, unknown>,
     answer?: (text: string, actions: string[]) => string | undefined,
     state = new Map<string, unknown>(),
-  ): Promise<{ record: StubRecord; extension: Extension; state: Map<string, unknown>; storage: string }> {
+  ): Promise<{ record: StubRecord; extension: BundledExtension; state: Map<string, unknown>; storage: string }> {
     count += 1;
-    const bundleDir = path.join(dir, `bundle-${count}`);
-    mkdirSync(path.join(bundleDir, 'node_modules', 'vscode'), { recursive: true });
-    writeFileSync(path.join(bundleDir, 'extension.js'), bundleText);
-    writeFileSync(path.join(bundleDir, 'node_modules', 'vscode', 'index.js'), 'module.exports = globalThis.__lspAgentVscodeStub;\n');
     // an installed extension: its manifest's version and the wheel it carries
     const extensionDir = path.join(dir, `extension-${count}`);
     mkdirSync(path.join(extensionDir, 'server'), { recursive: true });
     writeFileSync(path.join(extensionDir, 'server', 'lsp_agent-0.1.0-py3-none-any.whl'), '');
     const storage = path.join(dir, `storage-${count}`);
     const stub = createVscodeStub(settings, ws, answer ? { answer } : {});
-    (globalThis as Record<string, unknown>).__lspAgentVscodeStub = stub.vscode;
-    const extension = createRequire(__filename)(path.join(bundleDir, 'extension.js')) as Extension;
-    const workspaceState = new Map<string, unknown>();
+    const extension = loadBundle(path.join(dir, `bundle-${count}`), bundleText, stub.vscode);
     await extension.activate({
       subscriptions: [],
       extensionUri: { fsPath: extensionDir },
       extension: { packageJSON: { version: '0.1.0' } },
       globalStorageUri: { fsPath: storage },
-      workspaceState: { get: (key: string) => workspaceState.get(key), update: (key: string, value: unknown) => Promise.resolve(workspaceState.set(key, value)) },
-      globalState: { get: (key: string) => state.get(key), update: (key: string, value: unknown) => Promise.resolve(state.set(key, value)) },
+      workspaceState: memento(),
+      globalState: memento(state),
     });
     return { record: stub.record, extension, state, storage };
   }

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 
+import { waitFor } from '../helpers/bundledExtension.js';
 import {
   ENV_DIR,
   MARKER,
@@ -86,16 +87,6 @@ function options(storage: string, base: string, extra: Partial<BuildOptions> = {
   };
 }
 
-async function waitFor(probe: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!probe()) {
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 describe('buildManagedEnv (a stand-in Python)', () => {
   it('builds, writes the marker, and shows pip\'s stages', async () => {
     const storage = fresh('storage');
@@ -131,7 +122,7 @@ describe('buildManagedEnv (a stand-in Python)', () => {
     const started = path.join(fresh('flag'), 'started');
     const abort = new AbortController();
     const building = buildManagedEnv(options(storage, base, { env: { ...process.env, FAKE_PIP: 'hang', FAKE_STARTED: started }, signal: abort.signal }));
-    await waitFor(() => existsSync(started), 'pip to start');
+    await waitFor(() => existsSync(started), 'pip to start', 60_000);
     abort.abort();
     const result = await building;
     assert.equal(result.ok ? 'ok' : result.kind, 'cancelled');

@@ -4,50 +4,24 @@
 
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import * as esbuild from 'esbuild';
-
 import { RESTRICTED_KEYS } from '../../src/settings.js';
+import { CLIENT_ROOT, bundleExtension, loadBundle, memento, waitFor } from '../helpers/bundledExtension.js';
+import type { BundledExtension } from '../helpers/bundledExtension.js';
 import { createVscodeStub } from '../helpers/vscodeStub.js';
 import type { StubRecord } from '../helpers/vscodeStub.js';
 
-const ROOT = path.join(__dirname, '..', '..', '..');
-
-interface Extension {
-  activate(context: unknown): Promise<void>;
-  deactivate(): Promise<void>;
-}
-
-async function waitFor(probe: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!probe()) {
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const ROOT = CLIENT_ROOT;
 
 describe('Restricted Mode: the workspace cannot choose the program the extension starts', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'lsp-agent-restricted-'));
   let bundleText = '';
 
   before(async () => {
-    const bundle = await esbuild.build({
-      entryPoints: [path.join(ROOT, 'src', 'extension.ts')],
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: 'node20',
-      external: ['vscode'],
-      write: false,
-      logLevel: 'silent',
-    });
-    bundleText = bundle.outputFiles[0]!.text;
+    bundleText = await bundleExtension();
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -57,7 +31,7 @@ describe('Restricted Mode: the workspace cannot choose the program the extension
     trusted: boolean,
     userSettings: (ws: string) => Record<string, unknown>,
     workspaceSettings: (ws: string) => Record<string, unknown>,
-  ): Promise<{ record: StubRecord; canary: string; extension: Extension }> {
+  ): Promise<{ record: StubRecord; canary: string; extension: BundledExtension }> {
     const case_ = path.join(dir, name);
     const ws = path.join(case_, 'ws');
     mkdirSync(path.join(ws, '.lsp-agent'), { recursive: true });
@@ -66,19 +40,9 @@ describe('Restricted Mode: the workspace cannot choose the program the extension
     const canary = path.join(case_, 'canary');
     writeFileSync(path.join(ws, 'evil-python'), `#!/bin/sh\necho ran > '${canary}'\nexit 1\n`);
     chmodSync(path.join(ws, 'evil-python'), 0o755);
-    const bundleDir = path.join(case_, 'bundle');
-    mkdirSync(path.join(bundleDir, 'node_modules', 'vscode'), { recursive: true });
-    writeFileSync(path.join(bundleDir, 'extension.js'), bundleText);
-    writeFileSync(path.join(bundleDir, 'node_modules', 'vscode', 'index.js'), 'module.exports = globalThis.__lspAgentVscodeStub;\n');
     const stub = createVscodeStub(userSettings(ws), ws, { trusted, workspaceSettings: workspaceSettings(ws) });
-    (globalThis as Record<string, unknown>).__lspAgentVscodeStub = stub.vscode;
-    const extension = createRequire(__filename)(path.join(bundleDir, 'extension.js')) as Extension;
-    const state = new Map<string, unknown>();
-    await extension.activate({
-      subscriptions: [],
-      extensionUri: { fsPath: ROOT },
-      workspaceState: { get: (key: string) => state.get(key), update: (key: string, value: unknown) => Promise.resolve(state.set(key, value)) },
-    });
+    const extension = loadBundle(path.join(case_, 'bundle'), bundleText, stub.vscode);
+    await extension.activate({ subscriptions: [], extensionUri: { fsPath: ROOT }, workspaceState: memento() });
     await waitFor(() => stub.record.messages.some((m) => m.level === 'error'), 'the start to fail');
     return { record: stub.record, canary, extension };
   }
