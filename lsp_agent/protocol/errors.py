@@ -14,7 +14,7 @@
 |        |        |                                         | a queued row changed; a clientID reused   |
 | -32010 | 503    | config, provider_error,                 | no usable model/provider in the settings; |
 |        |        | store_unavailable,                      | the session store refused the write       |
-|        |        | checkpoint_unavailable                  |                                           |
+|        |        | checkpoint_unavailable, not_initialized | or the server has not finished starting   |
 | -32603 | 500    | internal                                | a bug; the server keeps serving           |
 
 `-32601` (method not found) comes from the JSON-RPC layer for unknown methods.
@@ -68,13 +68,15 @@ CONFLICT = ErrorCode(-32009, "Conflict", 409, ("busy", "session_busy", "conflict
                      "retry). `steer_conflict`: the clientID was used for a different correction. "
                      "`compaction_in_progress`: agent/compact while another compaction of the session runs.")
 UNAVAILABLE = ErrorCode(-32010, "Unavailable", 503, ("config", "provider_error", "store_unavailable",
-                                                     "checkpoint_unavailable"),
+                                                     "checkpoint_unavailable", "not_initialized"),
                         "The settings name no usable model/provider (`config`; the server said why), or the "
                         "model failed while writing a compaction or handoff summary (`provider_error`), or the "
                         "session store refused the write (`store_unavailable`; the message names the reason: "
                         "read_only, full, corrupt, locked, missing or io) — nothing of the request was accepted. "
                         "`checkpoint_unavailable`: agent/rewind could not read the workspace or the checkpoint "
-                        "store (nothing was restored).")
+                        "store (nothing was restored). `not_initialized`: a request before `initialize` finished "
+                        "setting up the workspace (or after that setup failed: the message says why); retry "
+                        "once the server is ready.")
 INTERNAL = ErrorCode(-32603, "InternalError", 500, ("internal",),
                      "A bug in the server; the request failed but the server keeps serving.")
 

@@ -999,6 +999,6 @@ export const ERROR_CODES = [
   { code: -32602, name: 'InvalidParams', status: 413, kinds: ['too_large'] },
   { code: -32004, name: 'NotFound', status: 404, kinds: ['unknown_session', 'unknown_message', 'not_found', 'checkpoint_folded'] },
   { code: -32009, name: 'Conflict', status: 409, kinds: ['busy', 'session_busy', 'conflict', 'steer_conflict', 'compaction_in_progress'] },
-  { code: -32010, name: 'Unavailable', status: 503, kinds: ['config', 'provider_error', 'store_unavailable', 'checkpoint_unavailable'] },
+  { code: -32010, name: 'Unavailable', status: 503, kinds: ['config', 'provider_error', 'store_unavailable', 'checkpoint_unavailable', 'not_initialized'] },
   { code: -32603, name: 'InternalError', status: 500, kinds: ['internal'] },
 ] as const;
