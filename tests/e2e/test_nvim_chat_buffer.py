@@ -1,0 +1,152 @@
+"""Real headless Neovim (0.10+) driving the chat buffer with real keys against the real server and
+the scripted model: a prompt with #buffer and #selection is sent with <CR>, the run streams in,
+the tool call is one folded line that `zo` opens, an approval is answered inside the chat, the
+stop line says the verification in the VS Code footer's words, and the queue section reorders and
+cancels rows while a run streams."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import write_script
+from tests.e2e.nvim_harness import NVIMS, run_nvim
+from tests.helpers import call, reply
+
+# The chat needs Neovim 0.10+; Debian's 0.7 keeps the older commands (test_nvim_plugin.py).
+CHAT_NVIMS = [p for p in NVIMS if p.id is None or not str(p.id).startswith("v0.7")]
+
+CHAT_HELPERS = r"""
+  local function keys(s) vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(s, true, false, true), "x", false) end
+  local function chat_buf() return vim.fn.bufnr("lsp-agent://chat") end
+  local function chat_lines() return vim.api.nvim_buf_get_lines(chat_buf(), 0, -1, false) end
+  local function find_line(pattern)
+    for i, line in ipairs(chat_lines()) do
+      if line:find(pattern) then return i end
+    end
+    return nil
+  end
+  local function session(agent)
+    local c = vim.lsp.get_client_by_id(agent.client_id)
+    local got = nil
+    c:request("agent/session", { sessionID = agent.session_id }, function(err, r) got = r or err end)
+    wait("agent/session", function() return got ~= nil end)
+    return got
+  end
+"""
+
+RUN_BODY = CHAT_HELPERS + r"""
+  -- The user, when the approval block shows: presses 1 (the cursor goes to "Allow once"), then <CR>.
+  local answered = false
+  local timer = vim.loop.new_timer()
+  timer:start(50, 50, vim.schedule_wrap(function()
+    if not answered and chat_buf() ~= -1 and find_line("^%*%*Approve run_command%?%*%*") then
+      answered = true
+      result.block = chat_lines()
+      vim.api.nvim_input("1<CR>")
+    end
+  end))
+  local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT,
+                                         approvalPolicy = "untrusted" } })
+  keys("ggVj:AgentChatAdd<CR>")             -- lines 1-2 of app.py become #selection; the chat opens
+  result.prompt_after_add = vim.api.nvim_get_current_line()
+  keys("A #buffer check it<Esc><CR>")      -- <CR> in normal mode sends
+  wait("the run", function() return agent.last_finish ~= nil end)
+  timer:stop()
+  wait("the stop line", function() return find_line("^■ ") ~= nil end)
+  result.lines = chat_lines()
+  local tool = find_line("^▸ run_command")
+  result.closed_before = vim.fn.foldclosed(tool)
+  vim.api.nvim_win_set_cursor(0, { tool, 0 })
+  keys("zo")
+  result.closed_after = vim.fn.foldclosed(tool)
+  keys("zc")
+  result.closed_again = vim.fn.foldclosed(tool)
+  result.tool_line = tool
+  result.filetype = vim.bo[chat_buf()].filetype
+  result.session = session(agent)
+"""
+
+
+@pytest.mark.parametrize("nvim", CHAT_NVIMS)
+def test_chat_sends_with_context_folds_tool_output_and_approves_inline(nvim: str, tmp_path: Path,
+                                                                      isolated_state: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "app.py").write_text("import sys\nprint('hello')\nsys.exit(0)\n", encoding="utf-8")
+    script = write_script(tmp_path / "script.json", [
+        reply(call("run_command", command="python3 -c \"print('hi from the tool')\"")),
+        reply(text="The tool said hi."),
+    ])
+    result = run_nvim(nvim, tmp_path, RUN_BODY, root=root, env={"SCRIPT": str(script)},
+                      args=[str(root / "app.py")])
+    assert result["prompt_after_add"] == "#selection"
+    assert result["filetype"] == "markdown"
+    lines: list[str] = result["lines"]
+    assert "**You:** #selection #buffer check it" in lines
+    # the approval block: the exact command, each choice with its scope
+    block = "\n".join(result["block"])
+    assert "python3 -c 'print('\"'\"'hi from the tool'\"'\"')'" in block
+    assert "  [1] Allow once" in block and "  [3] Deny" in block
+    assert "[2] Allow for this session: exactly `python3 -c" in block
+    tool = lines[result["tool_line"] - 1]
+    assert tool.startswith("▸ run_command: python3 -c \"print('hi from the tool')\"  ✓ "), tool
+    assert "  │ hi from the tool" in lines[result["tool_line"]:result["tool_line"] + 3]
+    assert result["closed_before"] == result["tool_line"]  # folded to its one line
+    assert result["closed_after"] == -1                     # zo opened it
+    assert result["closed_again"] == result["tool_line"]
+    assert "The tool said hi." in lines
+    stop = next(line for line in lines if line.startswith("■ "))
+    assert stop == ("■ not run — Not run: no check ran in this task.  "
+                    "(stop: final · 2 steps · 1 tool call (0 errors))"), stop
+    assert not any("Approve" in line for line in lines)  # the block went away once answered
+    # the server received both attachments with the prompt
+    stored = json.dumps(result["session"])
+    assert "[attachment 1: selection app.py:1-2]\\nimport sys\\nprint('hello')" in stored, stored[:2000]
+    assert "[attachment 2: buffer app.py]\\nimport sys" in stored
+
+
+QUEUE_BODY = CHAT_HELPERS + r"""
+  local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT } })
+  vim.cmd("AgentChat")
+  keys("ifirst task<Esc><CR>")
+  wait("the first run", function() return agent.generation ~= nil end)
+  keys("ccsecond<Esc><CR>")
+  wait("second queued", function() return find_line("^  1%. queued  second") ~= nil end)
+  keys("ccthird<Esc><CR>")
+  wait("third queued", function() return find_line("^  2%. queued  third") ~= nil end)
+  result.queued = chat_lines()
+  vim.api.nvim_win_set_cursor(0, { find_line("^  2%. queued  third"), 0 })
+  keys("qk")
+  wait("third moved up", function() return find_line("^  1%. queued  third") ~= nil end)
+  result.moved = chat_lines()
+  vim.api.nvim_win_set_cursor(0, { find_line("^  2%. queued  second"), 0 })
+  keys("qd")
+  wait("second cancelled", function() return find_line("queued  second") == nil end)
+  result.after_cancel = chat_lines()
+  result.still_running = agent.generation ~= nil
+  wait("third ran", function() return find_line("^Third done%.") ~= nil and #vim.tbl_filter(function(l)
+    return l:find("^■ ") ~= nil end, chat_lines()) == 2 end)
+  result.lines = chat_lines()
+"""
+
+
+@pytest.mark.parametrize("nvim", CHAT_NVIMS)
+def test_chat_queue_section_reorders_and_cancels_while_a_run_streams(nvim: str, tmp_path: Path,
+                                                                     isolated_state: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    # the first answer takes a while, so the queue is edited while it streams
+    script = write_script(tmp_path / "script.json", [
+        reply(text="First done.", delay_ms=8000),
+        reply(text="Third done."),
+    ])
+    result = run_nvim(nvim, tmp_path, QUEUE_BODY, root=root, env={"SCRIPT": str(script)})
+    assert any(line.startswith("Queue (qe edit · qk/qj move · qs steer now · qd cancel)") for line in result["queued"])
+    assert result["still_running"] is True
+    lines: list[str] = result["lines"]
+    assert "**You:** first task" in lines and "**You:** third" in lines
+    assert "**You:** second" not in lines
+    assert lines.index("**You:** third") > lines.index("First done.")
