@@ -7,13 +7,14 @@ cancels rows while a run streams."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import write_script
 from tests.e2e.nvim_harness import NVIMS, run_nvim
-from tests.helpers import call, reply
+from tests.helpers import call, reply, verify_config
 
 # The chat needs Neovim 0.10+; Debian's 0.7 keeps the older commands (test_nvim_plugin.py).
 CHAT_NVIMS = [p for p in NVIMS if p.id is None or not str(p.id).startswith("v0.7")]
@@ -150,3 +151,49 @@ def test_chat_queue_section_reorders_and_cancels_while_a_run_streams(nvim: str, 
     assert "**You:** first task" in lines and "**You:** third" in lines
     assert "**You:** second" not in lines
     assert lines.index("**You:** third") > lines.index("First done.")
+
+
+CHECK_BODY = CHAT_HELPERS + r"""
+  local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT },
+                        chat = { layout = "float" } })
+  vim.cmd("AgentChat")
+  result.float = vim.api.nvim_win_get_config(0).relative ~= ""
+  -- a file that does not exist: refused before sending, the prompt is kept
+  keys("iread #file:nope.py<Esc><CR>")
+  result.kept = vim.api.nvim_get_current_line()
+  result.generation_after_refusal = agent.generation or "none"
+  keys("ccread #file:calc.py then check<Esc><CR>")
+  wait("the run", function() return agent.last_finish ~= nil end)
+  wait("the stop line", function() return find_line("^■ ") ~= nil end)
+  result.lines = chat_lines()
+  local check = find_line("^▸ verify_project")
+  result.check_closed = vim.fn.foldclosed(check)
+  result.check_line = check
+  result.session = session(agent)
+"""
+
+
+@pytest.mark.parametrize("nvim", CHAT_NVIMS)
+def test_chat_shows_a_failing_check_expanded_and_keeps_a_refused_prompt(nvim: str, tmp_path: Path,
+                                                                        isolated_state: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
+    (root / "check.py").write_text("print('FAILED test_add: 1 + 2 != -1')\nraise SystemExit(1)\n", encoding="utf-8")
+    verify_config(root, [sys.executable, "check.py"])
+    script = write_script(tmp_path / "script.json", [reply(call("verify_project")), reply(text="It fails.")])
+    result = run_nvim(nvim, tmp_path, CHECK_BODY, root=root, env={"SCRIPT": str(script)})
+    assert result["float"] is True
+    assert result["kept"] == "read #file:nope.py"
+    assert result["generation_after_refusal"] == "none"
+    assert any("#file:nope.py: no such file in the workspace" in n["msg"] and "prompt is kept" in n["msg"]
+               for n in result["notes"]), result["notes"]
+    lines: list[str] = result["lines"]
+    assert lines[result["check_line"] - 1].startswith("▸ verify_project  ✗"), lines
+    assert result["check_closed"] == -1  # a failing check is shown expanded
+    assert any("FAILED test_add" in line for line in lines[result["check_line"]:])
+    stop = next(line for line in lines if line.startswith("■ "))
+    assert stop.startswith("■ failed — Failed: the last check failed, and nothing was written after it that "
+                           "could have fixed it.  (stop: final · 2 steps · 1 tool call"), stop
+    assert "[attachment 1: the file calc.py — read it with read_file]" in json.dumps(result["session"],
+                                                                                    ensure_ascii=False)

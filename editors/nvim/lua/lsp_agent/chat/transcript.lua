@@ -78,7 +78,7 @@ local function summary(tool, input)
     end
     if shown == nil then
       local ok, encoded = pcall(vim.json.encode, input)
-      shown = ok and encoded or ""
+      shown = (ok and encoded ~= "{}" and encoded ~= "[]") and encoded or ""
     end
     input = shown
   end
