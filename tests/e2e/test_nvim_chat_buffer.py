@@ -1,4 +1,4 @@
-"""Real headless Neovim (0.10+) driving the chat buffer with real keys against the real server and
+"""Real headless Neovim (0.7 and 0.12) driving the chat buffer with real keys against the real server and
 the scripted model: a prompt with #buffer and #selection is sent with <CR>, the run streams in,
 the tool call is one folded line that `zo` opens, an approval is answered inside the chat, the
 stop line says the verification in the VS Code footer's words, and the queue section reorders and
@@ -16,8 +16,7 @@ from tests.e2e.conftest import write_script
 from tests.e2e.nvim_harness import NVIMS, run_nvim
 from tests.helpers import call, reply, verify_config
 
-# The chat needs Neovim 0.10+; Debian's 0.7 keeps the older commands (test_nvim_plugin.py).
-CHAT_NVIMS = [p for p in NVIMS if p.id is None or not str(p.id).startswith("v0.7")]
+CHAT_NVIMS = NVIMS  # Debian's 0.7 too: the chat uses nothing newer
 
 CHAT_HELPERS = r"""
   local function keys(s) vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(s, true, false, true), "x", false) end
@@ -32,7 +31,12 @@ CHAT_HELPERS = r"""
   local function session(agent)
     local c = vim.lsp.get_client_by_id(agent.client_id)
     local got = nil
-    c:request("agent/session", { sessionID = agent.session_id }, function(err, r) got = r or err end)
+    local function on_reply(err, r) got = r or err end
+    if vim.fn.has("nvim-0.11") == 1 then
+      c:request("agent/session", { sessionID = agent.session_id }, on_reply)
+    else
+      c.request("agent/session", { sessionID = agent.session_id }, on_reply)
+    end
     wait("agent/session", function() return got ~= nil end)
     return got
   end
@@ -123,13 +127,25 @@ QUEUE_BODY = CHAT_HELPERS + r"""
   keys("qk")
   wait("third moved up", function() return find_line("^  1%. queued  third") ~= nil end)
   result.moved = chat_lines()
+  vim.ui.input = function(opts, on_confirm) on_confirm(opts.default .. " edited") end
   vim.api.nvim_win_set_cursor(0, { find_line("^  2%. queued  second"), 0 })
+  keys("qe")
+  wait("second edited", function() return find_line("^  2%. queued  second edited") ~= nil end)
   keys("qd")
   wait("second cancelled", function() return find_line("queued  second") == nil end)
   result.after_cancel = chat_lines()
   result.still_running = agent.generation ~= nil
-  wait("third ran", function() return find_line("^Third done%.") ~= nil and #vim.tbl_filter(function(l)
-    return l:find("^■ ") ~= nil end, chat_lines()) == 2 end)
+  -- <C-s> in insert mode steers what is typed into the running generation
+  local before = vim.tbl_count(agent.receipts)
+  vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(0), 0 })
+  keys("ccbe brief<C-s><Esc>")
+  wait("the correction's receipt", function() return vim.tbl_count(agent.receipts) > before end)
+  result.steer_prompt = vim.api.nvim_get_current_line()
+  wait("third ran", function()
+    local third = find_line("^%*%*You:%*%* third")
+    return third ~= nil and #vim.tbl_filter(function(l) return l:find("^■ ") ~= nil end,
+                                            vim.list_slice(chat_lines(), third)) > 0
+  end)
   result.lines = chat_lines()
 """
 
@@ -142,14 +158,15 @@ def test_chat_queue_section_reorders_and_cancels_while_a_run_streams(nvim: str, 
     # the first answer takes a while, so the queue is edited while it streams
     script = write_script(tmp_path / "script.json", [
         reply(text="First done.", delay_ms=8000),
-        reply(text="Third done."),
-    ])
+        reply(text="Next done."),
+    ], repeat_last=True)
     result = run_nvim(nvim, tmp_path, QUEUE_BODY, root=root, env={"SCRIPT": str(script)})
     assert any(line.startswith("Queue (qe edit · qk/qj move · qs steer now · qd cancel)") for line in result["queued"])
     assert result["still_running"] is True
     lines: list[str] = result["lines"]
     assert "**You:** first task" in lines and "**You:** third" in lines
-    assert "**You:** second" not in lines
+    assert "**You:** second" not in lines and "**You:** second edited" not in lines
+    assert "**You (steering):** be brief" in lines and result["steer_prompt"] == ""
     assert lines.index("**You:** third") > lines.index("First done.")
 
 
