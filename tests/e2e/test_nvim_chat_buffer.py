@@ -72,6 +72,14 @@ RUN_BODY = CHAT_HELPERS + r"""
   result.tool_line = tool
   result.filetype = vim.bo[chat_buf()].filetype
   result.session = session(agent)
+  -- a second run: its tool call (the model numbers calls from 0 again) gets a line of its own
+  agent.last_finish = nil
+  vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(0), 0 })
+  keys("ccand read it<Esc><CR>")
+  wait("the second run", function() return agent.last_finish ~= nil end)
+  wait("its stop line", function() return #vim.tbl_filter(function(l) return l:find("^■ ") ~= nil end,
+                                                          chat_lines()) == 2 end)
+  result.second = chat_lines()
 """
 
 
@@ -84,6 +92,8 @@ def test_chat_sends_with_context_folds_tool_output_and_approves_inline(nvim: str
     script = write_script(tmp_path / "script.json", [
         reply(call("run_command", command="python3 -c \"print('hi from the tool')\"")),
         reply(text="The tool said hi."),
+        reply(call("read_file", path="app.py")),
+        reply(text="Read it."),
     ])
     result = run_nvim(nvim, tmp_path, RUN_BODY, root=root, env={"SCRIPT": str(script)},
                       args=[str(root / "app.py")])
@@ -111,6 +121,10 @@ def test_chat_sends_with_context_folds_tool_output_and_approves_inline(nvim: str
     stored = json.dumps(result["session"])
     assert "[attachment 1: selection app.py:1-2]\\nimport sys\\nprint('hello')" in stored, stored[:2000]
     assert "[attachment 2: buffer app.py]\\nimport sys" in stored
+    second: list[str] = result["second"]
+    assert second[:len(lines) - 2] == lines[:-2]  # the first run's lines stay as they were
+    assert [line.split("  ")[0] for line in second if line.startswith("▸ ")] == [
+        "▸ run_command: python3 -c \"print('hi from the tool')\"", "▸ read_file: app.py"]
 
 
 QUEUE_BODY = CHAT_HELPERS + r"""
@@ -214,3 +228,72 @@ def test_chat_shows_a_failing_check_expanded_and_keeps_a_refused_prompt(nvim: st
                            "could have fixed it.  (stop: final · 2 steps · 1 tool call"), stop
     assert "[attachment 1: the file calc.py — read it with read_file]" in json.dumps(result["session"],
                                                                                     ensure_ascii=False)
+
+
+SLASH_BODY = CHAT_HELPERS + r"""
+  local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT } })
+  vim.diagnostic.set(vim.api.nvim_create_namespace("test"), vim.api.nvim_get_current_buf(),
+                     { { lnum = 1, col = 4, severity = vim.diagnostic.severity.ERROR, message = "bad add" } })
+  vim.cmd("AgentChat")
+  keys("i/frobnicate<Esc><CR>")
+  result.unknown_kept = vim.api.nvim_get_current_line()
+  keys("cc/mode plan<Esc><CR>")
+  wait("the mode line", function() return find_line("^_mode:_ plan") ~= nil end)
+  result.mode_prompt = vim.api.nvim_get_current_line()
+  keys("cc/rewind<Esc><CR>")
+  result.rewind_kept = vim.api.nvim_get_current_line()
+  keys("cc/mode agent<Esc><CR>")
+  wait("the mode back", function() return find_line("^_mode:_ agent") ~= nil end)
+  keys("ccwhat is wrong #diagnostics<Esc><CR>")
+  wait("the run", function() return agent.last_finish ~= nil end)
+  result.session = session(agent)
+  keys("cc/new<Esc><CR>")
+  result.session_after_new = agent.session_id or "none"
+  result.lines = chat_lines()
+"""
+
+
+@pytest.mark.parametrize("nvim", CHAT_NVIMS)
+def test_chat_slash_commands_and_diagnostics_context(nvim: str, tmp_path: Path, isolated_state: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
+    script = write_script(tmp_path / "script.json", [reply(text="The add is wrong.")])
+    result = run_nvim(nvim, tmp_path, SLASH_BODY, root=root, env={"SCRIPT": str(script)},
+                      args=[str(root / "calc.py")])
+    notes = [n["msg"] for n in result["notes"]]
+    assert result["unknown_kept"] == "/frobnicate"
+    assert any("unknown command /frobnicate (known: /new, /compact, /model, /mode, /rewind)" in n for n in notes)
+    assert result["mode_prompt"] == ""
+    assert result["rewind_kept"] == "/rewind"
+    assert any("/rewind is not available" in n for n in notes), notes
+    stored = json.dumps(result["session"])
+    assert "[attachment 1: diagnostics calc.py]\\ncalc.py:2:5: error: bad add" in stored, stored[:1500]
+    assert result["session_after_new"] == "none"
+    assert "── new session ──" in result["lines"]
+
+
+REFUSED_BODY = CHAT_HELPERS + r"""
+  local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT } })
+  vim.cmd("AgentChat")
+  keys("isummarize #buffer<Esc><CR>")
+  wait("the refusal", function() return #notes > 0 end)
+  result.kept = vim.api.nvim_get_current_line()
+  result.generation = agent.generation or "none"
+"""
+
+
+@pytest.mark.parametrize("nvim", CHAT_NVIMS)
+def test_a_prompt_the_server_refuses_stays_and_the_notification_says_what_to_do(nvim: str, tmp_path: Path,
+                                                                                 isolated_state: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "big.txt").write_text("x" * 80 + "\n" * 1 + ("y" * 99 + "\n") * 2100, encoding="utf-8")
+    script = write_script(tmp_path / "script.json", [reply(text="never")])
+    result = run_nvim(nvim, tmp_path, REFUSED_BODY, root=root, env={"SCRIPT": str(script)},
+                      args=[str(root / "big.txt")])
+    assert result["kept"] == "summarize #buffer"
+    assert result["generation"] == "none"
+    (note,) = [n["msg"] for n in result["notes"]]
+    assert note.startswith("lsp-agent: agent/run refused (attachment_refused): "), note
+    assert note.endswith("(remove or shorten the attachment, then send again)"), note

@@ -190,6 +190,7 @@ function M.toggle()
   local fresh = not view.valid()
   view.open(M.options)
   if fresh then
+    transcript.reset() -- what it knew was about a buffer that is gone
     map_keys(view.chat.buf)
   end
   transcript.reopen_failed()

@@ -9,7 +9,7 @@ local value, one_line = text.value, text.one_line
 
 local M = {}
 
--- partID -> { mark, count, text }; tool callID -> { mark, outputs, failed }; generation -> last check
+-- partID -> { mark, count, text }; generation/callID -> { mark, outputs, failed }; generation -> last check
 local parts, tools, last_check = {}, {}, {}
 
 function M.reset()
@@ -120,7 +120,8 @@ end
 local function tool_event(event)
   local part = event.part
   local header = summary(part.tool, part.state.input) .. status_mark(part.state)
-  local key = value(part.callID) or part.id
+  -- call IDs are the model's and repeat across generations
+  local key = tostring(event.generation) .. "/" .. tostring(value(part.callID) or part.id)
   local entry = tools[key]
   view.with_follow(function()
     local row
