@@ -155,6 +155,13 @@ QUEUE_BODY = CHAT_HELPERS + r"""
   keys("ccbe brief<C-s><Esc>")
   wait("the correction's receipt", function() return vim.tbl_count(agent.receipts) > before end)
   result.steer_prompt = vim.api.nvim_get_current_line()
+  -- qs on a queued row steers it into the running generation: it leaves the queue
+  keys("ccfourth<Esc><CR>")
+  wait("fourth queued", function() return find_line("^  %d%. queued  fourth") ~= nil end)
+  vim.api.nvim_win_set_cursor(0, { find_line("^  %d%. queued  fourth"), 0 })
+  keys("qs")
+  wait("fourth steered", function() return find_line("queued  fourth") == nil end)
+  result.still_running_after_qs = agent.generation ~= nil
   wait("third ran", function()
     local third = find_line("^%*%*You:%*%* third")
     return third ~= nil and #vim.tbl_filter(function(l) return l:find("^■ ") ~= nil end,
@@ -181,6 +188,7 @@ def test_chat_queue_section_reorders_and_cancels_while_a_run_streams(nvim: str, 
     assert "**You:** first task" in lines and "**You:** third" in lines
     assert "**You:** second" not in lines and "**You:** second edited" not in lines
     assert "**You (steering):** be brief" in lines and result["steer_prompt"] == ""
+    assert result["still_running_after_qs"] is True and "**You:** fourth" not in lines
     assert lines.index("**You:** third") > lines.index("First done.")
 
 
@@ -247,6 +255,8 @@ SLASH_BODY = CHAT_HELPERS + r"""
   keys("ccwhat is wrong #diagnostics<Esc><CR>")
   wait("the run", function() return agent.last_finish ~= nil end)
   result.session = session(agent)
+  keys("cc#file:ca<C-x><C-o><Esc>")   -- completes the one workspace path that matches
+  result.completed = vim.api.nvim_get_current_line()
   keys("cc/new<Esc><CR>")
   result.session_after_new = agent.session_id or "none"
   result.lines = chat_lines()
@@ -269,6 +279,7 @@ def test_chat_slash_commands_and_diagnostics_context(nvim: str, tmp_path: Path, 
     assert any("/rewind is not available" in n for n in notes), notes
     stored = json.dumps(result["session"])
     assert "[attachment 1: diagnostics calc.py]\\ncalc.py:2:5: error: bad add" in stored, stored[:1500]
+    assert result["completed"] == "#file:calc.py"
     assert result["session_after_new"] == "none"
     assert "── new session ──" in result["lines"]
 
