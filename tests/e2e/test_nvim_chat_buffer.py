@@ -308,3 +308,38 @@ def test_a_prompt_the_server_refuses_stays_and_the_notification_says_what_to_do(
     (note,) = [n["msg"] for n in result["notes"]]
     assert note.startswith("lsp-agent: agent/run refused (attachment_refused): "), note
     assert note.endswith("(remove or shorten the attachment, then send again)"), note
+
+
+TYPED_AHEAD_BODY = CHAT_HELPERS + r"""
+  local answered = false
+  local timer = vim.loop.new_timer()
+  timer:start(50, 50, vim.schedule_wrap(function()
+    if not answered and chat_buf() ~= -1 and find_line("^%*%*Approve run_command%?%*%*") then
+      answered = true
+      vim.api.nvim_input("3<CR>") -- the user reads the question and denies
+    end
+  end))
+  local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT,
+                                         approvalPolicy = "untrusted" } })
+  vim.cmd("AgentChat")
+  keys("imake it<Esc><CR>")
+  vim.api.nvim_input("1<CR>") -- typed before the question appeared: must not answer it
+  wait("the run", function() return agent.last_finish ~= nil end)
+  timer:stop()
+  result.made = vim.loop.fs_stat(env.ROOT .. "/made.txt") ~= nil
+  result.lines = chat_lines()
+"""
+
+
+@pytest.mark.parametrize("nvim", CHAT_NVIMS)
+def test_keys_typed_before_an_approval_question_do_not_answer_it(nvim: str, tmp_path: Path,
+                                                                 isolated_state: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    script = write_script(tmp_path / "script.json", [
+        reply(call("run_command", command="python3 -c \"open('made.txt', 'w').write('x')\""), delay_ms=300),
+        reply(text="tried"),
+    ])
+    result = run_nvim(nvim, tmp_path, TYPED_AHEAD_BODY, root=root, env={"SCRIPT": str(script)})
+    assert result["made"] is False and not (root / "made.txt").exists()
+    assert any(line.startswith("! denied (deny, by user (editor))") for line in result["lines"]), result["lines"]

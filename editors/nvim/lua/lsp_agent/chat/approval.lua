@@ -1,6 +1,6 @@
 -- An approval question answered in the chat: the block shows the exact command and the choices;
 -- a number or j/k moves to a choice and <CR> confirms it (a digit typed by accident approves
--- nothing). The server's request waits for the answer, and Neovim does not run mappings while a
+-- nothing, and keys typed before the question appeared are dropped). The server's request waits for the answer, and Neovim does not run mappings while a
 -- handler waits, so the keys are read here, one at a time.
 local state = require("lsp_agent.state")
 local status = require("lsp_agent.chat.status")
@@ -36,6 +36,9 @@ function M.ask(params, options, keys)
     vim.cmd("redraw")
   end
   go(first)
+  -- Keys typed before the question appeared were meant for something else: none of them answers it.
+  while vim.fn.getchar(0) ~= 0 do
+  end
   local decision = nil
   vim.wait(state.approval_wait_ms, function()
     local ok, key = pcall(vim.fn.getchar, 0)

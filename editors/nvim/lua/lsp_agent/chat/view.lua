@@ -108,12 +108,13 @@ function M.close()
   end
 end
 
--- Windows whose cursor is in the transcript's last line follow what is added (like `tail -f`).
+-- Windows whose cursor is on the transcript's last line follow what is added (like `tail -f`);
+-- a cursor in the prompt or further up stays where it is.
 local function followers()
   local wins = {}
   local last = M.transcript_end()
   for _, win in ipairs(M.windows()) do
-    if vim.api.nvim_win_get_cursor(win)[1] >= last then
+    if vim.api.nvim_win_get_cursor(win)[1] == last then
       table.insert(wins, win)
     end
   end
@@ -174,7 +175,7 @@ function M.with_follow(change)
   local result = change()
   local last = M.transcript_end()
   for _, win in ipairs(wins) do
-    if vim.api.nvim_win_is_valid(win) and vim.api.nvim_get_current_win() ~= win then
+    if vim.api.nvim_win_is_valid(win) then
       pcall(vim.api.nvim_win_set_cursor, win, { math.max(last, 1), 0 })
     end
   end
