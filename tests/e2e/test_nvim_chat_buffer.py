@@ -188,6 +188,8 @@ def test_chat_queue_section_reorders_and_cancels_while_a_run_streams(nvim: str, 
     assert "**You:** first task" in lines and "**You:** third" in lines
     assert "**You:** second" not in lines and "**You:** second edited" not in lines
     assert "**You (steering):** be brief" in lines and result["steer_prompt"] == ""
+    steered = lines.index("**You (steering):** be brief")
+    assert any(line.startswith("_correction accepted") for line in lines[steered:]), lines
     assert result["still_running_after_qs"] is True and "**You:** fourth" not in lines
     assert lines.index("**You:** third") > lines.index("First done.")
 

@@ -29,13 +29,14 @@ function M.ask(params, options, keys)
   if vim.fn.mode() ~= "n" then
     vim.cmd("stopinsert")
   end
-  local first, last = status.approval_choice_rows()
   local function go(row)
+    -- the rows are read again each time: a queue change re-renders the region above them
+    local first, last = status.approval_choice_rows()
     row = math.max(first, math.min(last, row))
     vim.api.nvim_win_set_cursor(win, { row + 1, 0 })
     vim.cmd("redraw")
   end
-  go(first)
+  go((status.approval_choice_rows()))
   -- Keys typed before the question appeared were meant for something else: none of them answers it.
   while vim.fn.getchar(0) ~= 0 do
   end
@@ -47,7 +48,7 @@ function M.ask(params, options, keys)
     end
     local row = vim.api.nvim_win_get_cursor(win)[1] - 1
     if type(key) == "number" and key >= 49 and key <= 48 + #options then
-      go(first + key - 49)
+      go(status.approval_choice_rows() + key - 49)
     elseif key == J then
       go(row + 1)
     elseif key == K then

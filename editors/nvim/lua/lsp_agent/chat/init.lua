@@ -165,6 +165,12 @@ local function wire()
       transcript.event(p)
     end
   end)
+  bus.on("agent/receipt", function(p)
+    if view.valid() then
+      local reason = text.value(p.receipt.reason)
+      transcript.line("_correction " .. p.receipt.status .. (reason and (" (" .. reason .. ")") or "") .. "_")
+    end
+  end)
   bus.on("agent/queueChanged", function(p)
     if view.valid() and p.sessionID == state.session_id then
       status.set_queue(p.items, M.options.keys)

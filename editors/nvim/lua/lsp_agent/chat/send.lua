@@ -106,14 +106,16 @@ function M.steer(slash)
     return
   end
   local attachments = context.attachments(prompt)
-  if attachments and #attachments > 0 then
+  if not attachments or #attachments > 0 then
     client.notify("a correction cannot carry attachments: send it with <CR> (it is queued); the prompt is kept",
       vim.log.levels.WARN)
     return
   end
   view.set_prompt("")
   transcript.line("**You (steering):** " .. text.one_line(prompt))
-  require("lsp_agent.steering").steer(prompt)
+  require("lsp_agent.steering").steer(prompt, function()
+    view.add_to_prompt(prompt) -- not sent: the text goes back to the prompt
+  end)
 end
 
 return M
