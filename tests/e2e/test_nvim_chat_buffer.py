@@ -345,3 +345,29 @@ def test_keys_typed_before_an_approval_question_do_not_answer_it(nvim: str, tmp_
     result = run_nvim(nvim, tmp_path, TYPED_AHEAD_BODY, root=root, env={"SCRIPT": str(script)})
     assert result["made"] is False and not (root / "made.txt").exists()
     assert any(line.startswith("! denied (deny, by user (editor))") for line in result["lines"]), result["lines"]
+
+
+EARLY_BODY = CHAT_HELPERS + r"""
+  vim.g.lsp_agent = { cmd = { env.PYTHON, "-m", "lsp_agent", "serve" }, root_dir = env.ROOT,
+                      init_options = { model = "scripted/test", script = env.SCRIPT } }
+  vim.cmd("AgentChat")                      -- opens at once; the server starts meanwhile
+  result.opened_before_ready = vim.api.nvim_buf_get_name(0):find("lsp%-agent://chat") ~= nil
+  keys("iearly bird<Esc><CR>")             -- sent before `initialize` answered: it waits
+  local agent = require("lsp_agent")
+  wait("the run", function() return agent.last_finish ~= nil end)
+  wait("the stop line", function() return find_line("^■ ") ~= nil end)
+  result.lines = chat_lines()
+"""
+
+
+@pytest.mark.parametrize("nvim", CHAT_NVIMS)
+def test_a_chat_prompt_sent_before_the_server_is_ready_waits_and_runs(nvim: str, tmp_path: Path,
+                                                                      isolated_state: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    script = write_script(tmp_path / "script.json", [reply(text="Early answer.")])
+    result = run_nvim(nvim, tmp_path, EARLY_BODY, root=root, env={"SCRIPT": str(script)})
+    assert result["opened_before_ready"] is True
+    lines: list[str] = result["lines"]
+    assert lines[:3] == ["**You:** early bird", "", "Early answer."], lines
+    assert not any("not running" in n["msg"] for n in result["notes"]), result["notes"]
