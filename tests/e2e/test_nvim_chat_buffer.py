@@ -257,6 +257,10 @@ SLASH_BODY = CHAT_HELPERS + r"""
   keys("ccwhat is wrong #diagnostics<Esc><CR>")
   wait("the run", function() return agent.last_finish ~= nil end)
   result.session = session(agent)
+  keys("cc/compact<Esc><CR>")
+  wait("the compact line", function() return find_line("^_compact:_ ") ~= nil end)
+  keys("cc/model scripted/test<Esc><CR>")
+  result.model_line = chat_lines()[find_line("^_model:_ ")]
   keys("cc#file:ca<C-x><C-o><Esc>")   -- completes the one workspace path that matches
   result.completed = vim.api.nvim_get_current_line()
   keys("cc/new<Esc><CR>")
@@ -282,6 +286,8 @@ def test_chat_slash_commands_and_diagnostics_context(nvim: str, tmp_path: Path, 
     stored = json.dumps(result["session"])
     assert "[attachment 1: diagnostics calc.py]\\ncalc.py:2:5: error: bad add" in stored, stored[:1500]
     assert result["completed"] == "#file:calc.py"
+    assert any(line.startswith("_compact:_ freed_too_little · ") for line in result["lines"]), result["lines"]
+    assert result["model_line"] == "_model:_ scripted/test (for the runs this chat starts)"
     assert result["session_after_new"] == "none"
     assert "── new session ──" in result["lines"]
 
