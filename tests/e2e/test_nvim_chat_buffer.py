@@ -55,6 +55,7 @@ RUN_BODY = CHAT_HELPERS + r"""
   end))
   local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT,
                                          approvalPolicy = "untrusted" } })
+  local code_win = vim.api.nvim_get_current_win()
   keys("ggVj:AgentChatAdd<CR>")             -- lines 1-2 of app.py become #selection; the chat opens
   result.prompt_after_add = vim.api.nvim_get_current_line()
   keys("A #buffer check it<Esc><CR>")      -- <CR> in normal mode sends
@@ -71,6 +72,7 @@ RUN_BODY = CHAT_HELPERS + r"""
   result.closed_again = vim.fn.foldclosed(tool)
   result.tool_line = tool
   result.filetype = vim.bo[chat_buf()].filetype
+  result.code_foldmethod = vim.api.nvim_win_get_option(code_win, "foldmethod")
   result.session = session(agent)
   -- a second run: its tool call (the model numbers calls from 0 again) gets a line of its own
   agent.last_finish = nil
@@ -99,6 +101,7 @@ def test_chat_sends_with_context_folds_tool_output_and_approves_inline(nvim: str
                       args=[str(root / "app.py")])
     assert result["prompt_after_add"] == "#selection"
     assert result["filetype"] == "markdown"
+    assert result["code_foldmethod"] == "manual"  # the chat's folding stays its own
     lines: list[str] = result["lines"]
     assert "**You:** #selection #buffer check it" in lines
     # the approval block: the exact command, each choice with its scope

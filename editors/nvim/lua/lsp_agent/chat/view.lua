@@ -26,6 +26,16 @@ function M.valid()
   return chat.buf ~= nil and vim.api.nvim_buf_is_valid(chat.buf)
 end
 
+-- Local to the window and this buffer (:setlocal): a file shown later in the same window keeps
+-- its own folding.
+local function set_window_options(win)
+  vim.api.nvim_win_call(win, function()
+    local o = vim.opt_local
+    o.foldmethod, o.foldexpr, o.foldtext = "expr", M.FOLDEXPR, M.FOLDTEXT
+    o.foldlevel, o.foldenable, o.wrap, o.linebreak = 0, true, true, true
+  end)
+end
+
 -- The chat buffer, created on first use (scratch, Markdown, never saved).
 function M.buffer(keys)
   if M.valid() then
@@ -43,6 +53,13 @@ function M.buffer(keys)
   if vim.treesitter and vim.treesitter.start then
     pcall(vim.treesitter.start, buf, "markdown")
   end
+  -- Any window that shows the chat (also through :buffer) folds its tool output.
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    buffer = buf,
+    callback = function()
+      set_window_options(0)
+    end,
+  })
   return buf
 end
 
@@ -73,15 +90,6 @@ function M.is_open()
   return #M.windows() > 0
 end
 
-local function set_window_options(win)
-  vim.api.nvim_win_set_option(win, "foldmethod", "expr")
-  vim.api.nvim_win_set_option(win, "foldexpr", M.FOLDEXPR)
-  vim.api.nvim_win_set_option(win, "foldtext", M.FOLDTEXT)
-  vim.api.nvim_win_set_option(win, "foldlevel", 0)
-  vim.api.nvim_win_set_option(win, "foldenable", true)
-  vim.api.nvim_win_set_option(win, "wrap", true)
-  vim.api.nvim_win_set_option(win, "linebreak", true)
-end
 
 -- Opens a window on the chat (a right split, or a float: options.layout); the cursor goes to the
 -- prompt.
