@@ -358,9 +358,12 @@ def test_keys_typed_before_an_approval_question_do_not_answer_it(nvim: str, tmp_
 
 EARLY_BODY = CHAT_HELPERS + r"""
   vim.g.lsp_agent = { cmd = { env.PYTHON, "-m", "lsp_agent", "serve" }, root_dir = env.ROOT,
-                      init_options = { model = "scripted/test", script = env.SCRIPT } }
+                      init_options = { model = "scripted/test", script = env.SCRIPT },
+                      chat = { layout = "horizontal" } }
+  local width = vim.api.nvim_win_get_width(0)
   vim.cmd("AgentChat")                      -- opens at once; the server starts meanwhile
   result.opened_before_ready = vim.api.nvim_buf_get_name(0):find("lsp%-agent://chat") ~= nil
+  result.full_width = vim.api.nvim_win_get_width(0) == width -- vim.g.lsp_agent's layout: at the bottom
   keys("iearly bird<Esc><CR>")             -- sent before `initialize` answered: it waits
   local agent = require("lsp_agent")
   wait("the run", function() return agent.last_finish ~= nil end)
@@ -376,7 +379,7 @@ def test_a_chat_prompt_sent_before_the_server_is_ready_waits_and_runs(nvim: str,
     root.mkdir()
     script = write_script(tmp_path / "script.json", [reply(text="Early answer.")])
     result = run_nvim(nvim, tmp_path, EARLY_BODY, root=root, env={"SCRIPT": str(script)})
-    assert result["opened_before_ready"] is True
+    assert result["opened_before_ready"] is True and result["full_width"] is True
     lines: list[str] = result["lines"]
     assert lines[:3] == ["**You:** early bird", "", "Early answer."], lines
     assert not any("not running" in n["msg"] for n in result["notes"]), result["notes"]

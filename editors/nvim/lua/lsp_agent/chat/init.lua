@@ -29,6 +29,7 @@ M.options = vim.deepcopy(M.DEFAULTS)
 -- The chat's options: setup({ chat = { layout = ..., keys = { ... } } }).
 function M.configure(opts)
   M.options = vim.tbl_deep_extend("force", vim.deepcopy(M.DEFAULTS), opts or {})
+  M.configured = true
 end
 
 local function started(action, what)
@@ -101,6 +102,9 @@ function M.toggle()
   if view.is_open() then
     view.close()
     return
+  end
+  if not M.configured then -- opened before the server started: vim.g.lsp_agent's chat options
+    M.configure(require("lsp_agent.config").options(state.options).chat)
   end
   context.track(vim.api.nvim_get_current_buf())
   local fresh = not view.valid()
