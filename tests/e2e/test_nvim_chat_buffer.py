@@ -143,7 +143,12 @@ QUEUE_BODY = CHAT_HELPERS + r"""
   vim.api.nvim_win_set_cursor(0, { find_line("^  2%. queued  third"), 0 })
   keys("qk")
   wait("third moved up", function() return find_line("^  1%. queued  third") ~= nil end)
-  result.moved = chat_lines()
+  vim.api.nvim_win_set_cursor(0, { find_line("^  1%. queued  third"), 0 })
+  keys("qj")
+  wait("third moved down", function() return find_line("^  2%. queued  third") ~= nil end)
+  vim.api.nvim_win_set_cursor(0, { find_line("^  2%. queued  third"), 0 })
+  keys("qk")
+  wait("third moved up again", function() return find_line("^  1%. queued  third") ~= nil end)
   vim.ui.input = function(opts, on_confirm) on_confirm(opts.default .. " edited") end
   vim.api.nvim_win_set_cursor(0, { find_line("^  2%. queued  second"), 0 })
   keys("qe")
