@@ -132,7 +132,8 @@ def _claims(cohort: list[dict[str, Any]], primary: str, resamples: int) -> bool:
 
 
 @pytest.mark.parametrize(("tasks", "repetitions", "cohorts", "primary"),
-                         [(12, 1, 300, "success"), (12, 5, 150, "success"), (12, 5, 100, "elapsedRatio")])
+                         [(12, 1, 300, "success"), (12, 5, 150, "success"), (12, 5, 100, "elapsedRatio"),
+                          (12, 1, 200, "inputTokens")])
 def test_fresh_null_cohorts_claim_a_difference_at_most_5_percent_of_the_time(
         tasks: int, repetitions: int, cohorts: int, primary: str) -> None:
     """Every verdict over every metric, on independent identical-arm cohorts (12 x 1 is the starter size)."""
@@ -212,3 +213,15 @@ def test_html_has_error_bars_and_the_verdicts(tmp_path: Path) -> None:
     assert page.count('class="error-bar"') == 2 * 5 + 1
     assert '<table class="verdicts">' in page and "Null simulation" in page
     assert "Verdicts" in render_table(summary)
+
+
+def test_the_example_in_the_docs_is_what_compare_prints(tmp_path: Path) -> None:
+    """docs/eval.md shows real output; this keeps it true (lines left out there are marked `...`)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "eval.md").read_text(encoding="utf-8")
+    start = docs.index("## How to read every number")
+    begin = docs.index("```text\n", start) + len("```text\n")
+    block = docs[begin:docs.index("\n```", begin)]
+    runs = write_cohort(tmp_path / "runs.ndjson", 12, 5, 0.7, 0.7, seed=1, claim_error=0.1)
+    printed = render_table(compare_file(runs, "base", "cand", simulate=1000)).splitlines()
+    shown = [line for line in block.splitlines() if line != "..."]
+    assert len(shown) > 10 and all(line in printed for line in shown)
