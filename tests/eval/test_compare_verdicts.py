@@ -12,7 +12,7 @@ import pytest
 from evalkit import PY, header, record, write_runs
 from paired_data import synthetic_cohort, write_cohort
 
-from lsp_agent.eval.compare import compare_file, load_runs, pair_up, parse_runs, twins
+from lsp_agent.eval.compare import CompareError, compare_file, load_runs, pair_up, parse_runs, twins
 from lsp_agent.eval.effects import EFFECT_NAMES, NO_DIFFERENCE, judge, simulate_null
 from lsp_agent.eval.manifest import Manifest
 from lsp_agent.eval.report_html import render_html
@@ -225,3 +225,12 @@ def test_the_example_in_the_docs_is_what_compare_prints(tmp_path: Path) -> None:
     printed = render_table(compare_file(runs, "base", "cand", simulate=1000)).splitlines()
     shown = [line for line in block.splitlines() if line != "..."]
     assert len(shown) > 10 and all(line in printed for line in shown)
+
+
+def test_cohorts_with_different_primary_metrics_are_not_judged_together(tmp_path: Path) -> None:
+    first, second = header(["a"], 1), header(["a"], 1, cohort="d" * 64)
+    second["primaryMetric"] = "elapsedRatio"
+    lines = [first, second, record("a", 1, "base"), record("a", 1, "cand"),
+             record("a", 1, "base", cohort="d" * 64), record("a", 1, "cand", cohort="d" * 64)]
+    with pytest.raises(CompareError, match="different primary metrics"):
+        compare_file(write_runs(tmp_path / "runs.ndjson", lines), "base", "cand")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from evalkit import attempts, header, manifest, record, run_cohort, task, write_runs
+from evalkit import ORACLE, PY, attempts, header, manifest, record, run_cohort, task, write_runs
 
 from lsp_agent.eval.compare import compare_file
 from lsp_agent.eval.report_html import render_html
@@ -74,3 +76,46 @@ def test_records_without_a_claim_still_parse_and_count_as_no_claim(tmp_path: Pat
     summary = compare_file(write_runs(tmp_path / "runs.ndjson", lines), "base", "cand")
     assert summary["harnessVsOracle"]["baseline"]["noClaimRecorded"] == 1
     assert summary["harnessVsOracle"]["baseline"]["agreement"]["rate"] is None
+
+
+LENIENT_CHECK = "import pathlib, sys\nsys.exit(0 if pathlib.Path('answer.txt').exists() else 1)\n"
+
+
+def _script(value: str) -> dict[str, Any]:
+    """Write answer.txt, run the workspace's own check with verify_project, then stop."""
+    return {"label": "claims", "replies": [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "answer.txt", "content": value}}],
+         "usage": {"input": 100, "output": 10}},
+        {"tool_calls": [{"name": "verify_project", "arguments": {}}], "usage": {"input": 120, "output": 5}},
+        {"text": "done", "usage": {"input": 150, "output": 5}},
+    ]}
+
+
+def test_the_real_agent_claim_is_measured_against_the_oracle(tmp_path: Path) -> None:
+    """The real `lsp-agent run`: its own check only asks that answer.txt exists, the oracle wants "1".
+    The arm that writes "9" gets a green tick from the harness and a failure from the oracle."""
+    scripts = {}
+    for arm, value in (("honest", "1"), ("sloppy", "9")):
+        scripts[arm] = tmp_path / f"{arm}.json"
+        scripts[arm].write_text(json.dumps(_script(value)))
+    config = f'[[tools.verify]]\nkind = "test"\nparser = "generic"\nargv = [{json.dumps(PY)}, "check.py"]\n'
+    data = {"model": "scripted/eval", "runtimeRevision": "test", "repetitions": 1, "timeoutMs": 60_000,
+            "arms": [{"name": "honest", "config": {"script": str(scripts["honest"])}},
+                     {"name": "sloppy", "config": {"script": str(scripts["sloppy"])}}],
+            "tasks": [{"id": "answer", "prompt": "Write 1 into answer.txt and verify.",
+                       "files": [{"path": ".lsp-agent/config.toml", "content": config},
+                                 {"path": "check.py", "content": LENIENT_CHECK}],
+                       "oracle": [PY, ORACLE, "answer.txt", "1"]}]}
+    manifest_path = tmp_path / "manifest.json"
+    manifest_path.write_text(json.dumps(data))
+    run = subprocess.run([PY, "-m", "lsp_agent", "eval", "run", str(manifest_path), "--jobs", "2"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    got = {r["arm"]: (r["outcome"], r["harnessVerification"]) for r in map(json.loads, run.stdout.splitlines())
+           if r["type"] == "attempt"}
+    assert got == {"honest": ("verified", "verified"), "sloppy": ("failed", "verified")}
+    runs = tmp_path / "runs.ndjson"
+    runs.write_text(run.stdout)
+    summary = compare_file(runs, "honest", "sloppy")
+    assert summary["harnessVsOracle"]["candidate"]["falseVerified"]["count"] == 1
+    assert summary["harnessVsOracle"]["baseline"]["agreement"]["count"] == 1
