@@ -57,6 +57,7 @@ from lsp_agent.domain.ports import Provider, ProviderError, ProviderErrorKind
 from lsp_agent.protocol.errors import INTERNAL, INVALID_PARAMS, UNAVAILABLE, from_core
 from lsp_agent.providers.scripted import Script, ScriptedError, ScriptedProvider, ScriptedReply
 from lsp_agent.settings.config import ConfigError, Settings, inspect_workspace, load_settings
+from lsp_agent.settings.paths import workspace_dir
 from lsp_agent.settings.workspace_trust import HOW_TO_TRUST, TrustChanged, WorkspaceView, ignored_line, trust
 
 log = logging.getLogger(__name__)
@@ -324,11 +325,15 @@ class LspAgentAcp:
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **kwargs: Any) -> ListSessionsResponse:
         """With `cwd`: that workspace's stored sessions; without: those of every workspace this
-        connection opened."""
+        connection opened, and of the directory the client started us in when it has sessions (a
+        client that lists before it opens anything, as command-line clients do, started us there)."""
         with core_errors():
             if cwd is not None:
                 ws = self._workspace(cwd)
                 return sessions.list_page({ws.root: ws.agent}, cursor)
+            here = Path.cwd().resolve()
+            if here not in self.workspaces and (workspace_dir(here) / "store.db").is_file():
+                self._workspace(str(here))
             return sessions.list_page({root: ws.agent for root, ws in self.workspaces.items()}, cursor)
 
     async def fork_session(self, session_id: str, cwd: str, additional_directories: list[str] | None = None,

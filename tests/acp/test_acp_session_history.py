@@ -190,6 +190,10 @@ async def test_session_list_pages_with_a_cursor(tmp_path: Path, repo: Path) -> N
         with pytest.raises(RequestError) as caught:
             await conn.list_sessions(cwd=str(repo), cursor="not a cursor")
         assert (caught.value.code, caught.value.data["kind"]) == (-32602, "invalid_params")
+    # A client that lists before opening anything (acpx `sessions list`) started the agent in its project.
+    async with acp_agent(RecordingClient(), _script(tmp_path, ScriptedReply(text="x")), cwd=repo) as (conn, _):
+        first = await conn.list_sessions()
+        assert len(first.sessions) == 50 and {s.session_id for s in first.sessions} <= made
 
 
 async def test_rewind_refusals_are_classified(tmp_path: Path, repo: Path) -> None:
