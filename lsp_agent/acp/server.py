@@ -383,7 +383,11 @@ class LspAgentAcp:
         else:
             with core_errors():  # withdrawing or sending the row writes to the store too
                 result = await self._wait_queued(ws, session_id, item.id)
-        return await self._answer(session_id, result)
+        answer = await self._answer(session_id, result)
+        if result is not None and answer.field_meta is not None:
+            answer.field_meta["lspAgent"]["promptMessageId"] = sessions.prompt_message(
+                ws.agent, session_id, result.generation)
+        return answer
 
     async def _wait_queued(self, ws: Workspace, session_id: str, item_id: str) -> RunFinish | None:
         """Wait for the generation that sends queue row `item_id`, then for its end. A row the queue

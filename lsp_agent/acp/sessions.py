@@ -24,6 +24,7 @@ from lsp_agent.app.rewind_service import RewindError, RewindPorts, SessionRewind
 from lsp_agent.core.agent import Agent
 from lsp_agent.core.session_fork import ForkRefused, fork_session
 from lsp_agent.core.storage import SessionRecord
+from lsp_agent.domain.history import Role, TextPart
 from lsp_agent.protocol.checkpoint_models import CheckpointsParams, RewindParams
 from lsp_agent.protocol.errors import CONFLICT, INVALID_PARAMS, NOT_FOUND, UNAVAILABLE, ErrorCode, ProtocolError
 
@@ -92,6 +93,16 @@ def list_page(agents: dict[Path, Agent], cursor: str | None) -> ListSessionsResp
 def _state(agent: Agent, record: SessionRecord) -> str:
     live = agent.sessions.get(record.id)
     return "running" if (live is not None and live.active is not None) or record.active_generation else "idle"
+
+
+def prompt_message(agent: Agent, session_id: str, generation: str) -> str | None:
+    """The id of the user message that started `generation`: what a client names to rewind before it."""
+    session = agent.sessions.get(session_id)
+    for message in reversed(session.history if session is not None else []):
+        if message.generation == generation and message.role is Role.USER and any(
+                isinstance(p, TextPart) and not p.synthetic for p in message.parts):
+            return message.id
+    return None
 
 
 # --- session/fork ---------------------------------------------------------------------------------

@@ -89,6 +89,9 @@ async def test_rewind_to_each_user_message_restores_exactly_that_tree(tmp_path: 
 
         await conn.load_session(cwd=str(repo), session_id=session)  # the replay names the messages
         prompt_one, prompt_two = user_messages(client, session)
+        # the prompt's answer names its message too, so a client can rewind without a replay
+        assert [first.field_meta["lspAgent"]["promptMessageId"],
+                second.field_meta["lspAgent"]["promptMessageId"]] == [prompt_one, prompt_two]
 
         listed = await conn.ext_method("lsp_agent/checkpoints", {"sessionId": session})
         touched = {f for c in listed["checkpoints"] for f in c["files"]}
