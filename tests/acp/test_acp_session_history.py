@@ -107,6 +107,8 @@ async def test_rewind_to_each_user_message_restores_exactly_that_tree(tmp_path: 
         assert done_two["status"] == "done" and tree(repo) == after_one
         undone = await rewind(conn, sessionId=session, toMessageId=done_two["undo"], restore="code")
         assert undone["status"] == "done" and tree(repo) == before_one  # a rewind is itself undone exactly
+        both = await rewind(conn, sessionId=session, toMessageId=prompt_two, restore="both")
+        assert both["status"] == "done" and tree(repo) == after_one and both["sessionID"] not in (None, session)
     assert {p: (repo / ".git" / p).read_bytes() for p in ("HEAD", "index")} == git_before
 
 
