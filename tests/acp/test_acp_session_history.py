@@ -195,6 +195,10 @@ async def test_session_list_pages_with_a_cursor(tmp_path: Path, repo: Path) -> N
         with pytest.raises(RequestError) as caught:
             await conn.list_sessions(cwd=str(repo), cursor="not a cursor")
         assert (caught.value.code, caught.value.data["kind"]) == (-32602, "invalid_params")
+        # the SDK's other unstable methods, not implemented here, stay unknown
+        with pytest.raises(RequestError) as caught:
+            await conn.resume_session(session_id=sorted(made)[0], cwd=str(repo))
+        assert caught.value.code == -32601
     # A client that lists before opening anything (acpx `sessions list`) started the agent in its project.
     async with acp_agent(RecordingClient(), _script(tmp_path, ScriptedReply(text="x")), cwd=repo) as (conn, _):
         first = await conn.list_sessions()
