@@ -91,6 +91,14 @@ BODY = r"""
   vim.cmd("AgentRewind undo")
   notes_after(n, "the conversation undo")
   result.current_after_undo = agent.session_id
+
+  -- the outside change again, now restored too on the user's word
+  answers = { first_message, say("code"), say("restore") }
+  n = #notes
+  vim.cmd("AgentRewind")
+  result.confirmed_note = notes_after(n, "the confirmed rewind")
+  result.notes_confirmed = read("notes.txt")
+  result.last_asked = result.asked[#result.asked].kind
 """
 
 
@@ -131,7 +139,8 @@ def test_agent_rewind_picker_code_conflicts_undo_and_conversation(nvim: str, tmp
     assert result["fork"] not in (None, result["original"])
     assert f"the conversation continues in {result['fork']}" in result["fork_note"]
     assert result["current_after_undo"] == result["original"]
-    assert (root / "notes.txt").read_text() == "mine\n"  # nothing the user wrote was lost
+    assert result["last_asked"] == "lsp_agent_rewind_conflicts" and result["notes_confirmed"] == "first\n"
+    assert "kept" not in result["confirmed_note"]
 
 
 HELP = r"""
