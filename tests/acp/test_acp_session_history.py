@@ -241,3 +241,17 @@ async def test_rewind_refusals_are_classified(tmp_path: Path, repo: Path) -> Non
         assert sorted(broken["failed"]) == ["a.txt", "gone.txt"]
         assert all("missing or damaged" in why for why in broken["failed"].values())
         assert (repo / "a.txt").read_text() == "two\n" and not (repo / "gone.txt").exists()
+
+
+async def test_a_step_folded_by_retention_is_refused_as_folded(tmp_path: Path, repo: Path) -> None:
+    client = RecordingClient()
+    async with acp_agent(client, _script(tmp_path, *RUN_ONE), "approvalPolicy=never",
+                         "checkpoints.per_session=1") as (conn, _):
+        session = (await conn.new_session(cwd=str(repo))).session_id
+        answer = await asyncio.wait_for(conn.prompt(session_id=session, prompt=[text_block("one")]), TIMEOUT)
+        after_one = tree(repo)
+        with pytest.raises(RequestError) as caught:
+            await rewind(conn, sessionId=session, toMessageId=answer.field_meta["lspAgent"]["promptMessageId"],
+                         restore="code")
+        assert (caught.value.code, caught.value.data["kind"]) == (-32004, "checkpoint_folded")
+        assert tree(repo) == after_one
