@@ -19,9 +19,16 @@ M.COMMANDS = {
   LspAgentTrust = { function(c) agent().trust_command(c.args) end, "?", true },
 }
 
+-- Reviewing a run's changes (lua/lsp_agent/review.lua): kept apart from the commands above.
+M.COMMANDS.AgentReview = { function(c) require("lsp_agent.review").review(c.args) end, "?", false }
+
 local COMPLETE = {
   LspAgentTrust = function()
     return { "show", "trust", "revoke" }
+  end,
+  AgentReview = function()
+    local run = require("lsp_agent.review_track").latest()
+    return run and vim.deepcopy(run.paths) or {}
   end,
 }
 
