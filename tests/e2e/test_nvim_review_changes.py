@@ -3,10 +3,13 @@ scripted model: `:AgentReview` fills the quickfix list, <CR> opens the diff agai
 text, the review keymaps (typed as keys) revert a hunk as one undo step that the server learns of
 (agent/status goes from verified to not_run) and accept hunks; `User LspAgentRunStart/Stop` fire
 (with data on 0.8+, in vim.g.lsp_agent_run everywhere) and statusline() follows; a prompt given
-through the Lua API while the server is still starting runs once it is ready."""
+through the Lua API while the server is still starting runs once it is ready; a file the server
+wrote on disk is reviewed against the run's first checkpoint (a dry-run agent/rewind diff)."""
 
 from __future__ import annotations
 
+import difflib
+import json
 from pathlib import Path
 
 import pytest
@@ -216,3 +219,74 @@ def test_a_prompt_given_through_the_lua_api_before_the_server_is_ready_runs(
     assert result["stop"] == "final"
     assert "== typed while starting" in result["events"] and "hello back" in result["events"]
     assert result["notes"] == [], result["notes"]
+
+
+ON_DISK = r"""
+  local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT } })
+  vim.cmd("AgentRun fix add")
+  wait("the run", function() return agent.last_finish ~= nil end)
+  result.loaded_before = vim.fn.bufloaded(env.ROOT .. "/calc.py") == 1
+  vim.cmd("AgentReview")                            -- the pre-run text comes from the server's checkpoint
+  wait("the review list", function() return vim.fn.getqflist({ title = 0 }).title == "lsp-agent review" end)
+  result.qf = vim.fn.getqflist({ items = 0 }).items[1].text
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<CR>", true, false, true), "mtx", false)
+  local real = vim.fn.bufnr(env.ROOT .. "/calc.py")
+  result.opened = vim.api.nvim_get_current_buf() == real and vim.wo.diff
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    local buf = vim.api.nvim_win_get_buf(win)
+    if buf ~= real and vim.api.nvim_win_get_option(win, "diff") then
+      result.pre_run = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    end
+  end
+  vim.api.nvim_win_set_cursor(0, { 2, 0 })
+  vim.api.nvim_feedkeys("\\r", "mtx", false)
+  result.disk = vim.fn.readfile(env.ROOT .. "/calc.py")
+"""
+
+
+@pytest.mark.parametrize("nvim", NVIMS)
+def test_a_file_written_on_disk_is_reviewed_against_the_server_s_checkpoint(
+        nvim: str, tmp_path: Path, isolated_state: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    (root / "calc.py").write_text(CALC, encoding="utf-8")
+    script = write_script(tmp_path / "script.json", [
+        reply(call("apply_patch", path="calc.py", old_text="    return a - b\n", new_text="    return a + b\n")),
+        reply(text="fixed"),
+    ])
+    result = run_nvim(nvim, tmp_path, ON_DISK, root=root,
+                      env={"SCRIPT": str(script), "XDG_DATA_HOME": str(tmp_path / "data")})
+    assert result["loaded_before"] is False  # not open in Neovim: the server wrote the file itself
+    assert result["qf"] == "+1 -1"
+    assert result["opened"] is True and result["pre_run"] == CALC.splitlines()
+    assert result["disk"] == CALC.splitlines()
+
+
+APPLY = r"""
+  local checkpoint = require("lsp_agent.review_checkpoint")
+  result.outputs = {}
+  for i, case in ipairs(vim.json.decode(env.CASES)) do
+    local section = checkpoint.sections(case.diff)[case.path]
+    result.outputs[i] = section and checkpoint.apply(case.now, section) or vim.NIL
+  end
+"""
+
+# (now, then): edits at the top, in the middle, at the end, an emptied file, a created one
+APPLY_CASES = [
+    ("a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n", "x\na\nb\nc\nd\nE\nf\ng\nh\ni\n"),
+    ("", "one\ntwo\n"),
+    ("one\ntwo\n", ""),
+    ("keep\nlast", "keep\nlast\nmore\n"),
+]
+
+
+@pytest.mark.parametrize("nvim", NVIMS[-1:])
+def test_the_checkpoint_diff_applied_to_the_file_now_gives_the_file_then(nvim: str, tmp_path: Path) -> None:
+    cases = []
+    for now, then in APPLY_CASES:
+        diff = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+                       for line in difflib.unified_diff(now.splitlines(keepends=True),
+                                                        then.splitlines(keepends=True), "a/f.py", "b/f.py"))
+        cases.append({"path": "f.py", "diff": diff, "now": now.splitlines()})
+    result = run_nvim(nvim, tmp_path, APPLY, root=tmp_path, env={"CASES": json.dumps(cases)})
+    assert result["outputs"] == [then.splitlines() for _, then in APPLY_CASES]

@@ -31,7 +31,7 @@ end
 
 local function describe(file)
   if file.before == nil then
-    return "written on disk (its text before the run was not open in Neovim: no diff)"
+    return "written on disk (its text before the run is unknown: no diff)"
   end
   local added, removed = track.counts(file)
   local note = file.state ~= "pending" and (" · " .. file.state) or ""
@@ -251,12 +251,7 @@ end
 
 -- :AgentReview [file]: list the latest run's changed files in the quickfix list and open it; with a
 -- file, show its diff at once.
-function M.review(path)
-  local run = track.latest()
-  if run == nil then
-    client.notify("nothing to review: no run changed files in this Neovim yet")
-    return
-  end
+local function list(run, path)
   vim.fn.setqflist({}, " ", { title = M.TITLE, items = items(run) })
   state.review.qf_id = vim.fn.getqflist({ id = 0 }).id
   if path ~= nil and path ~= "" then
@@ -266,6 +261,17 @@ function M.review(path)
   vim.cmd("botright copen")
   vim.api.nvim_buf_set_keymap(0, "n", "<CR>", "", { noremap = true, callback = on_enter,
                                                     desc = "lsp-agent review: open the diff" })
+end
+
+function M.review(path)
+  local run = track.latest()
+  if run == nil then
+    client.notify("nothing to review: no run changed files in this Neovim yet")
+    return
+  end
+  require("lsp_agent.review_checkpoint").fill(run, track.current_lines, function()
+    list(run, path)
+  end)
 end
 
 M.actions = actions -- for the keymaps' documentation and tests

@@ -3,8 +3,8 @@
 -- The pre-run text is the buffer as the plugin saw it just before the run's first
 -- workspace/applyEdit to that file: the server edits open files only through applyEdit, so that
 -- text is exact (unsaved changes included) and known while the run still streams. Files the server
--- wrote on disk (not open in Neovim) are listed from the run's end without a pre-run text: the
--- editor never held it, and none is guessed.
+-- wrote on disk (not open in Neovim) are listed from the run's end; their pre-run text comes from
+-- the server's checkpoints when reviewed (review_checkpoint.lua), never guessed.
 local state = require("lsp_agent.state")
 
 local M = {}
@@ -25,7 +25,7 @@ local function run_of(session_id, generation)
   local review = state.review
   local run = review.runs[generation]
   if run == nil then
-    run = { generation = generation, sessionID = session_id, files = {}, paths = {} }
+    run = { generation = generation, sessionID = session_id, files = {}, paths = {}, message_ids = {} }
     review.runs[generation] = run
     table.insert(review.order, generation)
     while #review.order > M.KEEP do
@@ -77,9 +77,15 @@ function M.before_edit(params)
   end
 end
 
--- Per agent/event: the run's end names files written on disk as well.
+-- Per agent/event: the run's steps (their checkpoints hold the text of files written on disk) and
+-- its end, which names those files as well.
 function M.observe(params)
   local event = params.event
+  if event.type == "tool_start" and type(event.part) == "table" and type(event.part.messageID) == "string" then
+    local run = run_of(params.sessionID, params.generation)
+    run.message_ids[event.part.messageID] = true
+    return
+  end
   if event.type ~= "run_finish" or #(event.filesChanged or {}) == 0 then
     return
   end
