@@ -16,6 +16,7 @@ import pytest
 
 from tests.e2e.conftest import PY, write_script
 from tests.e2e.nvim_harness import NVIMS, nvim_is_recent, run_nvim
+from tests.e2e.test_nvim_steering import wait_for
 from tests.helpers import call, reply, verify_config
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n"
@@ -290,3 +291,65 @@ def test_the_checkpoint_diff_applied_to_the_file_now_gives_the_file_then(nvim: s
         cases.append({"path": "f.py", "diff": diff, "now": now.splitlines()})
     result = run_nvim(nvim, tmp_path, APPLY, root=tmp_path, env={"CASES": json.dumps(cases)})
     assert result["outputs"] == [then.splitlines() for _, then in APPLY_CASES]
+
+
+LIVE = r"""
+  local agent = start({ init_options = { model = "scripted/test", script = env.SCRIPT } })
+  local real = vim.api.nvim_get_current_buf()
+  vim.cmd("AgentRun fix add, then mul")
+  wait("the first edit", function() return vim.api.nvim_buf_get_lines(real, 1, 2, false)[1] == "    return a + b" end)
+  wait("step 2", function() return agent.statusline() == "agent: running step 2/40" end)
+  vim.cmd("AgentReview")                            -- while the run still streams
+  result.qf_running = vim.fn.getqflist({ items = 0 }).items[1].text
+  local f = assert(io.open(env.ROOT .. "/gate", "w"))
+  f:close()
+  wait("the run", function() return agent.last_finish ~= nil end)
+  result.qf_done = vim.fn.getqflist({ items = 0 }).items[1].text  -- followed the second edit by itself
+  result.statusline = agent.statusline()
+"""
+
+
+@pytest.mark.parametrize("nvim", NVIMS)
+def test_the_review_list_follows_the_run_s_edits_while_it_streams(
+        nvim: str, tmp_path: Path, isolated_state: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    (root / "calc.py").write_text(CALC, encoding="utf-8")
+    script = write_script(tmp_path / "script.json", [
+        reply(call("apply_patch", path="calc.py", old_text="    return a - b\n", new_text="    return a + b\n")),
+        reply(call("run_command", command=wait_for("gate"))),
+        reply(call("apply_patch", path="calc.py", old_text="def mul(a, b):\n    return a + b\n",
+                   new_text="def mul(a, b):\n    return a * b\n")),
+        reply(text="fixed"),
+    ])
+    result = run_nvim(nvim, tmp_path, LIVE, root=root, args=[str(root / "calc.py")],
+                      env={"SCRIPT": str(script), "XDG_DATA_HOME": str(tmp_path / "data")})
+    assert result["qf_running"] == "+1 -1"
+    assert result["qf_done"] == "+2 -2"
+    assert result["statusline"] == "agent: not verified"
+
+
+STATUSLINE = r"""
+  local runstate = require("lsp_agent.runstate")
+  local agent = require("lsp_agent")
+  local function event(generation, e) runstate.observe({ sessionID = "ses_1", generation = generation, event = e }) end
+  result.lines = { agent.statusline() }
+  event("g1", { type = "step_start", step = 3, maxSteps = 50 })
+  table.insert(result.lines, agent.statusline())
+  event("g1", { type = "run_finish", stopReason = "final", verification = "failed", steps = 3 })
+  table.insert(result.lines, agent.statusline())
+  event("g2", { type = "step_start", step = 1, maxSteps = 2 })
+  event("g2", { type = "run_finish", stopReason = "step_limit", verification = "not_run", steps = 2 })
+  table.insert(result.lines, agent.statusline())
+  event("g3", { type = "run_finish", stopReason = "final", verification = "verified", steps = 1 })
+  table.insert(result.lines, agent.statusline())
+  runstate.handlers["agent/verificationChanged"](nil, { sessionID = "ses_1", verification = "not_run" }, {})
+  table.insert(result.lines, agent.statusline())
+"""
+
+
+@pytest.mark.parametrize("nvim", NVIMS)
+def test_statusline_words(nvim: str, tmp_path: Path) -> None:
+    result = run_nvim(nvim, tmp_path, STATUSLINE, root=tmp_path)
+    assert result["lines"] == ["", "agent: running step 3/50", "agent: checks failed",
+                               "agent: stopped (step_limit) · not verified", "agent: verified", "agent: not verified"]

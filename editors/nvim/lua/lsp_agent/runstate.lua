@@ -31,8 +31,7 @@ function M.observe(params)
   local r = state.run_state
   if event.type == "run_finish" then
     r.running, r.sessionID, r.generation = false, params.sessionID, params.generation
-    r.stopReason, r.verification = event.stopReason, event.verification
-    r.step, r.maxSteps = event.steps, r.maxSteps
+    r.stopReason, r.verification, r.step = event.stopReason, event.verification, event.steps
     publish("LspAgentRunStop", snapshot())
     return
   end
