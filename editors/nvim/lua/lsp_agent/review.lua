@@ -135,14 +135,25 @@ end
 -- The keymaps' actions, in the real buffer of a file under review.
 local actions = {}
 
+-- :diffget / :diffput from a keymap: a failure is said with vim.notify, not as a Lua traceback.
+local function diff_command(command)
+  local done, err = pcall(vim.cmd, command)
+  if not done then
+    client.notify(command:match("^%S+") .. " failed: " .. tostring(err), vim.log.levels.WARN)
+  end
+  vim.cmd("diffupdate")
+  return done
+end
+
 function actions.accept_hunk(file)
   local scratch = pre_run_buffer(file)
   if not scratch then
     return
   end
   -- The hunk's text goes into the pre-run side, so the hunk leaves the diff; the file is untouched.
-  vim.cmd("diffput " .. scratch)
-  vim.cmd("diffupdate")
+  if not diff_command("diffput " .. scratch) then
+    return
+  end
   local left = vim.diff(table.concat(vim.api.nvim_buf_get_lines(scratch, 0, -1, false), "\n") .. "\n",
     table.concat(vim.api.nvim_buf_get_lines(file.bufnr, 0, -1, false), "\n") .. "\n", { result_type = "indices" })
   mark(file, #left == 0 and "accepted" or file.state)
@@ -160,9 +171,9 @@ function actions.revert_hunk(file)
     return
   end
   local was_modified = vim.bo[file.bufnr].modified
-  vim.cmd("diffget " .. scratch)
-  vim.cmd("diffupdate")
-  after_revert(file, was_modified)
+  if diff_command("diffget " .. scratch) then
+    after_revert(file, was_modified)
+  end
 end
 
 function actions.revert_file(file)
