@@ -12,9 +12,3 @@ end
 
 require("lsp_agent.commands").define()
 
--- :AgentRewind [undo]: take the session back to before a message or step (lua/lsp_agent/rewind.lua)
-vim.api.nvim_create_user_command("AgentRewind", function(c)
-  require("lsp_agent").when_started(function()
-    require("lsp_agent.rewind").command(c.args)
-  end, ":AgentRewind" .. (c.args ~= "" and (" " .. c.args) or ""))
-end, { nargs = "?", complete = function() return { "undo" } end, desc = "lsp-agent" })
