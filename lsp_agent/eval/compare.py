@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_agent.eval.metrics import METRIC_NAMES, MetricsStatus
+from lsp_agent.eval.mixes import provenance, warnings
 from lsp_agent.eval.records import (
     AttemptRecord,
     CohortHeader,
@@ -280,9 +281,12 @@ def summarize(runs: Runs, pairs: list[Pair], baseline: str, candidate: str,
     by_task: dict[str, list[Pair]] = {}
     for pair in pairs:
         by_task.setdefault(pair.task, []).append(pair)
+    facts = provenance([r for p in pairs for r in (p.baseline, p.candidate)], baseline, candidate)
     return {
+        "warnings": warnings(facts),
         "baseline": baseline,
         "candidate": candidate,
+        "provenance": facts,
         "cohorts": [{"cohort": h.cohort, "model": h.model, "runtimeRevision": h.runtime_revision,
                      "tasks": len(h.tasks), "repetitions": h.repetitions, "timeoutMs": h.timeout_ms,
                      "arms": [a.model_dump(mode="json") for a in h.arms]} for h in runs.headers.values()],

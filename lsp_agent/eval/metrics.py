@@ -19,6 +19,8 @@ from pydantic.alias_generators import to_camel
 #: The default of `eval run --max-event-line-bytes`: a longer event line marks the stream damaged.
 MAX_LINE_BYTES = 1024 * 1024
 MAX_PART_IDS = 100_000
+#: An agent's error message is shown on one stderr line; a longer one is cut.
+_MAX_ERROR_CHARS = 300
 
 
 class MetricsStatus(StrEnum):
@@ -79,6 +81,8 @@ class EventMeter:
         self.damage: Damage | None = None
         self.finished = False  # run_finish seen
         self.stop_reason: str | None = None
+        #: the run's own error (run_finish `error.message`), for the operator's stderr only
+        self.error: str | None = None
 
     def feed(self, chunk: bytes) -> None:
         if self.damage is not None:
@@ -140,6 +144,9 @@ class EventMeter:
                 self.finished = True
                 reason = event.get("stopReason")
                 self.stop_reason = reason if isinstance(reason, str) else None
+                error = event.get("error")
+                message = error.get("message") if isinstance(error, dict) else None
+                self.error = " ".join(message.split())[:_MAX_ERROR_CHARS] if isinstance(message, str) else None
         except (_Malformed, UnicodeDecodeError, ValueError, RecursionError):
             self._damaged(Damage.MALFORMED_LINE)
 

@@ -95,6 +95,10 @@ class ChatCompletionsProvider(HttpStreamingProvider):
             "stream_options": {"include_usage": True},
             "max_tokens": self.max_output_tokens,
         }
+        if self.sampling.temperature is not None:
+            head["temperature"] = self.sampling.temperature
+        if self.sampling.seed is not None:
+            head["seed"] = self.sampling.seed
         if request.tools:
             head["tools"] = [
                 {"type": "function",

@@ -40,7 +40,7 @@ from lsp_agent.providers import keys
 from lsp_agent.providers.http_client import httpx, new_client
 from lsp_agent.providers.sse import SSEDecoder, SSEEvent
 from lsp_agent.providers.text_calls import TextCallParser
-from lsp_agent.settings.config import ProviderConfig
+from lsp_agent.settings.config import ProviderConfig, Sampling
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",
@@ -106,6 +106,8 @@ class ProviderOptions(TypedDict, total=False):
     max_output_tokens: int | None
     #: whose key an editor may have handed over (providers/keys.py)
     provider_name: str | None
+    #: temperature, seed and output limit of the run; unset fields are left to the server
+    sampling: Sampling | None
 
 
 class StreamProblem(Exception):
@@ -484,14 +486,17 @@ class HttpStreamingProvider(ABC):
         rng: random.Random | None = None,
         max_output_tokens: int | None = None,
         provider_name: str | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
         self.config = config
+        self.sampling = sampling or Sampling()
         #: whose key an editor may have handed over (providers/keys.py); None: the environment only
         self.provider_name = provider_name
         self.model = model
         self.label = label or (f"{self.protocol}:{model}" if model else self.protocol)
         self.retry = retry or RetryPolicy()
-        self.max_output_tokens = config.max_output_tokens or max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+        self.max_output_tokens = (self.sampling.max_output_tokens or config.max_output_tokens or max_output_tokens
+                                  or DEFAULT_MAX_OUTPUT_TOKENS)
         self._rng = rng or random.Random()
         self._client = client
         self._owns_client = client is None

@@ -89,6 +89,8 @@ class ResponsesProvider(HttpStreamingProvider):
     def _head(self, request: ModelRequest) -> dict[str, Any]:
         head: dict[str, Any] = {"model": self.wire_model(request), "stream": True, "store": False,
                                 "max_output_tokens": self.max_output_tokens}
+        if self.sampling.temperature is not None:
+            head["temperature"] = self.sampling.temperature
         if self.reasoning_items:
             head["include"] = ["reasoning.encrypted_content"]
         if request.instructions:
