@@ -69,6 +69,12 @@ def _obj(value: Any) -> dict[str, Any]:
     return value
 
 
+def one_line(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
+    """Untrusted text fit for one terminal line: whitespace runs as one space, no control characters."""
+    flat = " ".join(text.split())[:limit]
+    return "".join(ch if ch.isprintable() else "?" for ch in flat)
+
+
 class EventMeter:
     """Feed it stdout chunks of any size (one byte at a time works); then `close()` and `result()`."""
 
@@ -83,6 +89,8 @@ class EventMeter:
         self.stop_reason: str | None = None
         #: the run's own error (run_finish `error.message`), for the operator's stderr only
         self.error: str | None = None
+        #: the model the provider's last reply named (step_finish `serverModel`)
+        self.server_model: str | None = None
 
     def feed(self, chunk: bytes) -> None:
         if self.damage is not None:
@@ -146,7 +154,7 @@ class EventMeter:
                 self.stop_reason = reason if isinstance(reason, str) else None
                 error = event.get("error")
                 message = error.get("message") if isinstance(error, dict) else None
-                self.error = " ".join(message.split())[:_MAX_ERROR_CHARS] if isinstance(message, str) else None
+                self.error = one_line(message) if isinstance(message, str) else None
         except (_Malformed, UnicodeDecodeError, ValueError, RecursionError):
             self._damaged(Damage.MALFORMED_LINE)
 
@@ -167,6 +175,9 @@ class EventMeter:
         return True
 
     def _step_finish(self, part: dict[str, Any]) -> None:
+        named = part.get("serverModel")
+        if isinstance(named, str) and named:
+            self.server_model = one_line(named)
         tokens = _obj(part.get("tokens"))
         t = self._totals
         values = (_count(tokens.get("input")), _count(tokens.get("output")), _count(tokens.get("reasoning")),

@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol, TextIO
 from lsp_agent.domain.events import StopReason
 from lsp_agent.eval.fixture import AttemptDir, FixtureError, build_fixture
 from lsp_agent.eval.manifest import Arm, ConfigValue, Manifest, Task, flatten_config
-from lsp_agent.eval.metrics import MAX_LINE_BYTES, EventMeter
+from lsp_agent.eval.metrics import MAX_LINE_BYTES, EventMeter, one_line
 from lsp_agent.eval.proctree import Finished, run_tree
 from lsp_agent.eval.progress import Progress
 from lsp_agent.eval.provenance import Build, current_build, host_name, utc_now
@@ -182,7 +182,7 @@ def crash_of(output: str) -> str | None:
     found = _EXCEPTION_LINE.match(body[-1])
     if found is None or found.group(1).rsplit(".", 1)[-1] == "AssertionError":
         return None
-    return body[-1][:200]
+    return one_line(body[-1], 200)
 
 
 async def run_oracle(task: Task, attempt: AttemptDir, cwd: str, timeout_ms: int,
@@ -283,7 +283,8 @@ async def _finish(job: AttemptJob, attempt: AttemptDir, agent: Finished, meter: 
         metrics_status=status, metrics=metrics, metrics_issue=issue,
         started_at=started_at, executor=job.executor, host=host_name(), agent_version=build.version,
         agent_commit=build.commit, sampling=SamplingInfo(temperature=job.arm.temperature, seed=job.arm.seed,
-                                                         max_output_tokens=job.arm.max_output_tokens))
+                                                         max_output_tokens=job.arm.max_output_tokens),
+        server_model=meter.server_model)
     return record, _failure_reason(outcome, job, agent, meter, oracle)
 
 

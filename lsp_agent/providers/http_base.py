@@ -64,6 +64,7 @@ __all__ = [
     "load_event_object",
     "parse_retry_after",
     "request_is_the_problem",
+    "server_model",
     "valid_arguments",
 ]
 
@@ -81,6 +82,15 @@ _DRAIN_BYTES = 1024 * 1024
 _CLOSED_STREAM = httpx.ByteStream(b"")
 #: Output tokens asked for when neither the provider configuration nor the model says.
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
+#: A server's model id longer than this is not a model id; it is dropped.
+MAX_SERVER_MODEL_CHARS = 200
+
+
+def server_model(value: Any) -> str | None:
+    """The `model` a reply names, when it is a plausible id (untrusted bytes from the server)."""
+    if isinstance(value, str) and 0 < len(value) <= MAX_SERVER_MODEL_CHARS and value.isprintable():
+        return value
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from lsp_agent.eval.manifest import Manifest, ManifestError, parse_manifest
 from lsp_agent.eval.runner import CohortRunner, config_pairs
 from lsp_agent.providers.responses import ResponsesProvider
 from lsp_agent.settings.config import ProviderConfig, Sampling
-from tests.providers.loopback import LoopbackServer, Reply, chat_turn, simple_request
+from tests.providers.loopback import LoopbackServer, Reply, chat_sse, simple_request
 
 ORACLE = "import pathlib, sys; sys.exit(0 if pathlib.Path(sys.argv[-1], 'target.txt').read_text() == 'ok' else 1)"
 
@@ -69,7 +69,13 @@ async def test_each_arm_sends_its_sampling_to_the_server_and_records_it(tmp_path
     server = LoopbackServer()
     await server.start()
     try:
-        server.fallback = Reply(chunks=[chat_turn(text="done", usage=(10, 2, 0, 0))], chunk_delay=0)
+        # The server names the model that answered (a dated snapshot of the one asked for).
+        server.fallback = Reply(chunks=[chat_sse([
+            {"id": "c1", "model": "loop-model-2026-01-01",
+             "choices": [{"index": 0, "delta": {"role": "assistant", "content": "done"}}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}])],
+            chunk_delay=0)
         provider = {"providers": {"openai-compatible": {"baseUrl": server.url, "maxRetries": 0,
                                                         "discover": False}}}
         arms = [{"name": "cold", "temperature": 0, "seed": 42, "maxOutputTokens": 300, "config": provider},
@@ -90,3 +96,12 @@ async def test_each_arm_sends_its_sampling_to_the_server_and_records_it(tmp_path
     records = {r["arm"]: r for r in attempts([json.loads(line) for line in out.getvalue().splitlines()])}
     assert records["cold"]["sampling"] == {"temperature": 0.0, "seed": 42, "maxOutputTokens": 300}
     assert records["plain"]["sampling"] == {"temperature": None, "seed": None, "maxOutputTokens": None}
+    assert {r["serverModel"] for r in records.values()} == {"loop-model-2026-01-01"}
+
+
+@pytest.mark.parametrize(("value", "kept"), [("gpt-4.1-2025-04-14", "gpt-4.1-2025-04-14"), ("", None),
+                                             ("x" * 201, None), ("a\nb", None), (42, None), (None, None)])
+def test_only_a_plausible_server_model_id_is_kept(value: Any, kept: str | None) -> None:
+    from lsp_agent.providers.http_base import server_model
+
+    assert server_model(value) == kept

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -32,7 +33,7 @@ def copying_task(task_id: str, plan: dict[str, Any], mode: str) -> dict[str, Any
 def cohort() -> tuple[dict[str, dict[str, Any]], str]:
     tasks = [task("fixed", {"write": {"target.txt": "ok"}}),
              task("unfixed", {}),
-             task("agent_error", {"error": "cannot reach http://127.0.0.1:9/v1 (after 1 attempt(s))"}),
+             task("agent_error", {"error": "cannot reach http://127.0.0.1:9/v1\n\x1b[2J(after 1 attempt(s))"}),
              copying_task("fifo", {"write": {"target.txt": "ok"}, "fifo": ["pipe"]}, "exit"),
              copying_task("assert_fails", {}, "assert"),
              copying_task("assert_passes", {"write": {"target.txt": "ok"}}, "assert")]
@@ -93,7 +94,10 @@ def test_each_attempt_that_did_not_verify_says_why_on_stderr(cohort: tuple[dict[
         assert len(found) == 1, err
         return found[0]
 
-    assert "the agent exited 1 with an error: cannot reach http://127.0.0.1:9/v1" in line_of("agent_error", "cand")
+    # The agent's own error, on the same line, its newline and terminal escape made harmless.
+    assert "the agent exited 1 with an error: cannot reach http://127.0.0.1:9/v1 ?[2J(after" in line_of(
+        "agent_error", "cand")
+    assert "\x1b" not in err
     assert "the agent exited 0 (stop reason final); the oracle exited 1: the task is not done" in line_of(
         "unfixed", "base")
     assert " · " not in line_of("fixed", "base").split(": verified in ")[1].split(" · ETA")[0]
@@ -156,3 +160,13 @@ def test_compare_warns_first_when_the_records_mix_builds_executors_or_sampling(t
     old = compare_file(write_runs(tmp_path / "old.ndjson", [header(["t"], 1), record("t", 1, "base"),
                                                             record("t", 1, "cand")]), "base", "cand")
     assert old["warnings"] == [] and old["provenance"]["agentVersions"] == ["unknown"]
+
+
+def test_the_starter_oracle_cannot_decide_on_a_fixture_holding_a_named_pipe(tmp_path: Path) -> None:
+    suite = HERE.parent.parent / "examples" / "eval"
+    fixture = tmp_path / "fixture"
+    subprocess.run(["cp", "-r", str(suite / "tasks" / "py-mean"), str(fixture)], check=True)
+    os.mkfifo(fixture / "pipe")
+    done = subprocess.run([PY, str(suite / "oracles" / "check.py"), "py-mean", str(fixture)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "named pipe" in done.stderr
