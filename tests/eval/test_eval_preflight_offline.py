@@ -106,3 +106,9 @@ async def test_preflight_names_an_unreachable_endpoint_and_an_unknown_model(tmp_
     assert unknown.problems[0] == (f"arm a: {server.url} does not list the model 'other' (it lists served-model)")
     assert known.problems == [] and len(server.probes) == 3  # two arms, one provider: asked once each time
     assert "HTTP 401" in refused.problems[0] and "LSP_AGENT_API_KEY" in refused.problems[0]
+
+
+async def test_a_manifest_with_its_own_agent_command_is_not_preflighted(tmp_path: Path) -> None:
+    data = _manifest("fake/model", "http://127.0.0.1:1/v1").model_dump(mode="json")
+    checked = await preflight(Manifest.model_validate({**data, "command": [PY, "agent.py"]}), tmp_path)
+    assert checked.problems == [] and "own agent `command`" in checked.notes[0]

@@ -170,3 +170,20 @@ def test_the_starter_oracle_cannot_decide_on_a_fixture_holding_a_named_pipe(tmp_
     done = subprocess.run([PY, str(suite / "oracles" / "check.py"), "py-mean", str(fixture)], capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.returncode == 2 and "named pipe" in done.stderr
+
+
+def test_on_a_terminal_a_failed_attempt_says_why_above_the_bar() -> None:
+    import io
+
+    from lsp_agent.eval.progress import Progress
+    from lsp_agent.eval.records import AttemptRecord
+
+    err = io.StringIO()
+    progress = Progress(err, ["base", "cand"], live=True)
+    progress.begin(2)
+    failed = AttemptRecord.model_validate_json(json.dumps(record("t", 1, "base", outcome="failed")))
+    progress.attempt(failed, None, "the agent exited 1 with an error: no key")
+    progress.attempt(AttemptRecord.model_validate_json(json.dumps(record("t", 1, "cand"))), None, None)
+    lines = [line.rsplit("\r\x1b[K", 1)[-1] for line in err.getvalue().split("\n")]
+    assert "eval: task t rep 1 arm base: failed · the agent exited 1 with an error: no key" in lines
+    assert sum("arm cand" in line for line in lines) == 0  # a verified attempt only moves the bar
