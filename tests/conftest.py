@@ -74,6 +74,8 @@ SPAWNING_FILES = frozenset({
     "mcptools/test_mcp_loop.py",
     "eval/test_eval_cli.py",
     "eval/test_eval_limits.py",
+    "eval/test_eval_preflight_offline.py",
+    "eval/test_eval_provenance.py",
     "eval/test_ray_executor.py",
     "eval/test_runner.py",
     "eval/test_worker_cancel.py",
@@ -121,6 +123,7 @@ SPAWNING_TESTS: dict[str, frozenset[str]] = {
         "test_simulate_null_through_the_cli_in_text_and_json"}),
     "eval/test_harness_claims.py": frozenset({"test_the_runner_records_the_claim_from_run_finish",
                                               "test_the_real_agent_claim_is_measured_against_the_oracle"}),
+    "eval/test_arm_sampling.py": frozenset({"test_each_arm_sends_its_sampling_to_the_server_and_records_it"}),
     "eval/test_shipping_and_resume.py": frozenset({
         "test_manifest_dir_placeholder_names_shipped_scripts",
         "test_resume_refuses_another_cohort_or_a_missing_file",
@@ -131,6 +134,8 @@ SPAWNING_TESTS: dict[str, frozenset[str]] = {
 #: (pytest --durations); None: the whole file.
 SLOW_TESTS: dict[str, frozenset[str] | None] = {
     "eval/test_ray_executor.py": None,
+    "eval/test_eval_preflight_offline.py": frozenset({
+        "test_the_offline_example_runs_without_a_key_and_compare_reports_it"}),
     "bench/test_bench_smoke.py": None,
     "eval/test_eval_cli.py": frozenset({"test_real_cli_two_arm_cohort_comes_out_exactly_as_constructed"}),
     "eval/test_compare_verdicts.py": frozenset({

@@ -688,7 +688,7 @@ class Generation:
         self.emit(events.StepFinish(**self._base(), part=events.StepFinishInfo(
             id=_new_part_id(), step=self.steps,
             reason="length" if reply.truncated else "tool-calls" if reply.tool_calls else "stop",
-            tokens=_tokens(usage, reply.usage is None))))
+            tokens=_tokens(usage, reply.usage is None), server_model=reply.server_model)))
         if self.trace is not None:
             self.trace.write({"step": self.steps, "stepFinish": True, "tokens": usage.model_dump()})
 

@@ -2,7 +2,8 @@
 
 Records go to stdout (redirect them to a file), progress and problems to stderr.
 Exit codes: run — 0 complete, 1 interrupted, aborted or attempts lost (an
-`incomplete` line was written), 2 bad manifest or usage, 3 complete but some task invalid;
+`incomplete` line was written), 2 bad manifest or usage, 3 complete but some task invalid,
+4 the preflight found an arm's model unreachable (nothing ran);
 compare — 0 compared, 1 the records cannot be compared (reasons on stderr),
 2 usage.
 """
@@ -21,7 +22,7 @@ from typing import Any
 from lsp_agent.eval.compare import P95_MIN_VERIFIED
 from lsp_agent.eval.metrics import MAX_LINE_BYTES as MAX_EVENT_LINE_BYTES
 
-EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INVALID_TASKS = 0, 1, 2, 3
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INVALID_TASKS, EXIT_PREFLIGHT = 0, 1, 2, 3, 4
 EXIT_REJECTED = 1
 
 
@@ -66,6 +67,9 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     run.add_argument("--resume", type=Path, metavar="RUNS",
                      help="append to RUNS (written by an earlier run of this manifest) only the attempts it lacks "
                           "(missing, cancelled or lost), instead of writing a new cohort to stdout")
+    run.add_argument("--skip-preflight", action="store_true",
+                     help="start the attempts without first checking that each arm's model is reachable "
+                          "(key variable set, endpoint answering, model listed)")
     run.add_argument("--keep", action="store_true",
                      help="keep each attempt's temp dir (fixture, agent stderr, oracle log) for debugging")
     run.add_argument("--max-event-line-bytes", type=_bounded("--max-event-line-bytes", 1024, 1 << 30),
@@ -125,6 +129,8 @@ def _run(args: argparse.Namespace) -> int:
     except (ManifestError, ExecutorUnavailable, ResumeError) as exc:
         _fail(str(exc))
         return EXIT_USAGE
+    if not args.skip_preflight and not _preflight_passes(manifest, args.manifest.resolve().parent):
+        return EXIT_PREFLIGHT
     if args.resume is None:
         return asyncio.run(_run_cohort(manifest, args.manifest.resolve().parent, executor, args, records, None))
     try:
@@ -134,6 +140,20 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     with out:
         return asyncio.run(_run_cohort(manifest, args.manifest.resolve().parent, executor, args, out, earlier))
+
+
+def _preflight_passes(manifest: Any, manifest_dir: Path) -> bool:
+    """Before any fixture is made: each arm's model can be reached, else every reason and stop."""
+    from lsp_agent.eval.preflight import preflight
+
+    checked = asyncio.run(preflight(manifest, manifest_dir))
+    for note in checked.notes:
+        print(f"eval: preflight: {note}", file=sys.stderr)
+    for problem in checked.problems:
+        _fail(f"preflight: {problem}")
+    if checked.problems:
+        _fail("nothing ran; fix the above, or pass --skip-preflight to start anyway")
+    return not checked.problems
 
 
 async def _run_cohort(manifest: Any, base_dir: Path, executor: Any, args: argparse.Namespace, out: Any,

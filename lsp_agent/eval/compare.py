@@ -20,6 +20,7 @@ from typing import Any
 from lsp_agent.eval.claims import claim_vs_oracle
 from lsp_agent.eval.effects import judge, rule, simulate_null
 from lsp_agent.eval.metrics import METRIC_NAMES, MetricsStatus
+from lsp_agent.eval.mixes import provenance, warnings
 from lsp_agent.eval.records import (
     AttemptRecord,
     CohortHeader,
@@ -302,9 +303,12 @@ def summarize(runs: Runs, pairs: list[Pair], baseline: str, candidate: str,
     by_task: dict[str, list[Pair]] = {}
     for pair in pairs:
         by_task.setdefault(pair.task, []).append(pair)
+    facts = provenance([r for p in pairs for r in (p.baseline, p.candidate)], baseline, candidate)
     summary: dict[str, Any] = {
+        "warnings": warnings(facts),
         "baseline": baseline,
         "candidate": candidate,
+        "provenance": facts,
         "harnessVsOracle": {"baseline": claim_vs_oracle([p.baseline for p in pairs]),
                             "candidate": claim_vs_oracle([p.candidate for p in pairs])},
         "primaryMetric": primary,

@@ -174,6 +174,10 @@ def verdicts_table(summary: dict[str, Any]) -> str:
     return '<table class="verdicts">' + "".join(rows) + "</table>"
 
 
+def _warnings(summary: dict[str, Any]) -> str:
+    return "".join(f'<p class="warning"><strong>{_e(line)}</strong></p>\n' for line in summary.get("warnings", []))
+
+
 def render_html(summary: dict[str, Any]) -> str:
     base, cand = _e(summary["baseline"]), _e(summary["candidate"])
     return f"""<!doctype html>
@@ -186,7 +190,7 @@ td, th {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; }}
 .key span {{ display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; }}
 pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; font-size: 12px; }}
 </style></head><body>
-<h1>Paired comparison: baseline <em>{base}</em>, candidate <em>{cand}</em></h1>
+{_warnings(summary)}<h1>Paired comparison: baseline <em>{base}</em>, candidate <em>{cand}</em></h1>
 <p class="key"><span style="background:{_BASE_COLOUR}"></span>{base} (baseline)
 <span style="background:{_CAND_COLOUR}"></span>{cand} (candidate)</p>
 <h2>Harness claim vs oracle</h2>

@@ -76,12 +76,22 @@ def _groups(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return [*summary["tasks"], summary["overall"]]
 
 
+def provenance_line(facts: dict[str, Any]) -> str:
+    commits = ", ".join(c[:12] for c in facts["agentCommits"])
+    sampling = "; ".join(f"{arm}: {' | '.join(values)}" for arm, values in facts["sampling"].items())
+    return (f"built by lsp-agent {', '.join(facts['agentVersions'])} (commit {commits}) · executor "
+            f"{', '.join(facts['executors'])} · hosts {', '.join(facts['hosts'])} · server model "
+            f"{', '.join(facts['serverModels'])} · sampling {sampling}")
+
+
 def render_table(summary: dict[str, Any]) -> str:
     base, cand = summary["baseline"], summary["candidate"]
-    lines = [f"lsp-agent eval compare · baseline {base} vs candidate {cand}"]
+    lines = [*summary.get("warnings", []), f"lsp-agent eval compare · baseline {base} vs candidate {cand}"]
     for c in summary["cohorts"]:
         lines.append(f"cohort {c['cohort'][:12]} · model {c['model']} · revision {c['runtimeRevision']} · "
                      f"{c['tasks']} task(s) x {c['repetitions']} repetition(s) · timeout {c['timeoutMs']} ms")
+    if (facts := summary.get("provenance")) is not None:
+        lines.append(provenance_line(facts))
     for bad in summary["invalidTasks"]:
         lines.append(f"excluded, invalid task {bad['task']} (cohort {bad['cohort'][:12]}): {bad['reason']}")
 

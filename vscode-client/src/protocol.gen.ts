@@ -801,6 +801,8 @@ export interface StepFinishInfo {
   step: number;
   reason: 'tool-calls' | 'stop' | 'length';
   tokens: Tokens;
+  /** The model id the provider's reply named (OpenAI-style `model`), when it named one; it can differ from the model asked for (an alias, a dated snapshot, a router). */
+  serverModel?: string | null;
 }
 
 export interface StepStart {
