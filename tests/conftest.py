@@ -74,6 +74,8 @@ SPAWNING_FILES = frozenset({
     "mcptools/test_mcp_loop.py",
     "eval/test_eval_cli.py",
     "eval/test_eval_limits.py",
+    "eval/test_inspect_export.py",
+    "eval/test_inspect_task.py",
     "eval/test_ray_executor.py",
     "eval/test_runner.py",
     "eval/test_worker_cancel.py",
@@ -126,6 +128,8 @@ SPAWNING_TESTS: dict[str, frozenset[str]] = {
 #: (pytest --durations); None: the whole file.
 SLOW_TESTS: dict[str, frozenset[str] | None] = {
     "eval/test_ray_executor.py": None,
+    "eval/test_inspect_export.py": None,  # each export process imports Inspect AI (seconds)
+    "eval/test_inspect_task.py": None,
     "bench/test_bench_smoke.py": None,
     "eval/test_eval_cli.py": frozenset({"test_real_cli_two_arm_cohort_comes_out_exactly_as_constructed"}),
     "eval/test_metrics.py": frozenset({"test_more_than_100000_part_ids_damages_the_stream"}),
