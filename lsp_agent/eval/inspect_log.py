@@ -138,7 +138,7 @@ def arm_log(runs: Runs, head: CohortHeader, arm: str, records: list[AttemptRecor
     digest = hashlib.sha256(f"{head.cohort}\0{arm}".encode()).hexdigest()
     spec = EvalSpec(
         eval_id=digest[:22], run_id=head.cohort[:22], created=_iso(created),
-        task="lsp_agent_eval", task_id=digest[:22], task_display_name=f"{arm} · cohort {head.cohort[:12]}",
+        task=f"lsp_agent_eval_{arm}", task_id=digest[:22], task_display_name=f"{arm} · cohort {head.cohort[:12]}",
         task_args={"arm": arm}, solver="lsp-agent", solver_args={"toolProfile": info.tool_profile,
                                                                   "features": info.features},
         dataset=EvalDataset(name=f"cohort {head.cohort[:12]}", samples=len(valid_tasks), sample_ids=valid_tasks),
@@ -154,7 +154,8 @@ def arm_log(runs: Runs, head: CohortHeader, arm: str, records: list[AttemptRecor
         eval=spec, plan=plan, status=status, error=error, samples=samples,
         results=EvalResults(total_samples=len(valid_tasks) * head.repetitions, completed_samples=len(samples),
                             scores=_scores(samples)),
-        stats=EvalStats(started_at=_iso(created), completed_at=_iso(max(ends)) if ends else "",
+        # Without recorded start times the run's span is unknown: left empty rather than made up.
+        stats=EvalStats(started_at=_iso(min(known)) if known else "", completed_at=_iso(max(ends)) if ends else "",
                         model_usage=_total_usage(samples, head.model)),
     )
 

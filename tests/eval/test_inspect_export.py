@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -104,34 +107,25 @@ def _get(url: str) -> Any:
         return json.loads(response.read())
 
 
-def test_inspect_view_lists_and_serves_the_exported_logs(tmp_path: Path) -> None:
-    runs = write_runs(tmp_path / "runs.ndjson", [
-        header(["t1", "t2"], 1), record("t1", 1, "base"), record("t1", 1, "cand", outcome="failed"),
-        record("t2", 1, "base", outcome="timeout", status="partial"), record("t2", 1, "cand")])
-    assert export(runs, tmp_path / "logs").returncode == 0
+@contextlib.contextmanager
+def inspect_view(log_dir: Path) -> Iterator[str]:
+    """`inspect view` on a free loopback port, answering; yields its base URL."""
     port = _free_port()
-    view = subprocess.Popen([PY, "-m", "inspect_ai", "view", "start", "--log-dir", str(tmp_path / "logs"),
+    view = subprocess.Popen([PY, "-m", "inspect_ai", "view", "start", "--log-dir", str(log_dir),
                              "--host", "127.0.0.1", "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}/api"
+    url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
-        listing = None
-        while listing is None:
+        while True:
             try:
-                listing = _get(f"{base}/log-files")
+                _get(f"{url}/api/log-files")
+                break
             except (urllib.error.URLError, ConnectionError):
                 assert view.poll() is None, view.stderr.read() if view.stderr else ""
                 assert time.monotonic() < deadline, "inspect view did not answer within 120 s"
                 time.sleep(0.2)
-        names = sorted(f["name"] for f in listing["files"])
-        assert [n.rsplit("/", 1)[1] for n in names] == ["cccccccccccc-base.eval", "cccccccccccc-cand.eval"]
-        assert {f["task"] for f in listing["files"]} == {"lsp_agent_eval"}
-        served = [_get(f"{base}/logs/{urllib.parse.quote(name, safe='')}") for name in names]
-        assert [s["status"] for s in served] == ["success", "success"]
-        assert [[x["scores"]["oracle"]["value"] for x in s["samples"]] for s in served] == [["C", "I"], ["I", "C"]]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as page:  # the viewer app itself
-            assert page.status == 200 and b"<html" in page.read().lower()
+        yield url
     finally:
         view.terminate()
         try:
@@ -139,6 +133,46 @@ def test_inspect_view_lists_and_serves_the_exported_logs(tmp_path: Path) -> None
         except subprocess.TimeoutExpired:
             view.kill()
             view.wait()
+
+
+def two_task_runs(tmp_path: Path) -> Path:
+    return write_runs(tmp_path / "runs.ndjson", [
+        header(["t1", "t2"], 1), record("t1", 1, "base"), record("t1", 1, "cand", outcome="failed"),
+        record("t2", 1, "base", outcome="timeout", status="partial"), record("t2", 1, "cand")])
+
+
+def test_inspect_view_lists_and_serves_the_exported_logs(tmp_path: Path) -> None:
+    assert export(two_task_runs(tmp_path), tmp_path / "logs").returncode == 0
+    with inspect_view(tmp_path / "logs") as url:
+        listing = _get(f"{url}/api/log-files")
+        names = sorted(f["name"] for f in listing["files"])
+        assert [n.rsplit("/", 1)[1] for n in names] == ["cccccccccccc-base.eval", "cccccccccccc-cand.eval"]
+        assert sorted(f["task"] for f in listing["files"]) == ["lsp_agent_eval_base", "lsp_agent_eval_cand"]
+        served = [_get(f"{url}/api/logs/{urllib.parse.quote(name, safe='')}") for name in names]
+        assert [s["status"] for s in served] == ["success", "success"]
+        assert [[x["scores"]["oracle"]["value"] for x in s["samples"]] for s in served] == [["C", "I"], ["I", "C"]]
+
+
+@pytest.mark.realhost
+def test_the_viewer_app_in_chromium_opens_an_exported_log_and_shows_its_samples(tmp_path: Path) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no chromium on PATH (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    assert export(two_task_runs(tmp_path), tmp_path / "logs").returncode == 0
+    with inspect_view(tmp_path / "logs") as url, sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True,
+                                     args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page()
+            page.goto(url + "/")
+            page.get_by_text("lsp_agent_eval_cand").first.wait_for(timeout=60_000)  # the log list
+            page.get_by_text("lsp_agent_eval_cand").first.click()
+            page.get_by_text("(task t2: prompts are not recorded)").first.wait_for(timeout=60_000)  # its samples
+            text = page.inner_text("body")
+            assert "oracle" in text and "failed" in text and "verified" in text
+        finally:
+            browser.close()
 
 
 def test_an_interrupted_cohort_exports_with_inspects_own_status(tmp_path: Path) -> None:
@@ -209,3 +243,13 @@ def test_the_harness_claim_becomes_a_second_score_beside_the_oracle() -> None:
     by_name = {s.name: s.metrics["accuracy"].value for s in log.results.scores}
     assert by_name == {"oracle": 0.5, "harness_verification": 1.0}
     assert log.eval.created == "2026-01-01T00:00:00+00:00"  # records without start times: the fallback
+
+
+def test_invalid_tasks_are_left_out_of_the_dataset_and_named_in_the_metadata() -> None:
+    invalid = {"type": "task_invalid", "cohort": "c" * 64, "task": "t2", "reason": "the oracle exited 0 ..."}
+    runs = parse_runs([json.dumps(header(["t1", "t2"], 2)), json.dumps(invalid)])
+    records = [AttemptRecord.model_validate_json(json.dumps(record("t1", rep, "cand"))) for rep in (1, 2)]
+    log = arm_log(runs, runs.headers["c" * 64], "cand", records, datetime(2026, 1, 1, tzinfo=UTC))
+    assert log.eval.dataset.sample_ids == ["t1"] and log.eval.dataset.samples == 1
+    assert log.results is not None and (log.results.total_samples, log.results.completed_samples) == (2, 2)
+    assert log.eval.metadata is not None and log.eval.metadata["invalidTasks"] == {"t2": "the oracle exited 0 ..."}
