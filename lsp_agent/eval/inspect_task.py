@@ -126,7 +126,7 @@ async def _fresh_fixture(job: AttemptJob) -> AttemptDir:
     try:
         verdict, _, why = await run_oracle(job.task, attempt, job.oracle_cwd, job.timeout_ms, None)
     except BaseException:
-        await asyncio.to_thread(attempt.remove)
+        attempt.remove()  # not awaited: a cancelled task must not wait for anything more
         raise
     if verdict is not Verdict.FAIL:
         await asyncio.to_thread(attempt.remove)
@@ -147,12 +147,14 @@ def task_oracle(manifest: str, model: str | None = None) -> Scorer:
 
     async def score(state: TaskState, target: Target) -> Score:
         attempt: dict[str, Any] = state.store.get(ATTEMPT_KEY, {})
-        if "timedOut" not in attempt:
+        if "dir" not in attempt:
             raise RuntimeError("the oracle scorer needs the lsp_agent_attempt solver to run first")
         base = AttemptDir(Path(attempt["dir"]))
         try:
             verification_ms: int | None = None
-            if attempt["timedOut"]:
+            if "timedOut" not in attempt:  # Inspect's own limit (time_limit, ...) ended the solver: like a timeout
+                outcome, why = Outcome.TIMEOUT, "Inspect's limit ended the sample first"
+            elif attempt["timedOut"]:
                 outcome, why = Outcome.TIMEOUT, None
             else:
                 outcome, why, verification_ms = await _judge(tasks[str(state.sample_id)], base, str(manifest_dir),

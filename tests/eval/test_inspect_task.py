@@ -87,6 +87,19 @@ def test_a_hung_agent_is_killed_at_the_timeout_and_scored_incorrect(tmp_path: Pa
     assert list(private_tmp.iterdir()) == []
 
 
+def test_inspects_time_limit_cancels_the_sample_and_kills_the_agents_whole_tree(tmp_path: Path,
+                                                                                 private_tmp: Path) -> None:
+    pids = tmp_path / "pids.json"
+    manifest = fake_manifest(tmp_path, [task("hangs", {"hang": True, "grandchildren": str(pids),
+                                                       "stream": "start_only"})], timeout_ms=300_000)
+    log = run(manifest, "base", tmp_path / "logs", time_limit=3)
+    assert log.samples is not None and log.samples[0].limit is not None
+    assert log.samples[0].limit.type == "time" and log.samples[0].error is None
+    assert outcomes(log) == {("hangs", 1): "timeout"}  # the agent ran out of time: scored I, like a timeout
+    assert not any(is_alive(pid) for pid in json.loads(pids.read_text()))
+    assert list(private_tmp.iterdir()) == []
+
+
 def test_an_oracle_that_passes_the_untouched_fixture_errors_the_sample_as_invalid(tmp_path: Path,
                                                                                  private_tmp: Path) -> None:
     lazy = {"id": "lazy", "prompt": json.dumps({}), "files": [{"path": "target.txt", "content": "ok"}],
@@ -102,6 +115,17 @@ def test_an_oracle_that_passes_the_untouched_fixture_errors_the_sample_as_invali
     assert score is not None and (score.value, score.answer) == ("N", "completed_unverified")
     assert score.explanation is not None and "the oracle exited 2" in score.explanation
     assert list(private_tmp.iterdir()) == []
+
+
+def test_an_agent_command_that_cannot_start_errors_the_sample_and_leaves_no_fixture(tmp_path: Path,
+                                                                                   private_tmp: Path) -> None:
+    manifest = fake_manifest(tmp_path, [task("solved", {"write": {"target.txt": "ok"}})])
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**data, "command": [str(tmp_path / "no-such-agent")]}))
+    log = run(manifest, "base", tmp_path / "logs", fail_on_error=False)
+    assert log.samples is not None and log.samples[0].error is not None
+    assert "the agent command cannot start" in log.samples[0].error.message
+    assert list(private_tmp.iterdir()) == []  # the scorer never ran: the task's cleanup removed the fixture
 
 
 def test_the_inspect_cli_runs_the_task_file_with_a_manifest_argument(tmp_path: Path) -> None:
