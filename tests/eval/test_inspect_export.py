@@ -242,7 +242,30 @@ def test_the_harness_claim_becomes_a_second_score_beside_the_oracle() -> None:
     assert log.results is not None
     by_name = {s.name: s.metrics["accuracy"].value for s in log.results.scores}
     assert by_name == {"oracle": 0.5, "harness_verification": 1.0}
-    assert log.eval.created == "2026-01-01T00:00:00+00:00"  # records without start times: the fallback
+    if all(r.model_dump().get("started_at") is None for r in records):
+        assert log.eval.created == "2026-01-01T00:00:00+00:00"  # records without start times: the fallback
+        assert (log.stats.started_at, log.stats.completed_at) == ("", "")  # unknown, not made up
+
+
+class _WithStartTime(AttemptRecord):
+    """A record as newer runners write it: with the attempt's start time."""
+
+    started_at: str | None = None
+
+
+def test_recorded_start_times_give_the_logs_and_samples_their_times() -> None:
+    runs = parse_runs([json.dumps(header(["t1", "t2"], 1))])
+    starts = [("t1", "2026-03-01T10:00:05Z", 2_000), ("t2", "2026-03-01T10:00:00Z", 1_500)]
+    records: list[AttemptRecord] = [
+        _WithStartTime.model_validate_json(json.dumps({**record(t, 1, "base", elapsed=ms), "startedAt": when}))
+        for t, when, ms in starts]
+    log = arm_log(runs, runs.headers["c" * 64], "base", records, datetime(2026, 1, 1, tzinfo=UTC))
+    assert log.eval.created == "2026-03-01T10:00:00+00:00"  # the earliest attempt, not the fallback
+    assert (log.stats.started_at, log.stats.completed_at) == ("2026-03-01T10:00:00+00:00",
+                                                              "2026-03-01T10:00:07+00:00")
+    assert log.samples is not None
+    first = next(s for s in log.samples if s.id == "t1")
+    assert (first.started_at, first.completed_at) == ("2026-03-01T10:00:05+00:00", "2026-03-01T10:00:07+00:00")
 
 
 def test_invalid_tasks_are_left_out_of_the_dataset_and_named_in_the_metadata() -> None:
