@@ -84,6 +84,9 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
                          default=P95_MIN_VERIFIED, metavar="N",
                          help="verified attempts one task/model/cohort/arm cell needs before its P95 is shown "
                               f"(default {P95_MIN_VERIFIED})")
+    compare.add_argument("--simulate-null", type=_bounded("--simulate-null", 1, 100_000), default=0, metavar="N",
+                         help="also replay the cohort N times with arm labels swapped at random within pairs "
+                              "(identical arms) and report how often a verdict still claims a difference")
     export = sub.add_parser("export-inspect", help="write eval run records as Inspect AI logs (one per arm)",
                             description="Write one Inspect AI log per cohort and arm into OUT_DIR, for Inspect's "
                                         "viewer (`inspect view --log-dir OUT_DIR`). Needs the optional `inspect` "
@@ -173,7 +176,8 @@ def _compare(args: argparse.Namespace) -> int:
         _fail(f"{args.runs} is not a file")
         return EXIT_USAGE
     try:
-        summary = compare_file(args.runs, args.baseline, args.candidate, args.p95_min_verified)
+        summary = compare_file(args.runs, args.baseline, args.candidate, args.p95_min_verified,
+                               args.simulate_null)
     except CompareError as exc:
         _fail(str(exc))
         return EXIT_REJECTED

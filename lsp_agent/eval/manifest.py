@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from lsp_agent.eval.effects import DEFAULT_PRIMARY, EFFECT_NAMES
 from lsp_agent.settings.config import Experimental
 
 MAX_MANIFEST_BYTES = 8 * 1024 * 1024
@@ -198,6 +199,16 @@ class Manifest(_Strict):
                             description="Budget of one agent run, and separately of one oracle run.")
     arms: list[Arm] = Field(min_length=2, max_length=2, description="Exactly two arms with different names.")
     tasks: list[Task] = Field(min_length=1, max_length=MAX_TASKS)
+    primary_metric: str = Field(DEFAULT_PRIMARY, description=(
+        "The metric whose verdict `eval compare` treats as confirmatory; the others are judged only if it "
+        f"shows a difference. One of: {', '.join(EFFECT_NAMES)}."))
+
+    @field_validator("primary_metric")
+    @classmethod
+    def _known_metric(cls, value: str) -> str:
+        if value not in EFFECT_NAMES:
+            raise ValueError(f"{value!r} is not a metric compare judges (one of {', '.join(EFFECT_NAMES)})")
+        return value
 
     @field_validator("model")
     @classmethod

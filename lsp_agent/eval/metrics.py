@@ -79,6 +79,7 @@ class EventMeter:
         self.damage: Damage | None = None
         self.finished = False  # run_finish seen
         self.stop_reason: str | None = None
+        self.verification: str | None = None  # the harness's own claim in run_finish
 
     def feed(self, chunk: bytes) -> None:
         if self.damage is not None:
@@ -140,6 +141,8 @@ class EventMeter:
                 self.finished = True
                 reason = event.get("stopReason")
                 self.stop_reason = reason if isinstance(reason, str) else None
+                claim = event.get("verification")
+                self.verification = claim if claim in ("verified", "failed", "not_run") else None
         except (_Malformed, UnicodeDecodeError, ValueError, RecursionError):
             self._damaged(Damage.MALFORMED_LINE)
 

@@ -54,6 +54,7 @@ class CohortHeader(_Record):
     repetitions: int
     timeout_ms: int
     attempts: int  # planned: tasks x repetitions x 2
+    primary_metric: str = "success"  # the manifest's; decides which verdict is confirmatory
 
 
 class AttemptRecord(_Record):
@@ -72,6 +73,8 @@ class AttemptRecord(_Record):
     metrics_status: MetricsStatus
     metrics: Metrics | None = None  # only when metricsStatus is observed
     metrics_issue: Damage | None = None  # why totals were withheld
+    #: the harness's own claim in its run_finish event; null when the stream had none (killed, cut, older record)
+    harness_verification: Literal["verified", "failed", "not_run"] | None = None
 
 
 class TaskInvalid(_Record):

@@ -204,7 +204,16 @@ async def _finish(job: AttemptJob, attempt: AttemptDir, agent: Finished, meter: 
         position=0 if job.position == 0 else 1, outcome=outcome, elapsed_ms=elapsed,
         verification_ms=verification_ms, exit_code=agent.exit_code,
         stop_reason=meter.stop_reason if meter.stop_reason in _STOP_REASONS else None,
-        metrics_status=status, metrics=metrics, metrics_issue=issue)
+        metrics_status=status, metrics=metrics, metrics_issue=issue,
+        harness_verification=_claim(meter.verification))
+
+
+_CLAIMS: dict[str, Literal["verified", "failed", "not_run"]] = {
+    "verified": "verified", "failed": "failed", "not_run": "not_run"}
+
+
+def _claim(value: str | None) -> Literal["verified", "failed", "not_run"] | None:
+    return _CLAIMS.get(value) if value is not None else None
 
 
 async def check_task(task: Task, oracle_cwd: str, timeout_ms: int, cancel: asyncio.Event) -> str | None:
@@ -265,7 +274,7 @@ def header(manifest: Manifest, cohort: str) -> CohortHeader:
         cohort=cohort, model=manifest.model, runtime_revision=manifest.runtime_revision,
         arms=[ArmInfo(name=a.name, features=dict(a.features), tool_profile=a.tool_profile) for a in manifest.arms],
         tasks=[t.id for t in manifest.tasks], repetitions=manifest.repetitions, timeout_ms=manifest.timeout_ms,
-        attempts=len(manifest.tasks) * manifest.repetitions * 2)
+        attempts=len(manifest.tasks) * manifest.repetitions * 2, primary_metric=manifest.primary_metric)
 
 
 @dataclass(frozen=True)
