@@ -21,6 +21,7 @@ from lsp_agent.eval.inspect_extra import InspectMissing
 from lsp_agent.eval.inspect_scores import (
     HARNESS_SCORER,
     ORACLE_SCORER,
+    claim_score,
     harness_score,
     oracle_score,
     score_metrics,
@@ -127,7 +128,10 @@ def _checked(runs: Runs) -> dict[tuple[str, str], list[AttemptRecord]]:
 
 def arm_log(runs: Runs, head: CohortHeader, arm: str, records: list[AttemptRecord], fallback: datetime) -> EvalLog:
     """One arm of one cohort as an Inspect log."""
-    samples = [_sample(r) for r in records]
+    # Files from before the harness's claim was recorded get no harness score at all; otherwise every
+    # attempt gets one, and an attempt without a claim (killed, cut) scores "no answer".
+    claims = any(r.harness_verification is not None for r in records)
+    samples = [_sample(r, claims) for r in records]
     starts = [_started(r) for r in records]
     known = [s for s in starts if s is not None]
     created = min(known) if known else fallback
@@ -171,12 +175,13 @@ def _status(runs: Runs, cohort: str) -> tuple[Literal["success", "cancelled", "e
     return "error", EvalError(message=message, traceback="", traceback_ansi="")
 
 
-def _sample(record: AttemptRecord) -> EvalSample:
+def _sample(record: AttemptRecord, with_claim: bool) -> EvalSample:
     fields = record.model_dump(mode="json")  # camelCase, with whatever newer records add
     scores: dict[str, Score] = {ORACLE_SCORER: oracle_score(record.outcome)}
-    claim = fields.get("harnessVerification")
-    if isinstance(claim, str):
-        scores[HARNESS_SCORER] = harness_score(claim, record.outcome)
+    if record.harness_verification is not None:
+        scores[HARNESS_SCORER] = harness_score(record.harness_verification, record.outcome)
+    elif with_claim:
+        scores[HARNESS_SCORER] = claim_score(None)
     started = _started(record)
     seconds = record.elapsed_ms / 1000
     usage = {}

@@ -48,12 +48,24 @@ def oracle_score(outcome: Outcome, detail: str | None = None) -> Score:
     return Score(value=_ORACLE_VALUE[outcome], answer=outcome.value, explanation=explanation)
 
 
+def claim_score(claim: str | None) -> Score:
+    """What the harness itself said at the end of its run; no claim when its stream was cut or absent."""
+    if claim is None:
+        return Score(value=NOANSWER, explanation="no claim: the run's final event was not read")
+    return Score(value=_HARNESS_VALUE.get(claim, NOANSWER), answer=claim, explanation=f"the harness reported {claim}")
+
+
 def harness_score(claim: str, outcome: Outcome) -> Score:
-    """What the harness said it achieved, next to what the oracle found (the same attempt)."""
-    agreed = (claim == "verified") == (outcome is Outcome.VERIFIED)
-    return Score(value=_HARNESS_VALUE.get(claim, NOANSWER), answer=claim,
-                 explanation=f"the harness reported {claim}; the oracle's outcome was {outcome.value}",
-                 metadata={"agreesWithOracle": agreed})
+    """The harness's claim next to what the oracle found for the same attempt."""
+    score = claim_score(claim)
+    score.explanation = f"{score.explanation}; the oracle's outcome was {outcome.value}"
+    score.metadata = {"agreesWithOracle": agrees(claim, outcome)}
+    return score
+
+
+def agrees(claim: str, outcome: Outcome) -> bool:
+    """A claim of "verified" is right exactly when the oracle verified; any other claim when it did not."""
+    return (claim == "verified") == (outcome is Outcome.VERIFIED)
 
 
 def score_metrics(scores: Sequence[SampleScore]) -> dict[str, float]:

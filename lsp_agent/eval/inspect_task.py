@@ -22,7 +22,7 @@ from typing import Any
 from lsp_agent.domain.events import StopReason
 from lsp_agent.eval.fixture import AttemptDir, FixtureError, build_fixture
 from lsp_agent.eval.inspect_extra import InspectMissing
-from lsp_agent.eval.inspect_scores import ORACLE_SCORER, oracle_score
+from lsp_agent.eval.inspect_scores import HARNESS_SCORER, ORACLE_SCORER, agrees, claim_score, oracle_score
 from lsp_agent.eval.manifest import Manifest, ManifestError, Task, load_manifest
 from lsp_agent.eval.metrics import EventMeter
 from lsp_agent.eval.proctree import run_tree
@@ -66,7 +66,7 @@ def lsp_agent_eval(manifest: str, arm: str | None = None, model: str | None = No
     return InspectTask(
         dataset=dataset,
         solver=lsp_agent_attempt(manifest, chosen, model),
-        scorer=task_oracle(manifest, model),
+        scorer=[task_oracle(manifest, model), harness_claim()],
         cleanup=_remove_fixture,
         epochs=loaded.repetitions,
         model="none",
@@ -110,7 +110,7 @@ def lsp_agent_attempt(manifest: str, arm: str, model: str | None = None) -> Solv
             "dir": str(attempt.base), "timedOut": done.timed_out, "agentMs": done.duration_ms,
             "exitCode": done.exit_code, "stopReason": stop_reason, "metricsStatus": status.value,
             "metrics": metrics.model_dump(mode="json") if metrics is not None else None,
-            "metricsIssue": issue.value if issue is not None else None})
+            "metricsIssue": issue.value if issue is not None else None, "harnessVerification": meter.verification})
         state.output.completion = f"lsp-agent stopped: {stop_reason or 'no stop reason'}"
         state.completed = True
         return state
@@ -164,7 +164,22 @@ def task_oracle(manifest: str, model: str | None = None) -> Scorer:
         result = oracle_score(outcome, why)
         result.metadata = {**{k: v for k, v in attempt.items() if k != "dir"}, "outcome": outcome.value,
                            "verificationMs": verification_ms, "model": loaded.model}
+        claim = attempt.get("harnessVerification")
+        if isinstance(claim, str):
+            result.metadata["harnessAgreesWithOracle"] = agrees(claim, outcome)
         return result
+
+    return score
+
+
+@scorer(name=HARNESS_SCORER, metrics=[accuracy()])
+def harness_claim() -> Scorer:
+    """The harness's own verification at the end of its run, scored beside the oracle (not instead of it)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        attempt: dict[str, Any] = state.store.get(ATTEMPT_KEY, {})
+        claim = attempt.get("harnessVerification")
+        return claim_score(claim if isinstance(claim, str) else None)
 
     return score
 

@@ -76,7 +76,13 @@ def test_export_writes_one_log_per_arm_that_inspect_reads_back_with_the_oracle_s
                                                       ("undecided", "completed_unverified"), ("hangs", "timeout"))
                             for rep in (1, 2)}
         assert log.results is not None
-        [score] = log.results.scores
+        scores = {s.name: s for s in log.results.scores}
+        score = scores["oracle"]
+        # the fake agent's run_finish says "not_run"; a killed run said nothing: no claim of success anywhere
+        assert scores["harness_verification"].metrics["accuracy"].value == 0.0
+        claimed = {(str(s.id), s.scores["harness_verification"].answer) for s in log.samples if s.scores}
+        assert claimed == {(r["task"], r["harnessVerification"]) for r in mine.values()}
+        assert {c for _, c in claimed} == {"not_run", None}
         verified = sum(r["outcome"] == "verified" for r in mine.values())
         assert score.name == "oracle" and score.metrics["accuracy"].value == verified / len(mine) == 0.25
         # tokens: the six attempts whose stream was read whole; the two timed-out ones withheld theirs
@@ -220,18 +226,12 @@ def test_without_the_extra_the_command_names_it(tmp_path: Path) -> None:
     assert plain.returncode == 0  # the rest of eval does not need it
 
 
-class _WithHarnessClaim(AttemptRecord):
-    """A record as newer runners write it: with the harness's own verification."""
-
-    harness_verification: str | None = None
-
-
 def test_the_harness_claim_becomes_a_second_score_beside_the_oracle() -> None:
     runs = parse_runs([json.dumps(header(["t1", "t2"], 1))])
     head = runs.headers["c" * 64]
     claims = [("t1", "verified", "verified"), ("t2", "failed", "verified")]  # the second is a false "verified"
-    records: list[AttemptRecord] = [
-        _WithHarnessClaim.model_validate_json(json.dumps({**record(task_id, 1, "base", outcome=outcome),
+    records = [
+        AttemptRecord.model_validate_json(json.dumps({**record(task_id, 1, "base", outcome=outcome),
                                           "harnessVerification": claim}))
         for task_id, outcome, claim in claims]
     log = arm_log(runs, head, "base", records, datetime(2026, 1, 1, tzinfo=UTC))

@@ -47,6 +47,7 @@ def test_each_arm_runs_the_real_agent_and_the_oracle_scores_it_as_eval_run_does(
     lines, _, result = run_cohort(json.loads(manifest.read_text()), base_dir=tmp_path)
     assert result.exit_code == 0
     by_eval_run = {(r["task"], r["repetition"], r["arm"]): r["outcome"] for r in attempts(lines)}
+    claims = {(r["task"], r["repetition"], r["arm"]): r["harnessVerification"] for r in attempts(lines)}
 
     for arm in ("baseline", "candidate"):
         log = run(manifest, arm, tmp_path / "logs")
@@ -56,9 +57,13 @@ def test_each_arm_runs_the_real_agent_and_the_oracle_scores_it_as_eval_run_does(
         assert log.samples is not None and log.results is not None
         assert {s.scores["oracle"].value for s in log.samples if s.scores and s.id == "task_two"} == \
             ({"C"} if arm == "baseline" else {"I"})
-        [score] = log.results.scores
+        score = {s.name: s for s in log.results.scores}["oracle"]
         verified = sum(1 for (t, _, a), o in by_eval_run.items() if a == arm and o == "verified")
-        assert score.name == "oracle" and score.metrics["accuracy"].value == verified / 4
+        assert score.metrics["accuracy"].value == verified / 4
+        # the harness's own claim, read from its stream as `eval run` reads it, scored beside the oracle
+        said = {(str(s.id), s.epoch): s.scores["harness_verification"].answer for s in log.samples if s.scores}
+        assert said == {(t, rep): claims[(t, rep, arm)] for t in ("task_one", "task_two") for rep in (1, 2)}
+        assert all(c is not None for c in said.values())
         meta = log.samples[0].scores["oracle"].metadata if log.samples[0].scores else None
         # the agent's own event stream, read as `eval run` reads it: 2 steps, 250 tokens in
         assert meta is not None and meta["stopReason"] == "final" and meta["metrics"]["inputTokens"] == 250
