@@ -76,6 +76,8 @@ SPAWNING_FILES = frozenset({
     "eval/test_eval_limits.py",
     "eval/test_eval_preflight_offline.py",
     "eval/test_eval_provenance.py",
+    "eval/test_inspect_export.py",
+    "eval/test_inspect_task.py",
     "eval/test_ray_executor.py",
     "eval/test_runner.py",
     "eval/test_worker_cancel.py",
@@ -136,6 +138,8 @@ SLOW_TESTS: dict[str, frozenset[str] | None] = {
     "eval/test_ray_executor.py": None,
     "eval/test_eval_preflight_offline.py": frozenset({
         "test_the_offline_example_runs_without_a_key_and_compare_reports_it"}),
+    "eval/test_inspect_export.py": None,  # each export process imports Inspect AI (seconds)
+    "eval/test_inspect_task.py": None,
     "bench/test_bench_smoke.py": None,
     "eval/test_eval_cli.py": frozenset({"test_real_cli_two_arm_cohort_comes_out_exactly_as_constructed"}),
     "eval/test_compare_verdicts.py": frozenset({

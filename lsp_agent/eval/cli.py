@@ -1,11 +1,12 @@
-"""`lsp-agent eval run MANIFEST` and `lsp-agent eval compare RUNS BASELINE CANDIDATE`.
+"""`lsp-agent eval run MANIFEST`, `eval compare RUNS BASELINE CANDIDATE` and `eval export-inspect RUNS OUT_DIR`.
 
 Records go to stdout (redirect them to a file), progress and problems to stderr.
 Exit codes: run — 0 complete, 1 interrupted, aborted or attempts lost (an
 `incomplete` line was written), 2 bad manifest or usage, 3 complete but some task invalid,
 4 the preflight found an arm's model unreachable (nothing ran);
 compare — 0 compared, 1 the records cannot be compared (reasons on stderr),
-2 usage.
+2 usage; export-inspect — 0 written, 1 the records cannot be exported (reasons on stderr),
+2 usage (also: the optional Inspect AI extra is missing, OUT_DIR cannot be written).
 """
 
 from __future__ import annotations
@@ -90,12 +91,20 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     compare.add_argument("--simulate-null", type=_bounded("--simulate-null", 1, 100_000), default=0, metavar="N",
                          help="also replay the cohort N times with arm labels swapped at random within pairs "
                               "(identical arms) and report how often a verdict still claims a difference")
+    export = sub.add_parser("export-inspect", help="write eval run records as Inspect AI logs (one per arm)",
+                            description="Write one Inspect AI log per cohort and arm into OUT_DIR, for Inspect's "
+                                        "viewer (`inspect view --log-dir OUT_DIR`). Needs the optional `inspect` "
+                                        "extra.")
+    export.add_argument("runs", type=Path, help="records written by `eval run`")
+    export.add_argument("out_dir", type=Path, help="directory for the logs (created if missing)")
     return parser
 
 
 def handle_eval(args: argparse.Namespace) -> int:
     if args.eval_command == "run":
         return _run(args)
+    if args.eval_command == "export-inspect":
+        return _export_inspect(args)
     return _compare(args)
 
 
@@ -202,4 +211,28 @@ def _compare(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
         sys.stdout.write(render_table(summary))
+    return EXIT_OK
+
+
+def _export_inspect(args: argparse.Namespace) -> int:
+    from lsp_agent.eval.inspect_extra import InspectMissing
+
+    if not args.runs.is_file():
+        _fail(f"{args.runs} is not a file")
+        return EXIT_USAGE
+    try:
+        from lsp_agent.eval.inspect_log import ExportError, export_runs
+    except InspectMissing as exc:
+        _fail(str(exc))
+        return EXIT_USAGE
+    try:
+        written = export_runs(args.runs, args.out_dir)
+    except ExportError as exc:
+        _fail(str(exc))
+        return EXIT_REJECTED
+    except OSError as exc:
+        _fail(f"cannot write the logs to {args.out_dir}: {exc.strerror or exc}")
+        return EXIT_USAGE
+    for log in written:
+        print(f"{log.path}: cohort {log.cohort[:12]}, arm {log.arm}, {log.samples} attempt(s)")
     return EXIT_OK
