@@ -152,9 +152,12 @@ def _diff(path: str, old: Entry | None, new: Entry | None, read: Callable[[str],
 
 async def rewind(ws: WorkspaceCheckpoints, session: str, target: str, message_ids: list[str], *,
                  dry_run: bool, confirm: bool, on_op: Callable[[int], None] | None = None,
-                 in_editor: Callable[[str], bool] | None = None) -> RewindOutcome:
+                 in_editor: Callable[[str], bool] | None = None,
+                 announce: Callable[[str, str | None], None] | None = None) -> RewindOutcome:
     """The workspace's files as they were at `target` (a message of `session` or a checkpoint id).
-    `in_editor`: paths the caller restores itself (open buffers); they are returned, not written."""
+    `in_editor`: paths the caller restores itself (open buffers); they are returned, not written.
+    `announce(path, sha256 or None for absent)`: told of each file write before it happens (a file
+    watcher then knows these writes for the agent's own, by their content)."""
     async with ws.lock:
         records = ws.records()
         index = target_index(records, session, target, message_ids)
@@ -186,6 +189,10 @@ async def rewind(ws: WorkspaceCheckpoints, session: str, target: str, message_id
         chosen = found.ops + (found.conflict_ops if confirm else [])
         editor_ops = [o for o in chosen if in_editor is not None and in_editor(o.path)]
         ops = [o for o in chosen if o not in editor_ops]
+        if announce is not None:
+            for op in ops:
+                if op.kind in ("f", "del"):  # a symlink has no content digest: it shows as an outside change
+                    announce(op.path, op.ref if op.kind == "f" else None)
         failed = await asyncio.to_thread(apply, ws.root, ws.blobs, ops, ws.journal, on_op) if ops else {}
         await ws.record_unlocked(ref, [o.path for o in ops], None, "after")
         restored = sorted(o.path for o in ops if o.path not in failed)
