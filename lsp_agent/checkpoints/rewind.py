@@ -81,7 +81,7 @@ def target_index(records: list[Record], session: str, target: str, message_ids: 
         lost = [m for m in record.folded if order.get(m, -1) >= at]
         if lost:
             raise RewindRefused("folded", f"the checkpoint before message {target} was folded by retention "
-                                          "(checkpoints.per_session / checkpoints.total); the oldest kept is "
+                                          "(checkpoints.per_session / total / total_bytes); the oldest kept is "
                                           f"{record.id}")
         position = order.get(record.message, -1)
         if position >= at:

@@ -77,6 +77,9 @@ class WorkspaceCheckpoints:
         self.tree: Tree = replay(self.chain.records)
         self.stat = {p: stat_key(e) for p, e in self.tree.items()}
         self._chain_size = self._size()
+        #: the bytes of file contents stored, as last counted (None: not yet; another process may
+        #: have added some); with `blobs.added` the running total the byte cap is checked against
+        self._stored: int | None = None
 
     def _size(self) -> int:
         try:
@@ -113,6 +116,8 @@ class WorkspaceCheckpoints:
         async with self.lock:
             if not self.chain.records:
                 await self.record_unlocked(StepRef("", "", 0, "baseline"), None, None, "before")
+            if self._stored is None:  # counted here, off the steps' path, for the byte cap
+                self._stored = await asyncio.to_thread(self.blobs.size)
 
     def start_baseline(self) -> None:
         if self.chain.records or self._closing.is_set() or any(not t.done() for t in self._background):
@@ -232,6 +237,7 @@ class WorkspaceCheckpoints:
                     self.stat[path] = stat_key(entry)
             self._chain_size = self._size()
             self._retain(limits, step.session_id)
+            self._cap_bytes(limits)
         return record
 
     def _retain(self, limits: CheckpointSettings, session: str) -> None:
@@ -243,6 +249,24 @@ class WorkspaceCheckpoints:
         self.chain.rewrite(fold(records, limits.per_session, limits.total))
         self._chain_size = self._size()
         self.blobs.sweep(self.chain.digests())
+        self._stored = None
+
+    def _cap_bytes(self, limits: CheckpointSettings) -> None:
+        """Past `total_bytes`, fold the oldest tenth of the checkpoints and delete the contents no
+        kept checkpoint names, until under it (or only the newest, the current files, is left)."""
+        if self._stored is None:
+            self._stored = self.blobs.size()
+        if self._stored + self.blobs.added <= limits.total_bytes:
+            return
+        records = self.chain.records
+        while True:
+            self.blobs.sweep(self.chain.digests())
+            self._stored = self.blobs.size()
+            if self._stored <= limits.total_bytes or len(records) <= 1:
+                break
+            records = fold(records, limits.per_session, len(records) - max(1, len(records) // 10))
+            self.chain.rewrite(records)
+            self._chain_size = self._size()
 
     # --- reading ------------------------------------------------------------------------------------
     def records(self, session: str | None = None) -> list[Record]:
