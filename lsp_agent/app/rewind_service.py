@@ -169,7 +169,7 @@ class SessionRewind:
         try:
             return await rewind(self._store(), params.session_id, params.to_message_id, ids,
                                 dry_run=params.dry_run, confirm=params.confirm, in_editor=in_editor,
-                                announce=announce)
+                                announce=announce, buffer=open_text)
         except RewindRefused as exc:
             raise RewindError(_KINDS[exc.kind], str(exc)) from exc
         except (CheckpointUnavailable, BlobMissing, OSError) as exc:
