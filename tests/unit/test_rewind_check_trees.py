@@ -87,3 +87,10 @@ def test_the_marker_restores_only_a_passing_check_that_stood_on_its_own() -> Non
     assert derive([*messages, asked, answered, note]).status is VerificationStatus.NOT_RUN
 
 
+
+
+def test_two_checks_in_one_message_leave_its_tree_unknown() -> None:
+    messages, records, _, _ = history()
+    records.insert(3, verify_record(3, records[2].message, {"calc.py": entry("v9")}))
+    assert after_code_rewind(messages, records, SESSION, {"calc.py": entry("v1")}) is None
+    assert after_code_rewind(messages, records, SESSION, {"calc.py": entry("v9")}) is None
