@@ -8,6 +8,8 @@ the front ends map to their error codes.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,6 +24,7 @@ from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.session import Environment
 from lsp_agent.core.session_fork import ForkRefused, fork_session
 from lsp_agent.core.storage import Store
+from lsp_agent.core.write_detect import snapshot
 from lsp_agent.domain.edits import (
     DeleteFile,
     EditApplier,
@@ -122,12 +125,13 @@ class SessionRewind:
             except ForkRefused as exc:
                 raise RewindError(exc.kind, str(exc)) from exc
         if note is not None and outcome is not None and not params.dry_run:
-            self._recompute_verification(params, result, outcome, note, note_check)
+            await self._recompute_verification(params, result, outcome, open_text, note, note_check)
         return result
 
-    def _recompute_verification(self, params: RewindParams, result: RewindResult, outcome: RewindOutcome,
-                                note: Callable[[str, list[str]], None],
-                                note_check: Callable[[str, list[str], str], None] | None) -> None:
+    async def _recompute_verification(self, params: RewindParams, result: RewindResult, outcome: RewindOutcome,
+                                      open_text: Callable[[str], str | None] | None,
+                                      note: Callable[[str, list[str]], None],
+                                      note_check: Callable[[str, list[str], str], None] | None) -> None:
         """A check stands only over the exact tree it ran on (see app/rewind_verification.py). Code
         alone: the restored files are a change under the session, unless they are exactly the tree
         of its latest passing check over them. Both: the fork's history ends where the tree was
@@ -141,13 +145,35 @@ class SessionRewind:
             if not paths:
                 return
             check = after_code_rewind(messages, records, params.session_id, now)
-            if check is not None and note_check is not None:
+            unseen = await self._unrecorded(ws, now, open_text, result.in_editor) if check is not None else []
+            if check is not None and not unseen and note_check is not None:
                 note_check(params.session_id, paths, check)
             else:
-                note(params.session_id, paths)
+                note(params.session_id, sorted({*paths, *unseen}))
         elif result.session_id is not None:
             differ = after_fork(messages, params.to_message_id, records, params.session_id, now)
+            if differ == []:
+                differ = await self._unrecorded(ws, now, open_text, result.in_editor)
             note(result.session_id, sorted({*result.kept, *result.failed, *result.unrestorable, *(differ or [])}))
+
+    @staticmethod
+    async def _unrecorded(ws: WorkspaceCheckpoints, now: Tree, open_text: Callable[[str], str | None] | None,
+                          restored_in_editor: list[str]) -> list[str]:
+        """Where the files a check would see now differ from the recorded tree: changes on disk no
+        checkpoint has seen yet (one stat walk; only what it finds changed is read), and open
+        buffers holding unsaved text (a check saves them before it runs). The buffers this rewind
+        just restored hold the target text (the editor may not have said so yet)."""
+        walk = await asyncio.to_thread(snapshot, ws.root)
+        if walk is None:
+            return ["(the workspace is too large to compare)"]
+        changed = sorted({p for p, _ in walk.items() ^ ws.stat.items()})
+        found = await ws.changes(changed, None) if changed else {}
+        out = {p for p, e in found.items() if e is None or e[0] != "ign"}
+        for path, entry in now.items() if open_text is not None else ():
+            text = open_text(path) if open_text is not None and path not in restored_in_editor else None
+            if text is not None and entry[0] == "f" and hashlib.sha256(text.encode()).hexdigest() != entry[1]:
+                out.add(path)
+        return sorted(out)
 
     @staticmethod
     def _files_now(ws: WorkspaceCheckpoints, result: RewindResult, outcome: RewindOutcome) -> Tree:

@@ -3,6 +3,7 @@ are put back to exactly the tree it passed on; the restore's own writes are not 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ SCRIPT = [
     reply(call("apply_patch", path="calc.py", old_text="    return a - b\n", new_text="    return a + b\n")),
     reply(call("verify_project")),
     reply(text="fixed and verified"),
-    # run 2: more edits, no check
+    # run 2: a read, more edits, no check
+    reply(call("read_file", path="extra.txt")),
     reply(call("write_file", path="notes.txt", content="second run\n")),
     reply(call("apply_patch", path="calc.py", old_text="def add", new_text="def add_numbers")),
     reply(text="renamed"),
@@ -26,6 +28,7 @@ SCRIPT = [
 async def two_runs(workspace: Path, start_editor: StartEditor) -> tuple[Editor, str, list[str]]:
     """The session's user prompts, after a verified run and a second, unverified one."""
     make_calc_workspace(workspace)
+    (workspace / "extra.txt").write_text("there from the start\n")
     editor = await start_editor(workspace, SCRIPT)
     first = await editor.run("fix add")
     assert (await editor.finished(first["generation"]))["verification"] == "verified"
@@ -64,6 +67,22 @@ async def test_rewinding_the_code_to_a_tree_no_check_saw_is_not_verified(
     done = await editor.request("agent/rewind", {"sessionID": session_id, "toMessageID": prompts[0],
                                                  "restore": "code"})
     assert done["status"] == "done" and (workspace / "calc.py").read_text() == CALC
+    assert await status(editor, session_id) == "not_run"
+
+
+async def test_a_file_changed_outside_since_the_last_checkpoint_keeps_it_unverified(
+        workspace: Path, start_editor: StartEditor) -> None:
+    editor, session_id, prompts = await two_runs(workspace, start_editor)
+    (workspace / "extra.txt").write_text("changed by hand, after the last checkpoint\n")
+    # the session read it, so the watcher notes the change in its history: wait for that note,
+    # so the rewind comes after it (no checkpoint has seen the change)
+    deadline = asyncio.get_running_loop().time() + 60
+    while ["extra.txt"] not in await editor.outside_change_notes(session_id):
+        assert asyncio.get_running_loop().time() < deadline, "the watcher never reported extra.txt"
+        await asyncio.sleep(0.05)
+    done = await editor.request("agent/rewind", {"sessionID": session_id, "toMessageID": prompts[1],
+                                                 "restore": "code"})
+    assert done["status"] == "done" and "extra.txt" not in done["restored"]  # not the agent's: left alone
     assert await status(editor, session_id) == "not_run"
 
 
