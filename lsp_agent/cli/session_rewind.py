@@ -103,12 +103,12 @@ def _rewind(args: argparse.Namespace, service: Any, store: Any) -> int:
     from lsp_agent.domain.history import Message, Role
     from lsp_agent.protocol.checkpoint_models import RewindParams
 
-    def note(session_id: str, paths: list[str]) -> None:
+    def note(session_id: str, paths: list[str], check: str | None = None) -> None:
         if paths:
-            store.append_message(session_id, Message(role=Role.USER, parts=[external_change_note(paths)]))
+            store.append_message(session_id, Message(role=Role.USER, parts=[external_change_note(paths, "", check)]))
     params = RewindParams(session_id=args.session, to_message_id=args.to, restore=args.restore or "code",
                           dry_run=args.dry_run, confirm=args.confirm)
-    result = asyncio.run(service.rewind(params, None, note))
+    result = asyncio.run(service.rewind(params, None, note, note))
     _out(args, result.wire(), _render_rewind)
     return EXIT_CONFLICTS if result.kept else EXIT_OK
 

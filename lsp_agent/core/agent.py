@@ -239,3 +239,5 @@ class Agent:
                 session.active.cancel()
         if self.tasks:
             await asyncio.wait(list(self.tasks.values()), timeout=10)
+        if self.env.checkpoints is not None:
+            await self.env.checkpoints.close()

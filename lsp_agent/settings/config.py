@@ -204,6 +204,10 @@ class Checkpoints(_Section):
         "listed as too large to restore.")
     per_session: int = Field(200, ge=1, le=100_000, description="Checkpoints kept per session (older are folded).")
     total: int = Field(2_000, ge=1, le=1_000_000, description="Checkpoints kept per workspace, all sessions.")
+    total_bytes: int = Field(
+        2_000_000_000, ge=0, le=1 << 44, description="Most disk the workspace's checkpoint store keeps (file "
+        "contents, compressed); past it the oldest checkpoints are folded and contents no checkpoint needs are "
+        "deleted. The current files are always kept, even past it.")
 
 
 class ProviderConfig(_Section):
