@@ -156,15 +156,16 @@ def checkpoints(agent: Agent, params: CheckpointsParams) -> dict[str, Any]:
 
 
 async def rewind(agent: Agent, params: RewindParams) -> dict[str, Any]:
-    """Files on disk (no buffers: `open_text` is None); the sessions' standing checks of the restored
-    files are marked stale, as in the other front ends."""
+    """Files on disk (no buffers: `open_text` is None); a session's check stands again only where the
+    restored files are exactly the tree it passed on, as in the other front ends."""
     session = agent.sessions.get(params.session_id)
     if session is not None and session.active is not None:
         raise request_error(CONFLICT, f"session {params.session_id} is running; cancel it or wait, then rewind",
                             "busy")
     try:
         result = await SessionRewind(RewindPorts.of(agent.env)).rewind(
-            params, None, lambda sid, paths: agent.session(sid).note_external_change(paths))
+            params, None, lambda sid, paths: agent.session(sid).note_external_change(paths),
+            lambda sid, paths, check: agent.session(sid).note_external_change(paths, check))
     except RewindError as exc:
         raise _refused(exc) from None
     return result.wire()
