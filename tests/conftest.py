@@ -74,6 +74,10 @@ SPAWNING_FILES = frozenset({
     "mcptools/test_mcp_loop.py",
     "eval/test_eval_cli.py",
     "eval/test_eval_limits.py",
+    "eval/test_eval_preflight_offline.py",
+    "eval/test_eval_provenance.py",
+    "eval/test_inspect_export.py",
+    "eval/test_inspect_task.py",
     "eval/test_ray_executor.py",
     "eval/test_runner.py",
     "eval/test_worker_cancel.py",
@@ -116,6 +120,12 @@ SPAWNING_TESTS: dict[str, frozenset[str]] = {
     # (skipped without tsc outside CI; CI has it)
     "eval/test_starter_suite.py": frozenset({
         "test_every_oracle_fails_fresh_passes_the_reference_fix_and_fails_untouched"}),
+    "eval/test_compare_verdicts.py": frozenset({
+        "test_null_experiment_says_no_difference_shown_with_intervals",
+        "test_simulate_null_through_the_cli_in_text_and_json"}),
+    "eval/test_harness_claims.py": frozenset({"test_the_runner_records_the_claim_from_run_finish",
+                                              "test_the_real_agent_claim_is_measured_against_the_oracle"}),
+    "eval/test_arm_sampling.py": frozenset({"test_each_arm_sends_its_sampling_to_the_server_and_records_it"}),
     "eval/test_shipping_and_resume.py": frozenset({
         "test_manifest_dir_placeholder_names_shipped_scripts",
         "test_resume_refuses_another_cohort_or_a_missing_file",
@@ -126,8 +136,15 @@ SPAWNING_TESTS: dict[str, frozenset[str]] = {
 #: (pytest --durations); None: the whole file.
 SLOW_TESTS: dict[str, frozenset[str] | None] = {
     "eval/test_ray_executor.py": None,
+    "eval/test_eval_preflight_offline.py": frozenset({
+        "test_the_offline_example_runs_without_a_key_and_compare_reports_it"}),
+    "eval/test_inspect_export.py": None,  # each export process imports Inspect AI (seconds)
+    "eval/test_inspect_task.py": None,
     "bench/test_bench_smoke.py": None,
     "eval/test_eval_cli.py": frozenset({"test_real_cli_two_arm_cohort_comes_out_exactly_as_constructed"}),
+    "eval/test_compare_verdicts.py": frozenset({
+        "test_fresh_null_cohorts_claim_a_difference_at_most_5_percent_of_the_time"}),
+    "eval/test_harness_claims.py": frozenset({"test_the_real_agent_claim_is_measured_against_the_oracle"}),
     "eval/test_metrics.py": frozenset({"test_more_than_100000_part_ids_damages_the_stream"}),
     "eval/test_runner.py": frozenset({"test_timeout_kills_the_whole_process_tree"}),
     "eval/test_shipping_and_resume.py": frozenset({

@@ -22,19 +22,24 @@ from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
     ClientCapabilities,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionCapabilities,
+    SessionForkCapabilities,
+    SessionListCapabilities,
     SetSessionModeResponse,
 )
 
 from lsp_agent._startup import memory
 from lsp_agent._version import __version__
-from lsp_agent.acp import modes
+from lsp_agent.acp import modes, sessions
 from lsp_agent.acp.bounded_lines import BoundedLineReader
 from lsp_agent.acp.fs import ClientApplier, ClientDocuments, ClientFs
 from lsp_agent.acp.mcp import client_servers
@@ -52,6 +57,7 @@ from lsp_agent.domain.ports import Provider, ProviderError, ProviderErrorKind
 from lsp_agent.protocol.errors import INTERNAL, INVALID_PARAMS, UNAVAILABLE, from_core
 from lsp_agent.providers.scripted import Script, ScriptedError, ScriptedProvider, ScriptedReply
 from lsp_agent.settings.config import ConfigError, Settings, inspect_workspace, load_settings
+from lsp_agent.settings.paths import workspace_dir
 from lsp_agent.settings.workspace_trust import HOW_TO_TRUST, TrustChanged, WorkspaceView, ignored_line, trust
 
 log = logging.getLogger(__name__)
@@ -130,6 +136,8 @@ class LspAgentAcp:
             protocol_version=negotiated,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities(),
+                                                         fork=SessionForkCapabilities()),
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=False, sse=False)),
             agent_info=Implementation(name="lsp-agent", title="lsp-agent", version=__version__),
@@ -295,6 +303,11 @@ class LspAgentAcp:
         if not known:
             raise RequestError(*_not_found(session_id))
         self._bind(ws, session_id)
+        await self._replay(ws, session_id)  # the transcript arrives before the answer, as ACP asks
+        self._offer_trust(ws, session_id)
+        return LoadSessionResponse(modes=modes.state(ws.agent.env.settings))
+
+    async def _replay(self, ws: Workspace, session_id: str) -> None:
         assert self.sink is not None
         sink = self.sink
         after: str | None = None
@@ -307,9 +320,32 @@ class LspAgentAcp:
             if page.next is None:
                 break
             after = page.next
-        await sink.flush()  # the transcript arrives before the answer, as ACP asks
-        self._offer_trust(ws, session_id)
-        return LoadSessionResponse(modes=modes.state(ws.agent.env.settings))
+        await sink.flush()
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
+                            **kwargs: Any) -> ListSessionsResponse:
+        """With `cwd`: that workspace's stored sessions; without: those of every workspace this
+        connection opened, and of the directory the client started us in when it has sessions (a
+        client that lists before it opens anything, as command-line clients do, started us there)."""
+        with core_errors():
+            if cwd is not None:
+                ws = self._workspace(cwd)
+                return sessions.list_page({ws.root: ws.agent}, cursor)
+            here = Path.cwd().resolve()
+            if here not in self.workspaces and (workspace_dir(here) / "store.db").is_file():
+                self._workspace(str(here))
+            return sessions.list_page({root: ws.agent for root, ws in self.workspaces.items()}, cursor)
+
+    async def fork_session(self, session_id: str, cwd: str, additional_directories: list[str] | None = None,
+                           mcp_servers: list[Any] | None = None, **kwargs: Any) -> ForkSessionResponse:
+        at = sessions.fork_point(kwargs.get("lspAgent"))
+        with core_errors():
+            ws = self._workspace(cwd, mcp_servers)
+            forked = sessions.fork(ws.agent, session_id, at)
+        self._bind(ws, forked)
+        self._offer_trust(ws, forked)
+        return ForkSessionResponse(session_id=forked, modes=modes.state(ws.agent.env.settings),
+                                   field_meta={"lspAgent": {"parentId": session_id, "atMessageId": at}})
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
         ws = self._of(session_id)
@@ -347,7 +383,11 @@ class LspAgentAcp:
         else:
             with core_errors():  # withdrawing or sending the row writes to the store too
                 result = await self._wait_queued(ws, session_id, item.id)
-        return await self._answer(session_id, result)
+        answer = await self._answer(session_id, result)
+        if result is not None and answer.field_meta is not None:
+            answer.field_meta["lspAgent"]["promptMessageId"] = sessions.prompt_message(
+                ws.agent, session_id, result.generation)
+        return answer
 
     async def _wait_queued(self, ws: Workspace, session_id: str, item_id: str) -> RunFinish | None:
         """Wait for the generation that sends queue row `item_id`, then for its end. A row the queue
@@ -401,6 +441,11 @@ class LspAgentAcp:
     # --- extensions -----------------------------------------------------------------------------
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == sessions.CHECKPOINTS:
+            listing = sessions.parse_checkpoints(params)
+            return sessions.checkpoints(self._of(listing.session_id).agent, listing)
+        if method == sessions.REWIND:
+            return await self._rewind(sessions.parse_rewind(params))
         if method != STEER:
             raise RequestError.method_not_found(f"_{method}")
         session_id, text = params.get("sessionId"), params.get("text")
@@ -419,6 +464,18 @@ class LspAgentAcp:
         with core_errors():
             receipt = await ws.agent.corrections.steer(session_id, expected, client_id, text)
         return {"receipt": receipt.wire()}
+
+    async def _rewind(self, params: Any) -> dict[str, Any]:
+        """A conversation (or both) rewind continues in the fork: it is registered here and its
+        history replayed as `session/update`s, as `session/load` would."""
+        ws = self._of(params.session_id)
+        with core_errors():
+            result = await sessions.rewind(ws.agent, params)
+        forked = result.get("sessionID")
+        if isinstance(forked, str):
+            self._bind(ws, forked)
+            await self._replay(ws, forked)
+        return result
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.info("ignored extension notification _%s", method)
@@ -474,7 +531,8 @@ async def _stdio(out: Any) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
 async def _serve(layer: dict[str, Any], out: Any) -> None:
     reader, writer = await _stdio(out)
     agent = LspAgentAcp(layer)
-    conn = AgentSideConnection(cast("Any", agent), writer, reader, listening=False)
+    # session/fork is in the SDK's unstable set: without the flag it answers "method not found"
+    conn = AgentSideConnection(cast("Any", agent), writer, reader, listening=False, use_unstable_protocol=True)
     try:
         await conn.listen()  # returns when the client closes our stdin
     finally:

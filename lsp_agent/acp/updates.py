@@ -222,10 +222,12 @@ def replay(message: Message, send: Callable[[Any], None], generation_of: Callabl
         if isinstance(part, TextPart):
             if part.synthetic or not part.text:
                 continue  # harness notes: not the user's or the model's words
-            send(update_user_message_text(part.text) if message.role == "user"
-                 else update_agent_message_text(part.text))
+            # The stored message's id: what `_lsp_agent/rewind` and `session/fork` take to name it.
+            chunk = (update_user_message_text(part.text) if message.role == "user"
+                     else update_agent_message_text(part.text))
+            send(chunk.model_copy(update={"message_id": message.id}))
         elif isinstance(part, ReasoningPart) and part.text:
-            send(update_agent_thought_text(part.text))
+            send(update_agent_thought_text(part.text).model_copy(update={"message_id": message.id}))
         elif isinstance(part, ToolCallPart):
             ident = tool_call_id(generation_of(message), part.call_id)
             send(start_tool_call(ident, part.name, kind=kind_of(part.name), status="pending",

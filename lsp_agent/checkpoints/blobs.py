@@ -32,6 +32,8 @@ class BlobMissing(LookupError):
 class BlobStore:
     def __init__(self, root: Path) -> None:
         self.root = root
+        #: compressed bytes this process has written since `size` last counted them
+        self.added = 0
 
     def _path(self, digest: str) -> Path:
         return self.root / digest[:2] / digest[2:]
@@ -45,12 +47,14 @@ class BlobStore:
             return digest
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        packed = zlib.compress(data, 1)
         with open(tmp, "wb") as out:
-            out.write(zlib.compress(data, 1))
+            out.write(packed)
             out.flush()
             if durable:
                 os.fsync(out.fileno())
         os.replace(tmp, path)
+        self.added += len(packed)
         return digest
 
     def sync(self) -> None:
@@ -94,6 +98,8 @@ class BlobStore:
         return freed
 
     def size(self) -> int:
+        """The bytes stored, counted on disk (and `added` starts again from zero)."""
+        self.added = 0
         if not self.root.is_dir():
             return 0
         return sum(item.stat().st_size for sub in self.root.iterdir() if sub.is_dir() for item in sub.iterdir())

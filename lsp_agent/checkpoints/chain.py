@@ -73,6 +73,22 @@ class Record:
                    [str(m) for m in raw.get("folded", [])], [str(p) for p in raw.get("touched", [])])
 
 
+def content_key(entry: Entry) -> tuple[str, str, int] | None:
+    """What a check can tell apart in an entry (kind, content, executable bit); None: Git ignores it.
+    A file too large to copy has no digest: its size and mtime stand in (a change is never missed)."""
+    if entry[0] == "ign":
+        return None
+    if entry[0] == "big":
+        return ("big", f"{entry[3]}:{entry[4]}", entry[2] & 0o111)
+    return (entry[0], entry[1], entry[2] & 0o111)
+
+
+def tree_changes(a: Tree, b: Tree) -> list[str]:
+    """The paths whose content differs between two trees (Git-ignored paths aside), sorted."""
+    return sorted(p for p in a.keys() | b.keys()
+                  if (content_key(a[p]) if p in a else None) != (content_key(b[p]) if p in b else None))
+
+
 def replay(records: Iterable[Record], tree: Tree | None = None) -> Tree:
     out: Tree = dict(tree or {})
     for record in records:

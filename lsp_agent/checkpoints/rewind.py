@@ -81,7 +81,7 @@ def target_index(records: list[Record], session: str, target: str, message_ids: 
         lost = [m for m in record.folded if order.get(m, -1) >= at]
         if lost:
             raise RewindRefused("folded", f"the checkpoint before message {target} was folded by retention "
-                                          "(checkpoints.per_session / checkpoints.total); the oldest kept is "
+                                          "(checkpoints.per_session / total / total_bytes); the oldest kept is "
                                           f"{record.id}")
         position = order.get(record.message, -1)
         if position >= at:
@@ -94,7 +94,9 @@ def target_index(records: list[Record], session: str, target: str, message_ids: 
 
 
 def plan(records: list[Record], index: int | None, now: Tree, outside_now: set[str],
-         read: Callable[[str], bytes]) -> RewindPlan:
+         read: Callable[[str], bytes], buffer: Callable[[str], str | None] | None = None) -> RewindPlan:
+    """`buffer(path)`: the text of the path's open editor buffer (None: not open); the diff starts
+    from it, as the restore will (an open file is restored through its buffer)."""
     if index is None:
         return RewindPlan(target="")
     then = replay(records[:index + 1])
@@ -116,7 +118,13 @@ def plan(records: list[Record], index: int | None, now: Tree, outside_now: set[s
         else:
             out.restore.append(path)
             out.ops.append(op)
-        diffs.append(_diff(path, old, new, read))
+        diffs.append(_diff(path, old, new, read, buffer(path) if buffer is not None else None))
+    for path in sorted(out.touched_since - {*out.restore, *out.conflicts, *out.unrestorable}):
+        # an agent edit an open buffer holds unsaved: the disk matches the target, the buffer does not
+        text = buffer(path) if buffer is not None else None
+        entry = then.get(path)
+        if text is not None and entry is not None and entry[0] == "f":
+            diffs.append(_diff(path, entry, entry, read, text))
     out.diff = "".join(diffs)
     return out
 
@@ -138,9 +146,12 @@ def _text(entry: Entry | None, read: Callable[[str], bytes]) -> list[str] | None
     return data.decode("utf-8", "replace").splitlines(keepends=True)
 
 
-def _diff(path: str, old: Entry | None, new: Entry | None, read: Callable[[str], bytes]) -> str:
+def _diff(path: str, old: Entry | None, new: Entry | None, read: Callable[[str], bytes],
+          held: str | None = None) -> str:
+    """`held`: the text an editor buffer holds for the path, compared instead of the disk."""
     try:
-        before, after = _text(old, read), _text(new, read)
+        before = held.splitlines(keepends=True) if held is not None else _text(old, read)
+        after = _text(new, read)
     except BlobMissing as exc:
         return f"--- a/{path}\n+++ b/{path}\n(cannot show: {exc})\n"
     if before is None or after is None:
@@ -152,9 +163,14 @@ def _diff(path: str, old: Entry | None, new: Entry | None, read: Callable[[str],
 
 async def rewind(ws: WorkspaceCheckpoints, session: str, target: str, message_ids: list[str], *,
                  dry_run: bool, confirm: bool, on_op: Callable[[int], None] | None = None,
-                 in_editor: Callable[[str], bool] | None = None) -> RewindOutcome:
+                 in_editor: Callable[[str], bool] | None = None,
+                 announce: Callable[[str, str | None], None] | None = None,
+                 buffer: Callable[[str], str | None] | None = None) -> RewindOutcome:
     """The workspace's files as they were at `target` (a message of `session` or a checkpoint id).
-    `in_editor`: paths the caller restores itself (open buffers); they are returned, not written."""
+    `in_editor`: paths the caller restores itself (open buffers); they are returned, not written.
+    `announce(path, sha256 or None for absent)`: told of each file write before it happens (a file
+    watcher then knows these writes for the agent's own, by their content). `buffer(path)`: an open
+    buffer's text, which the diff starts from."""
     async with ws.lock:
         records = ws.records()
         index = target_index(records, session, target, message_ids)
@@ -177,15 +193,19 @@ async def rewind(ws: WorkspaceCheckpoints, session: str, target: str, message_id
             changes = await ws.changes(paths, walk)
             now = {p: e for p, e in replay([Record(0, "", "", 0, "", "", 0.0, changes)], ws.tree).items()}
             outside = {p for p, e in changes.items() if e is None or e[0] != "ign"}
-            found = plan(ws.records(), index, now, outside, ws.blobs.get)
+            found = plan(ws.records(), index, now, outside, ws.blobs.get, buffer)
             return RewindOutcome(found, "", [], [], {})
         before = await ws.record_unlocked(ref, paths, walk, "before")
         records = ws.records()  # read again: retention may have folded the chain while recording
         index = target_index(records, session, target, message_ids)
-        found = plan(records, index, ws.tree, set(before.outside), ws.blobs.get)
+        found = plan(records, index, ws.tree, set(before.outside), ws.blobs.get, buffer)
         chosen = found.ops + (found.conflict_ops if confirm else [])
         editor_ops = [o for o in chosen if in_editor is not None and in_editor(o.path)]
         ops = [o for o in chosen if o not in editor_ops]
+        if announce is not None:
+            for op in ops:
+                if op.kind in ("f", "del"):  # a symlink has no content digest: it shows as an outside change
+                    announce(op.path, op.ref if op.kind == "f" else None)
         failed = await asyncio.to_thread(apply, ws.root, ws.blobs, ops, ws.journal, on_op) if ops else {}
         await ws.record_unlocked(ref, [o.path for o in ops], None, "after")
         restored = sorted(o.path for o in ops if o.path not in failed)

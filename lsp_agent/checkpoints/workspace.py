@@ -14,6 +14,7 @@ import logging
 import os
 import posixpath
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +39,10 @@ class CheckpointUnavailable(RuntimeError):
     """The workspace could not be recorded (too large to walk, or the store failed)."""
 
 
+class CheckpointsClosed(CheckpointUnavailable):
+    """Shutting down: a recording in progress stops at its next file and records nothing."""
+
+
 class WorkspaceCheckpoints:
     def __init__(self, root: Path, base: Path, settings: Callable[[], CheckpointSettings],
                  ignored: IgnoredPaths | None = None, clock: Callable[[], float] = time.time) -> None:
@@ -52,6 +57,9 @@ class WorkspaceCheckpoints:
         self.lock = asyncio.Lock()
         #: paths a restore killed mid-way covered, finished now
         self.recovered: list[str] = []
+        #: set at shutdown: reading files in a worker thread stops at the next file
+        self._closing = threading.Event()
+        self._background: set[asyncio.Task[None]] = set()
         self.chain = Chain(base / "chain.jsonl")
         self._load_tree()
         if not base.is_dir():
@@ -69,6 +77,9 @@ class WorkspaceCheckpoints:
         self.tree: Tree = replay(self.chain.records)
         self.stat = {p: stat_key(e) for p, e in self.tree.items()}
         self._chain_size = self._size()
+        #: the bytes of file contents stored, as last counted (None: not yet; another process may
+        #: have added some); with `blobs.added` the running total the byte cap is checked against
+        self._stored: int | None = None
 
     def _size(self) -> int:
         try:
@@ -105,6 +116,30 @@ class WorkspaceCheckpoints:
         async with self.lock:
             if not self.chain.records:
                 await self.record_unlocked(StepRef("", "", 0, "baseline"), None, None, "before")
+            if self._stored is None:  # counted here, off the steps' path, for the byte cap
+                self._stored = await asyncio.to_thread(self.blobs.size)
+
+    def start_baseline(self) -> None:
+        if self.chain.records or self._closing.is_set() or any(not t.done() for t in self._background):
+            return
+        task = asyncio.get_running_loop().create_task(self.prepare())
+        self._background.add(task)
+        task.add_done_callback(self._prepared)
+
+    def _prepared(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None \
+                and not isinstance(task.exception(), CheckpointsClosed):
+            log.warning("checkpoint baseline failed: %s", task.exception())
+
+    async def close(self) -> None:
+        """A worker thread cannot be cancelled: it is told to stop at its next file (nothing is
+        appended after that), and the task is cancelled and awaited."""
+        self._closing.set()
+        tasks = [t for t in self._background if not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def before(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None) -> None:
         await self.record(step, paths, walk, "before")
@@ -169,6 +204,8 @@ class WorkspaceCheckpoints:
         budget = Budget(limits.file_bytes, limits.checkpoint_bytes, batched=len(candidates) > _BATCH)
         changes: dict[str, Entry | None] = {}
         for path in candidates:
+            if self._closing.is_set():
+                raise CheckpointsClosed("shutting down: no checkpoint was recorded")
             old = self.tree.get(path)
             if path in ignored or (old is not None and old[0] == "ign"):
                 entry = _ignored_entry(self.root, path)
@@ -200,6 +237,7 @@ class WorkspaceCheckpoints:
                     self.stat[path] = stat_key(entry)
             self._chain_size = self._size()
             self._retain(limits, step.session_id)
+            self._cap_bytes(limits)
         return record
 
     def _retain(self, limits: CheckpointSettings, session: str) -> None:
@@ -211,6 +249,24 @@ class WorkspaceCheckpoints:
         self.chain.rewrite(fold(records, limits.per_session, limits.total))
         self._chain_size = self._size()
         self.blobs.sweep(self.chain.digests())
+        self._stored = None
+
+    def _cap_bytes(self, limits: CheckpointSettings) -> None:
+        """Past `total_bytes`, fold the oldest tenth of the checkpoints and delete the contents no
+        kept checkpoint names, until under it (or only the newest, the current files, is left)."""
+        if self._stored is None:
+            self._stored = self.blobs.size()
+        if self._stored + self.blobs.added <= limits.total_bytes:
+            return
+        records = self.chain.records
+        while True:
+            self.blobs.sweep(self.chain.digests())
+            self._stored = self.blobs.size()
+            if self._stored <= limits.total_bytes or len(records) <= 1:
+                break
+            records = fold(records, limits.per_session, len(records) - max(1, len(records) // 10))
+            self.chain.rewrite(records)
+            self._chain_size = self._size()
 
     # --- reading ------------------------------------------------------------------------------------
     def records(self, session: str | None = None) -> list[Record]:

@@ -350,6 +350,8 @@ async def _run(args: argparse.Namespace) -> int:
     sink.on_closed = run.cancel  # a closed stdout (`| head -1`) ends the run, recorded as cancelled
     with cancel_on_signals(run) as received:
         result = await run.run()
+    if env.checkpoints is not None:  # a baseline still being taken for a run that wrote nothing stops here
+        await env.checkpoints.close()
     env.store.close()
     if run.refusal is not None:  # the error and run_finish lines said it too; one plain line for the terminal
         print(f"lsp-agent: {run.refusal.message}", file=sys.stderr, flush=True)

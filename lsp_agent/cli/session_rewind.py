@@ -58,6 +58,7 @@ def handle(args: argparse.Namespace) -> int:
 def _run(root: Path, args: argparse.Namespace) -> int:
     from lsp_agent.app.rewind_service import RewindPorts, SessionRewind
     from lsp_agent.app.runtime import open_checkpoints
+    from lsp_agent.core.lease import SessionLeases
     from lsp_agent.disk.applier import DiskApplier
     from lsp_agent.settings.config import load_settings
     from lsp_agent.settings.paths import workspace_dir
@@ -70,9 +71,13 @@ def _run(root: Path, args: argparse.Namespace) -> int:
     store = Store(base / "store.db")
     try:
         if args.session_command == "list":
+            # running: a live lsp-agent process (an editor, a CLI run) holds the session's lease; a stored
+            # active generation alone may be one a crash left behind
+            running = SessionLeases(store).held_elsewhere()
             return _out(args, {"sessions": [
                 {"sessionID": s.id, "title": s.title, "model": s.model, "parentID": s.parent_id,
-                 "updatedAt": s.updated_at, "state": "running" if s.active_generation else "idle"}
+                 "updatedAt": s.updated_at, "state": "running" if s.id in running else "idle",
+                 **({"ownerPid": running[s.id].pid} if s.id in running else {})}
                 for s in store.sessions(1000)]}, _render_list)
         service = SessionRewind(RewindPorts(store, open_checkpoints(root, base, load_settings(root)),
                                             DiskApplier(root)))
@@ -98,12 +103,12 @@ def _rewind(args: argparse.Namespace, service: Any, store: Any) -> int:
     from lsp_agent.domain.history import Message, Role
     from lsp_agent.protocol.checkpoint_models import RewindParams
 
-    def note(session_id: str, paths: list[str]) -> None:
+    def note(session_id: str, paths: list[str], check: str | None = None) -> None:
         if paths:
-            store.append_message(session_id, Message(role=Role.USER, parts=[external_change_note(paths)]))
+            store.append_message(session_id, Message(role=Role.USER, parts=[external_change_note(paths, "", check)]))
     params = RewindParams(session_id=args.session, to_message_id=args.to, restore=args.restore or "code",
                           dry_run=args.dry_run, confirm=args.confirm)
-    result = asyncio.run(service.rewind(params, None, note))
+    result = asyncio.run(service.rewind(params, None, note, note))
     _out(args, result.wire(), _render_rewind)
     return EXIT_CONFLICTS if result.kept else EXIT_OK
 
@@ -115,7 +120,8 @@ def _out(args: argparse.Namespace, result: dict[str, Any], render: Any) -> int:
 
 def _render_list(result: dict[str, Any]) -> str:
     lines = [f"{s['sessionID']} {s['state']} {s['model']} · {s['title'] or '(untitled)'}"
-             + (f" (fork of {s['parentID']})" if s["parentID"] else "") for s in result["sessions"]]
+             + (f" (fork of {s['parentID']})" if s["parentID"] else "")
+             + (f" (in lsp-agent pid {s['ownerPid']})" if s.get("ownerPid") else "") for s in result["sessions"]]
     return "\n".join(lines) + "\n" if lines else "no sessions\n"
 
 

@@ -122,12 +122,19 @@ class Agent:
         return session_id in self.sessions or self.env.store.session(session_id) is not None
 
     def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
-        """Stored sessions, most recently updated first, with whether each runs now."""
+        """Stored sessions, most recently updated first, with whether each runs now — here, or in another
+        lsp-agent process (another editor window, a CLI run), which holds the session's lease meanwhile."""
+        elsewhere = self.leases.held_elsewhere()
         out = []
         for record in self.env.store.sessions(limit):
             live = self.sessions.get(record.id)
             active = live.active if live is not None else None
-            out.append(SessionSummary(record, "running" if active else "idle", active.id if active else None))
+            if active is not None:
+                out.append(SessionSummary(record, "running", active.id))
+            elif record.id in elsewhere:
+                out.append(SessionSummary(record, "running", None, elsewhere[record.id]))
+            else:
+                out.append(SessionSummary(record, "idle", None))
         return out
 
     def session_page(self, session_id: str, after: str | None = None, limit: int = 100) -> SessionPage:
@@ -232,3 +239,5 @@ class Agent:
                 session.active.cancel()
         if self.tasks:
             await asyncio.wait(list(self.tasks.values()), timeout=10)
+        if self.env.checkpoints is not None:
+            await self.env.checkpoints.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from lsp_agent.core.errors import Holder
 from lsp_agent.core.queue_model import QueueItem
 from lsp_agent.core.steering import Receipt
 from lsp_agent.core.storage import SessionRecord
@@ -34,6 +35,8 @@ class SessionSummary:
     record: SessionRecord
     state: Literal["idle", "running"]
     generation: str | None
+    #: the process holding the session's lease when another live lsp-agent process runs it
+    elsewhere: Holder | None = None
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,15 @@ class StepRef:
 class StepCheckpoints(Protocol):
     async def prepare(self) -> None:
         """Take the workspace's baseline if there is none yet (the first checkpoint reads every file
-        once). Started beside a run's first model request, so that wait overlaps it."""
+        once)."""
+
+    def start_baseline(self) -> None:
+        """`prepare` in the background, beside a run's first model request, so that wait overlaps it
+        (the store holds the task: `close` stops it)."""
+
+    async def close(self) -> None:
+        """Stop and await the background work: a baseline cut short leaves no checkpoint (the next
+        start takes it again), never a half-recorded one."""
 
     async def before(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None) -> None:
         """Record the workspace before the step: `walk` when a full stat snapshot was taken (a

@@ -100,6 +100,12 @@ class SessionLeases:
                 if lease.owner == owner and self.live(lease, now)]
         return max(left) / 1000 if left else None
 
+    def held_elsewhere(self) -> dict[str, Holder]:
+        """Session → the process, for each session a live process other than this one holds."""
+        now, me = now_ms(), process_owner()
+        return {lease.session_id: Holder(*describe(lease.owner)) for lease in self.store.leases()
+                if lease.owner != me and self.live(lease, now)}
+
     # --- taking and giving back -----------------------------------------------------------------
 
     def try_take(self, session_id: str) -> tuple[bool, SessionLease | None]:

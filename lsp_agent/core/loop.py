@@ -63,16 +63,6 @@ from lsp_agent.domain.ports import (
 
 log = logging.getLogger(__name__)
 
-#: baselines being taken in the background (held so they are not collected mid-way)
-_PREPARING: set[asyncio.Future[None]] = set()
-
-
-def _prepared(task: asyncio.Future[None]) -> None:
-    _PREPARING.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("checkpoint baseline failed: %s", task.exception())
-
-
 def _despite_store(write: Callable[..., None], *args: Any) -> None:
     """A write of the run's end: a store that refuses it was already reported with the run's end."""
     try:
@@ -608,9 +598,7 @@ class Generation:
         instead of inside the first step (which then waits only for what is left of it)."""
         if self.env.checkpoints is None or not self.env.settings.checkpoints.enabled:
             return
-        task = asyncio.ensure_future(self.env.checkpoints.prepare())
-        _PREPARING.add(task)
-        task.add_done_callback(_prepared)
+        self.env.checkpoints.start_baseline()
 
     def _tool_context(self, message_id: str) -> ToolContext:
         return ToolContext(root=self.env.root, settings=self.env.settings, documents=self.env.documents,
@@ -688,7 +676,7 @@ class Generation:
         self.emit(events.StepFinish(**self._base(), part=events.StepFinishInfo(
             id=_new_part_id(), step=self.steps,
             reason="length" if reply.truncated else "tool-calls" if reply.tool_calls else "stop",
-            tokens=_tokens(usage, reply.usage is None))))
+            tokens=_tokens(usage, reply.usage is None), server_model=reply.server_model)))
         if self.trace is not None:
             self.trace.write({"step": self.steps, "stepFinish": True, "tokens": usage.model_dump()})
 

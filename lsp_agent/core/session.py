@@ -38,7 +38,7 @@ from lsp_agent.domain.ports import (
     ToolSpec,
     TraceOpener,
 )
-from lsp_agent.domain.verification import EXTERNAL_CHANGE
+from lsp_agent.domain.verification import EXTERNAL_CHANGE, RESTORED_CHECK
 from lsp_agent.settings.config import ModelInfo, Settings
 
 if TYPE_CHECKING:
@@ -61,13 +61,19 @@ class NullSink:
         pass
 
 
-def external_change_note(paths: list[str], when: str = "") -> TextPart:
-    """The harness note saying files changed under the session (a standing check no longer holds)."""
+def external_change_note(paths: list[str], when: str = "", restored_check: str | None = None) -> TextPart:
+    """The harness note saying files changed under the session (a standing check no longer holds).
+    `restored_check`: a rewind put back exactly the tree that check (a part id) passed on: it stands."""
     listed = ", ".join(sorted(paths))
-    return TextPart(text=f"[note from lsp-agent] Changed outside the agent: {listed}. [stale: changed outside "
-                         f"the agent{when}; re-read before editing] Earlier reads of these files are stale; "
-                         "re-read before editing, and verify again.",
-                    synthetic=True, metadata={EXTERNAL_CHANGE: sorted(paths)})
+    if restored_check is None:
+        return TextPart(text=f"[note from lsp-agent] Changed outside the agent: {listed}. [stale: changed outside "
+                             f"the agent{when}; re-read before editing] Earlier reads of these files are stale; "
+                             "re-read before editing, and verify again.",
+                        synthetic=True, metadata={EXTERNAL_CHANGE: sorted(paths)})
+    return TextPart(text=f"[note from lsp-agent] A rewind put back: {listed}. [stale: restored{when}; re-read "
+                         "before editing] Earlier reads of these files are stale; re-read before editing. The "
+                         "files are exactly those the last passing check saw, so that check holds again.",
+                    synthetic=True, metadata={EXTERNAL_CHANGE: sorted(paths), RESTORED_CHECK: restored_check})
 
 
 @dataclass(frozen=True)
@@ -265,7 +271,7 @@ class AgentSession:
         `history` itself stays complete (and so does the store)."""
         return self.context.views.view(self.history, self.context.folded)
 
-    def note_external_change(self, paths: list[str]) -> None:
+    def note_external_change(self, paths: list[str], restored_check: str | None = None) -> None:
         """Files changed outside the agent: earlier reads are stale and a check made before is
         no longer evidence. Recorded as a harness note (appended, so the prefix stays stable);
         while a step is in flight it waits for the step boundary."""
@@ -273,7 +279,7 @@ class AgentSession:
             return
         self.files.reread_required.update(p for p in paths if p in self.files.read_steps)
         when = f" at step {self.active.steps}" if self.active is not None else ""
-        self.pending_notes.append(external_change_note(paths, when))
+        self.pending_notes.append(external_change_note(paths, when, restored_check))
         if self.active is None:
             self.flush_notes()
 

@@ -111,6 +111,9 @@ class StepFinishInfo(WireModel):
     #: "length": the reply was cut by the output-token limit (its calls were not run).
     reason: Literal["tool-calls", "stop", "length"]
     tokens: Tokens
+    server_model: str | None = Field(
+        None, description="The model id the provider's reply named (OpenAI-style `model`), when it named one; "
+                          "it can differ from the model asked for (an alias, a dated snapshot, a router).")
 
 
 class StepFinish(_Event):

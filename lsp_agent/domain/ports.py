@@ -78,6 +78,8 @@ class AssistantReply(BaseModel):
     #: None when the server reported no usage (shown as unknown, never as 0).
     usage: Usage | None = None
     response_id: str | None = None
+    #: The model id the server said answered (its `model` field), which may differ from the one asked for.
+    server_model: str | None = None
     #: Cut by the output-token limit (finish_reason "length", status "incomplete"): its
     #: tool calls may be partial and are never run.
     truncated: bool = False

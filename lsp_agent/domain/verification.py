@@ -8,7 +8,8 @@ A write is any of: a tool result with `written` paths (the agent's edit tools; a
 command — run_command, or verify_project itself — whose run changed workspace files,
 `writer: command`), or a harness note that files changed outside the agent. The
 first write after the latest check is named in `invalidated_by`, so a downgrade
-always says why.
+always says why. A rewind's note that names a check (`restored_check`) puts that
+check back: the files are again exactly the tree it passed on.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from lsp_agent.domain.history import Message, TextPart, ToolResultPart
 
 #: metadata key for a change made outside the agent, recorded as a marker part.
 EXTERNAL_CHANGE = "external_change"
+#: metadata key beside it on a rewind's note: the part id of the check whose tree the rewind put back
+#: exactly (that check stands again; any other change note makes the latest check stale).
+RESTORED_CHECK = "restored_check"
 
 
 #: Who made a write: the agent's edit tool, a program the harness ran, or a change seen from outside.
@@ -84,11 +88,18 @@ def _stale(check: Verification | None, inv: Invalidation) -> Verification | None
 
 def derive(messages: Iterable[Message]) -> Verification:
     latest: Verification | None = None
+    #: every check so far as it stood right after its own run (its own writes counted)
+    checks: dict[str, Verification] = {}
     for message in messages:
         for part in message.parts:
             if isinstance(part, TextPart):
                 paths = part.metadata.get(EXTERNAL_CHANGE)
-                if paths:
+                restored = checks.get(str(part.metadata.get(RESTORED_CHECK)))
+                if paths and restored is not None and restored.status is VerificationStatus.VERIFIED \
+                        and restored.invalidated_by is None:
+                    # the files were put back to exactly the tree this check passed on
+                    latest = restored
+                elif paths:
                     latest = _stale(latest, Invalidation(tuple(map(str, paths)), OUTSIDE, message.step))
                 continue
             if not isinstance(part, ToolResultPart):
@@ -101,6 +112,8 @@ def derive(messages: Iterable[Message]) -> Verification:
                 latest = Verification(status, part.id, message.id) if status is not None else None
                 if written and by == COMMAND:  # the check's own run changed the sources it checked
                     latest = _stale(latest, Invalidation(tuple(written), by, message.step, part.name))
+                if latest is not None:
+                    checks[part.id] = latest
             elif written:
                 latest = _stale(latest, Invalidation(tuple(written), by, message.step, part.name))
     return latest or Verification(VerificationStatus.NOT_RUN)

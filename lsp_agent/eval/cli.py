@@ -1,10 +1,12 @@
-"""`lsp-agent eval run MANIFEST` and `lsp-agent eval compare RUNS BASELINE CANDIDATE`.
+"""`lsp-agent eval run MANIFEST`, `eval compare RUNS BASELINE CANDIDATE` and `eval export-inspect RUNS OUT_DIR`.
 
 Records go to stdout (redirect them to a file), progress and problems to stderr.
 Exit codes: run — 0 complete, 1 interrupted, aborted or attempts lost (an
-`incomplete` line was written), 2 bad manifest or usage, 3 complete but some task invalid;
+`incomplete` line was written), 2 bad manifest or usage, 3 complete but some task invalid,
+4 the preflight found an arm's model unreachable (nothing ran);
 compare — 0 compared, 1 the records cannot be compared (reasons on stderr),
-2 usage.
+2 usage; export-inspect — 0 written, 1 the records cannot be exported (reasons on stderr),
+2 usage (also: the optional Inspect AI extra is missing, OUT_DIR cannot be written).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 from lsp_agent.eval.compare import P95_MIN_VERIFIED
 from lsp_agent.eval.metrics import MAX_LINE_BYTES as MAX_EVENT_LINE_BYTES
 
-EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INVALID_TASKS = 0, 1, 2, 3
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INVALID_TASKS, EXIT_PREFLIGHT = 0, 1, 2, 3, 4
 EXIT_REJECTED = 1
 
 
@@ -66,6 +68,9 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     run.add_argument("--resume", type=Path, metavar="RUNS",
                      help="append to RUNS (written by an earlier run of this manifest) only the attempts it lacks "
                           "(missing, cancelled or lost), instead of writing a new cohort to stdout")
+    run.add_argument("--skip-preflight", action="store_true",
+                     help="start the attempts without first checking that each arm's model is reachable "
+                          "(key variable set, endpoint answering, model listed)")
     run.add_argument("--keep", action="store_true",
                      help="keep each attempt's temp dir (fixture, agent stderr, oracle log) for debugging")
     run.add_argument("--max-event-line-bytes", type=_bounded("--max-event-line-bytes", 1024, 1 << 30),
@@ -83,12 +88,23 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
                          default=P95_MIN_VERIFIED, metavar="N",
                          help="verified attempts one task/model/cohort/arm cell needs before its P95 is shown "
                               f"(default {P95_MIN_VERIFIED})")
+    compare.add_argument("--simulate-null", type=_bounded("--simulate-null", 1, 100_000), default=0, metavar="N",
+                         help="also replay the cohort N times with arm labels swapped at random within pairs "
+                              "(identical arms) and report how often a verdict still claims a difference")
+    export = sub.add_parser("export-inspect", help="write eval run records as Inspect AI logs (one per arm)",
+                            description="Write one Inspect AI log per cohort and arm into OUT_DIR, for Inspect's "
+                                        "viewer (`inspect view --log-dir OUT_DIR`). Needs the optional `inspect` "
+                                        "extra.")
+    export.add_argument("runs", type=Path, help="records written by `eval run`")
+    export.add_argument("out_dir", type=Path, help="directory for the logs (created if missing)")
     return parser
 
 
 def handle_eval(args: argparse.Namespace) -> int:
     if args.eval_command == "run":
         return _run(args)
+    if args.eval_command == "export-inspect":
+        return _export_inspect(args)
     return _compare(args)
 
 
@@ -122,6 +138,8 @@ def _run(args: argparse.Namespace) -> int:
     except (ManifestError, ExecutorUnavailable, ResumeError) as exc:
         _fail(str(exc))
         return EXIT_USAGE
+    if not args.skip_preflight and not _preflight_passes(manifest, args.manifest.resolve().parent):
+        return EXIT_PREFLIGHT
     if args.resume is None:
         return asyncio.run(_run_cohort(manifest, args.manifest.resolve().parent, executor, args, records, None))
     try:
@@ -131,6 +149,20 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     with out:
         return asyncio.run(_run_cohort(manifest, args.manifest.resolve().parent, executor, args, out, earlier))
+
+
+def _preflight_passes(manifest: Any, manifest_dir: Path) -> bool:
+    """Before any fixture is made: each arm's model can be reached, else every reason and stop."""
+    from lsp_agent.eval.preflight import preflight
+
+    checked = asyncio.run(preflight(manifest, manifest_dir))
+    for note in checked.notes:
+        print(f"eval: preflight: {note}", file=sys.stderr)
+    for problem in checked.problems:
+        _fail(f"preflight: {problem}")
+    if checked.problems:
+        _fail("nothing ran; fix the above, or pass --skip-preflight to start anyway")
+    return not checked.problems
 
 
 async def _run_cohort(manifest: Any, base_dir: Path, executor: Any, args: argparse.Namespace, out: Any,
@@ -164,7 +196,8 @@ def _compare(args: argparse.Namespace) -> int:
         _fail(f"{args.runs} is not a file")
         return EXIT_USAGE
     try:
-        summary = compare_file(args.runs, args.baseline, args.candidate, args.p95_min_verified)
+        summary = compare_file(args.runs, args.baseline, args.candidate, args.p95_min_verified,
+                               args.simulate_null)
     except CompareError as exc:
         _fail(str(exc))
         return EXIT_REJECTED
@@ -178,4 +211,28 @@ def _compare(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
         sys.stdout.write(render_table(summary))
+    return EXIT_OK
+
+
+def _export_inspect(args: argparse.Namespace) -> int:
+    from lsp_agent.eval.inspect_extra import InspectMissing
+
+    if not args.runs.is_file():
+        _fail(f"{args.runs} is not a file")
+        return EXIT_USAGE
+    try:
+        from lsp_agent.eval.inspect_log import ExportError, export_runs
+    except InspectMissing as exc:
+        _fail(str(exc))
+        return EXIT_USAGE
+    try:
+        written = export_runs(args.runs, args.out_dir)
+    except ExportError as exc:
+        _fail(str(exc))
+        return EXIT_REJECTED
+    except OSError as exc:
+        _fail(f"cannot write the logs to {args.out_dir}: {exc.strerror or exc}")
+        return EXIT_USAGE
+    for log in written:
+        print(f"{log.path}: cohort {log.cohort[:12]}, arm {log.arm}, {log.samples} attempt(s)")
     return EXIT_OK

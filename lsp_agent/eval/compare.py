@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lsp_agent.eval.claims import claim_vs_oracle
+from lsp_agent.eval.effects import judge, rule, simulate_null
 from lsp_agent.eval.metrics import METRIC_NAMES, MetricsStatus
+from lsp_agent.eval.mixes import provenance, warnings
 from lsp_agent.eval.records import (
     AttemptRecord,
     CohortHeader,
@@ -28,6 +31,7 @@ from lsp_agent.eval.records import (
     TaskInvalid,
     parse_line,
 )
+from lsp_agent.eval.stats import wilson
 
 #: The default of `eval compare --p95-min-verified`: fewer verified observations say nothing of a tail.
 P95_MIN_VERIFIED = 20
@@ -241,12 +245,17 @@ def arm_stats(records: list[AttemptRecord], p95_min_verified: int = P95_MIN_VERI
         "attempts": len(records),
         "verified": len(verified),
         "successRate": len(verified) / len(records) if records else None,
+        "successRateInterval95": _bounds(wilson(len(verified), len(records))),
         "outcomes": {o.value: sum(1 for r in records if r.outcome is o) for o in Outcome},
         "elapsedMsMedianVerifiedOnly": median(elapsed),
         "elapsedMsP95VerifiedOnly": p95,
         "p95OmittedReason": why,
         "metrics": metrics,
     }
+
+
+def _bounds(bounds: tuple[float, float] | None) -> list[float] | None:
+    return None if bounds is None else [bounds[0], bounds[1]]
 
 
 def pair_stats(pairs: list[Pair]) -> dict[str, Any]:
@@ -272,17 +281,39 @@ def _group(task: str, pairs: list[Pair], p95_min_verified: int) -> dict[str, Any
     }
 
 
+def primary_metric(runs: Runs) -> str:
+    """The cohorts' declared primary metric; cohorts that declare different ones cannot be judged together."""
+    declared = sorted({h.primary_metric for h in runs.headers.values()})
+    if len(declared) > 1:
+        raise CompareError([f"the cohorts declare different primary metrics ({', '.join(declared)}); "
+                            "compare them separately"])
+    return declared[0] if declared else "success"
+
+
+def twins(pairs: list[Pair]) -> list[tuple[AttemptRecord, AttemptRecord]]:
+    return [(p.baseline, p.candidate) for p in pairs]
+
+
 def summarize(runs: Runs, pairs: list[Pair], baseline: str, candidate: str,
-              p95_min_verified: int = P95_MIN_VERIFIED) -> dict[str, Any]:
+              p95_min_verified: int = P95_MIN_VERIFIED, simulate: int = 0) -> dict[str, Any]:
+    primary = primary_metric(runs)
     order: list[str] = []
     for head in runs.headers.values():
         order += [t for t in head.tasks if t not in order]
     by_task: dict[str, list[Pair]] = {}
     for pair in pairs:
         by_task.setdefault(pair.task, []).append(pair)
-    return {
+    facts = provenance([r for p in pairs for r in (p.baseline, p.candidate)], baseline, candidate)
+    summary: dict[str, Any] = {
+        "warnings": warnings(facts),
         "baseline": baseline,
         "candidate": candidate,
+        "harnessVsOracle": {"baseline": claim_vs_oracle([p.baseline for p in pairs]),
+                            "candidate": claim_vs_oracle([p.candidate for p in pairs])},
+        "primaryMetric": primary,
+        "verdictRule": rule(primary),
+        "effects": judge(twins(pairs), primary),
+        "provenance": facts,
         "cohorts": [{"cohort": h.cohort, "model": h.model, "runtimeRevision": h.runtime_revision,
                      "tasks": len(h.tasks), "repetitions": h.repetitions, "timeoutMs": h.timeout_ms,
                      "arms": [a.model_dump(mode="json") for a in h.arms]} for h in runs.headers.values()],
@@ -292,6 +323,9 @@ def summarize(runs: Runs, pairs: list[Pair], baseline: str, candidate: str,
         "p95MinVerified": p95_min_verified,
         "definitions": definitions(p95_min_verified),
     }
+    if simulate:
+        summary["nullSimulation"] = simulate_null(twins(pairs), simulate, primary)
+    return summary
 
 
 def definitions(p95_min_verified: int = P95_MIN_VERIFIED) -> dict[str, str]:
@@ -310,9 +344,16 @@ DEFINITIONS = {
                           "baseline elapsedMs, only pairs where both attempts are verified",
     "metrics": "median over attempts whose metricsStatus is observed; missing = partial or unavailable, "
                "never counted as zero",
+    "successRateInterval95": "Wilson score 95 % interval of the success rate",
+    "effects": "per metric: estimate, 95 % interval, the interval at the verdict's level, the smallest effect "
+               "detectable at 80 % power with these pairs, and the verdict",
+    "harnessVsOracle": "per arm: attempts where the oracle decided and the harness claimed verified/failed; "
+                       "falseVerified over the harness's 'verified' claims, falseFailed over its 'failed' claims; "
+                       "Wilson 95 % intervals",
 }
 
 
-def compare_file(path: Path, baseline: str, candidate: str, p95_min_verified: int = P95_MIN_VERIFIED) -> dict[str, Any]:
+def compare_file(path: Path, baseline: str, candidate: str, p95_min_verified: int = P95_MIN_VERIFIED,
+                 simulate: int = 0) -> dict[str, Any]:
     runs = load_runs(path)
-    return summarize(runs, pair_up(runs, baseline, candidate), baseline, candidate, p95_min_verified)
+    return summarize(runs, pair_up(runs, baseline, candidate), baseline, candidate, p95_min_verified, simulate)

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from lsp_agent.eval.bundle import Bundle, BundleError, pack, unpack
 from lsp_agent.eval.manifest import Task
+from lsp_agent.eval.provenance import Build, current_build, host_name
 from lsp_agent.eval.runner import AttemptJob, AttemptLost, AttemptResult, EvalError, Executor, check_task, run_attempt
 
 RAY_MISSING = ("--executor ray needs the optional `ray` package, which is not installed here. "
@@ -109,12 +110,23 @@ def _on_worker(work: Any) -> Any:
         loop.close()
 
 
+def refuse_other_build(driver: Build) -> None:
+    """A worker of another lsp-agent build would record attempts under the driver's name: refuse
+    before anything of the attempt runs (an EvalError stops the whole cohort)."""
+    mine = current_build()
+    if mine != driver:
+        raise EvalError(f"the Ray worker on {host_name()} runs {mine.describe()}, but this eval run "
+                        f"(the driver) runs {driver.describe()}; install the same build on every node")
+
+
 def _ray_attempt(job: AttemptJob, bundle: Bundle) -> AttemptResult:
+    refuse_other_build(job.build or Build("unknown", None))
     here = str(unpack(bundle))
     return _on_worker(run_attempt(replace(job, oracle_cwd=here), asyncio.Event()))  # type: ignore[no-any-return]
 
 
-def _ray_check(task: Task, timeout_ms: int, bundle: Bundle) -> str | None:
+def _ray_check(task: Task, timeout_ms: int, bundle: Bundle, driver: Build) -> str | None:
+    refuse_other_build(driver)
     here = str(unpack(bundle))
     return _on_worker(check_task(task, here, timeout_ms, asyncio.Event()))  # type: ignore[no-any-return]
 
@@ -164,7 +176,8 @@ class RayExecutor:
         self._bundle = self._ray.put(bundle)  # shipped to each node once, not once per attempt
 
     async def check(self, task: Task, oracle_cwd: str, timeout_ms: int, cancel: asyncio.Event) -> str | None:
-        value: str | None = await self._await(self._check.remote(task, timeout_ms, self._bundle), cancel)
+        ref = self._check.remote(task, timeout_ms, self._bundle, current_build())
+        value: str | None = await self._await(ref, cancel)
         return value
 
     async def run(self, job: AttemptJob, cancel: asyncio.Event) -> AttemptResult:

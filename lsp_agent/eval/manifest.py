@@ -18,7 +18,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from lsp_agent.settings.config import Experimental
+from lsp_agent.eval.effects import DEFAULT_PRIMARY, EFFECT_NAMES
+from lsp_agent.settings.config import MAX_SEED, Experimental
 
 MAX_MANIFEST_BYTES = 8 * 1024 * 1024
 MAX_FILE_BYTES = 64 * 1024
@@ -32,10 +33,12 @@ MAX_FILES = 100
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 _TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
 _MODEL = re.compile(r"^[^/\s]+/\S+$")
-_CONFIG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+#: Dotted setting names; a part may hold hyphens because provider sections are named like `openai-compatible`.
+_CONFIG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*$")
 #: Settings the arm's own fields decide; an override through `config` would hide the difference.
 _RESERVED_KEYS = {"model": "the manifest's `model`", "toolProfile": "the arm's `toolProfile`",
-                  "tool_profile": "the arm's `toolProfile`", "experimental": "the arm's `features`"}
+                  "tool_profile": "the arm's `toolProfile`", "experimental": "the arm's `features`",
+                  "sampling": "the arm's `temperature`, `seed` and `maxOutputTokens`"}
 
 ConfigValue = bool | int | float | str
 
@@ -155,6 +158,16 @@ class Arm(_Strict):
     config: dict[str, Any] = Field(
         default_factory=dict,
         description="Extra setting overrides passed as `--config key=value` (nested tables are flattened).")
+    temperature: float | None = Field(None, ge=0, le=2, allow_inf_nan=False,
+                                      description="Sampling temperature sent to the provider (0 to 2).")
+    seed: int | None = Field(None, ge=0, le=MAX_SEED, description="Sampling seed sent to the provider.")
+    max_output_tokens: int | None = Field(None, ge=1, le=1_000_000,
+                                          description="Output-token limit of every request of the arm.")
+
+    def sampling(self) -> dict[str, float | int]:
+        """The arm's sampling settings that are set, by their setting names (as recorded)."""
+        values = {"temperature": self.temperature, "seed": self.seed, "maxOutputTokens": self.max_output_tokens}
+        return {key: value for key, value in values.items() if value is not None}
 
     @field_validator("features")
     @classmethod
@@ -198,6 +211,16 @@ class Manifest(_Strict):
                             description="Budget of one agent run, and separately of one oracle run.")
     arms: list[Arm] = Field(min_length=2, max_length=2, description="Exactly two arms with different names.")
     tasks: list[Task] = Field(min_length=1, max_length=MAX_TASKS)
+    primary_metric: str = Field(DEFAULT_PRIMARY, description=(
+        "The metric whose verdict `eval compare` treats as confirmatory; the others are judged only if it "
+        f"shows a difference. One of: {', '.join(EFFECT_NAMES)}."))
+
+    @field_validator("primary_metric")
+    @classmethod
+    def _known_metric(cls, value: str) -> str:
+        if value not in EFFECT_NAMES:
+            raise ValueError(f"{value!r} is not a metric compare judges (one of {', '.join(EFFECT_NAMES)})")
+        return value
 
     @field_validator("model")
     @classmethod

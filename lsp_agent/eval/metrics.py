@@ -19,6 +19,8 @@ from pydantic.alias_generators import to_camel
 #: The default of `eval run --max-event-line-bytes`: a longer event line marks the stream damaged.
 MAX_LINE_BYTES = 1024 * 1024
 MAX_PART_IDS = 100_000
+#: An agent's error message is shown on one stderr line; a longer one is cut.
+_MAX_ERROR_CHARS = 300
 
 
 class MetricsStatus(StrEnum):
@@ -67,6 +69,12 @@ def _obj(value: Any) -> dict[str, Any]:
     return value
 
 
+def one_line(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
+    """Untrusted text fit for one terminal line: whitespace runs as one space, no control characters."""
+    flat = " ".join(text.split())[:limit]
+    return "".join(ch if ch.isprintable() else "?" for ch in flat)
+
+
 class EventMeter:
     """Feed it stdout chunks of any size (one byte at a time works); then `close()` and `result()`."""
 
@@ -79,6 +87,11 @@ class EventMeter:
         self.damage: Damage | None = None
         self.finished = False  # run_finish seen
         self.stop_reason: str | None = None
+        self.verification: str | None = None  # the harness's own claim in run_finish
+        #: the run's own error (run_finish `error.message`), for the operator's stderr only
+        self.error: str | None = None
+        #: the model the provider's last reply named (step_finish `serverModel`)
+        self.server_model: str | None = None
 
     def feed(self, chunk: bytes) -> None:
         if self.damage is not None:
@@ -140,6 +153,11 @@ class EventMeter:
                 self.finished = True
                 reason = event.get("stopReason")
                 self.stop_reason = reason if isinstance(reason, str) else None
+                claim = event.get("verification")
+                self.verification = claim if claim in ("verified", "failed", "not_run") else None
+                error = event.get("error")
+                message = error.get("message") if isinstance(error, dict) else None
+                self.error = one_line(message) if isinstance(message, str) else None
         except (_Malformed, UnicodeDecodeError, ValueError, RecursionError):
             self._damaged(Damage.MALFORMED_LINE)
 
@@ -160,6 +178,9 @@ class EventMeter:
         return True
 
     def _step_finish(self, part: dict[str, Any]) -> None:
+        named = part.get("serverModel")
+        if isinstance(named, str) and named:
+            self.server_model = one_line(named)
         tokens = _obj(part.get("tokens"))
         t = self._totals
         values = (_count(tokens.get("input")), _count(tokens.get("output")), _count(tokens.get("reasoning")),

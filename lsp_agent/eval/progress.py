@@ -68,19 +68,24 @@ class Progress:
         self.err.flush()
         self._draw()
 
-    def attempt(self, record: AttemptRecord, kept: str | None) -> None:
+    def attempt(self, record: AttemptRecord, kept: str | None, reason: str | None = None) -> None:
+        """One finished attempt; one that did not verify says why on the same line."""
         self.done += 1
         counts = self.arms.setdefault(record.arm, [0, 0])
         counts[0] += record.outcome is Outcome.VERIFIED
         counts[1] += 1
+        why = f" · {reason}" if reason else ""
         if self.live:
+            if reason:
+                self.say(f"task {record.task} rep {record.repetition} arm {record.arm}: "
+                         f"{record.outcome.value}{why}")
             if kept:
                 self.say(f"kept {kept}")
             self._draw()
             return
         note = f" · kept {kept}" if kept else ""
         self.say(f"attempt {self.done} of {self.total} · task {record.task} rep {record.repetition} "
-                 f"arm {record.arm}: {record.outcome.value} in {record.elapsed_ms / 1000:.1f}s · "
+                 f"arm {record.arm}: {record.outcome.value} in {record.elapsed_ms / 1000:.1f}s{why} · "
                  f"ETA {self.eta()}{note}")
 
     def end(self) -> None:

@@ -54,6 +54,18 @@ class CohortHeader(_Record):
     repetitions: int
     timeout_ms: int
     attempts: int  # planned: tasks x repetitions x 2
+    primary_metric: str = "success"  # the manifest's; decides which verdict is confirmatory
+
+
+ExecutorName = Literal["local", "ray"]
+
+
+class SamplingInfo(_Record):
+    """The arm's sampling settings as sent to the provider (null: not set, the server's default)."""
+
+    temperature: float | None = None
+    seed: int | None = None
+    max_output_tokens: int | None = None
 
 
 class AttemptRecord(_Record):
@@ -72,6 +84,17 @@ class AttemptRecord(_Record):
     metrics_status: MetricsStatus
     metrics: Metrics | None = None  # only when metricsStatus is observed
     metrics_issue: Damage | None = None  # why totals were withheld
+    #: the harness's own claim in its run_finish event; null when the stream had none (killed, cut, older record)
+    harness_verification: Literal["verified", "failed", "not_run"] | None = None
+    # Provenance: which build ran the attempt, where, when and how it sampled. Optional, so record
+    # files written before these fields existed still compare (they show as "unknown").
+    started_at: str | None = None  # UTC, ISO 8601 to the second
+    executor: ExecutorName | None = None
+    host: str | None = None  # the machine the attempt ran on
+    agent_version: str | None = None  # lsp-agent's package version
+    agent_commit: str | None = None  # the checkout's commit; null when installed from a package
+    sampling: SamplingInfo | None = None
+    server_model: str | None = None  # the model id the provider's replies named, when they name one
 
 
 class TaskInvalid(_Record):

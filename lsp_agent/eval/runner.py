@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 from collections import deque
 from collections.abc import Coroutine
@@ -22,16 +23,19 @@ from typing import Any, Literal, Protocol, TextIO
 from lsp_agent.domain.events import StopReason
 from lsp_agent.eval.fixture import AttemptDir, FixtureError, build_fixture
 from lsp_agent.eval.manifest import Arm, ConfigValue, Manifest, Task, flatten_config
-from lsp_agent.eval.metrics import MAX_LINE_BYTES, EventMeter
+from lsp_agent.eval.metrics import MAX_LINE_BYTES, EventMeter, one_line
 from lsp_agent.eval.proctree import Finished, run_tree
 from lsp_agent.eval.progress import Progress
+from lsp_agent.eval.provenance import Build, current_build, host_name, utc_now
 from lsp_agent.eval.records import (
     ArmInfo,
     AttemptRecord,
     CohortHeader,
+    ExecutorName,
     Incomplete,
     Outcome,
     Resume,
+    SamplingInfo,
     TaskInvalid,
 )
 from lsp_agent.settings.config import Experimental
@@ -79,6 +83,9 @@ class AttemptJob:
     keep: bool = False
     #: an agent event line longer than this (bytes, newline excluded) marks the attempt's metrics damaged
     max_event_line_bytes: int = MAX_LINE_BYTES
+    executor: ExecutorName = "local"
+    #: the driver's build: the attempt is recorded as run by it (a cluster worker of another build refuses)
+    build: Build | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,9 @@ class AttemptResult:
     record: AttemptRecord | None = None  # None: the agent never started (invalid task or cancelled before)
     invalid_reason: str | None = None
     kept: str | None = None
+    #: why the attempt did not verify, one line for the operator's stderr (never recorded: it may quote
+    #: the agent's error, which can name endpoints)
+    reason: str | None = None
 
 
 class Verdict(StrEnum):
@@ -119,6 +129,8 @@ def config_pairs(arm: Arm, manifest_dir: str) -> list[str]:
     pairs = [f"toolProfile={arm.tool_profile}"]
     for flag in Experimental.model_fields:
         pairs.append(f"experimental.{flag}={_toml_value(arm.features.get(flag, False))}")
+    for key, number in arm.sampling().items():
+        pairs.append(f"sampling.{key}={_toml_value(number)}")
     for key, value in flatten_config(arm.config).items():
         pairs.append(f"{key}={_toml_value(expand(value, manifest_dir) if isinstance(value, str) else value)}")
     return pairs
@@ -132,12 +144,55 @@ def agent_argv(job: AttemptJob, workspace: Path) -> list[str]:
     return [*argv, "--", job.task.prompt]  # `--`: a prompt starting with '-' stays a prompt
 
 
+#: How much of the end of an oracle's output is read to tell a crash from a verdict.
+_CRASH_TAIL_BYTES = 64 * 1024
+_TRACEBACK = "Traceback (most recent call last):"
+#: The last line of a Python traceback: the exception's (dotted) name, then optionally its message.
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(: .*)?$")
+
+
+def _output_since(log: Path, offset: int) -> str:
+    try:
+        with log.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(offset, size - _CRASH_TAIL_BYTES))
+            return handle.read(_CRASH_TAIL_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def crash_of(output: str) -> str | None:
+    """The exception an oracle died of, when its output *ends* with a Python traceback.
+
+    Python exits 1 on an uncaught exception, which would read as "not done": a crash of the checker
+    (it could not copy a FIFO, say) is not the agent's failure. An AssertionError is a failing
+    check, not a crash; a traceback followed by more output (a test runner's report of a test that
+    raised) is the checker reporting a failure, so only a traceback that is the last thing printed counts.
+    """
+    lines = output.rstrip().splitlines()
+    if not lines:
+        return None
+    start = max((i for i, line in enumerate(lines) if line.startswith(_TRACEBACK)), default=-1)
+    if start < 0:
+        return None
+    body = lines[start + 1:]
+    unindented = [i for i, line in enumerate(body) if line and not line[0].isspace()]
+    if len(unindented) != 1 or unindented[0] != len(body) - 1:
+        return None
+    found = _EXCEPTION_LINE.match(body[-1])
+    if found is None or found.group(1).rsplit(".", 1)[-1] == "AssertionError":
+        return None
+    return one_line(body[-1], 200)
+
+
 async def run_oracle(task: Task, attempt: AttemptDir, cwd: str, timeout_ms: int,
                      cancel: asyncio.Event | None) -> tuple[Verdict, Finished, str]:
-    """Exit 0 passes, 1 fails, anything else (another code, a signal, a timeout) decides nothing."""
+    """Exit 0 passes, 1 fails, anything else (another code, a signal, a timeout, a crash) decides nothing."""
     argv = [expand(part, cwd) for part in task.oracle]
+    log = attempt.base / "oracle.log"
+    offset = log.stat().st_size if log.exists() else 0
     done = await run_tree([*argv, str(attempt.work)], Path(cwd), scrubbed_env(), timeout_ms / 1000,
-                          cancel, log_to=attempt.base / "oracle.log")
+                          cancel, log_to=log)
     if done.spawn_error:
         return Verdict.UNDECIDED, done, f"could not start ({done.spawn_error})"
     if done.timed_out:
@@ -145,6 +200,9 @@ async def run_oracle(task: Task, attempt: AttemptDir, cwd: str, timeout_ms: int,
     if done.exit_code == 0:
         return Verdict.PASS, done, "exited 0"
     if done.exit_code == 1:
+        crash = crash_of(await asyncio.to_thread(_output_since, log, offset))
+        if crash is not None:
+            return Verdict.UNDECIDED, done, f"crashed ({crash})"
         return Verdict.FAIL, done, "exited 1"
     if done.exit_code is None:
         return Verdict.UNDECIDED, done, "was killed by a signal"
@@ -158,6 +216,7 @@ def _agent_env(attempt: AttemptDir) -> dict[str, str]:
 
 
 async def run_attempt(job: AttemptJob, cancel: asyncio.Event) -> AttemptResult:
+    started_at = utc_now()
     try:
         attempt = await asyncio.to_thread(build_fixture, job.task, job.task.id)
     except FixtureError as exc:
@@ -175,22 +234,38 @@ async def run_attempt(job: AttemptJob, cancel: asyncio.Event) -> AttemptResult:
         meter.close()
         if agent.spawn_error:
             raise EvalError(f"the agent command cannot start: {agent.spawn_error}")
-        return AttemptResult(record=await _finish(job, attempt, agent, meter, cancel),
-                             kept=str(attempt.base) if job.keep else None)
+        record, reason = await _finish(job, attempt, agent, meter, cancel, started_at)
+        return AttemptResult(record=record, kept=str(attempt.base) if job.keep else None, reason=reason)
     finally:
         if not job.keep:
             await asyncio.to_thread(attempt.remove)
 
 
+def _failure_reason(outcome: Outcome, job: AttemptJob, agent: Finished, meter: EventMeter, oracle: str) -> str | None:
+    """Why an attempt did not verify, in words: the agent's own error first, it is usually the cause."""
+    if outcome in (Outcome.VERIFIED, Outcome.CANCELLED):
+        return None
+    if outcome is Outcome.TIMEOUT:
+        return f"the agent ran out of its {job.timeout_ms} ms and was killed"
+    ran = f"the agent exited {agent.exit_code}" if agent.exit_code is not None else "the agent was killed"
+    if meter.error:
+        ran += f" with an error: {meter.error}"
+    elif meter.stop_reason:
+        ran += f" (stop reason {meter.stop_reason})"
+    if outcome is Outcome.COMPLETED_UNVERIFIED:
+        return f"{ran}; the oracle could not decide: it {oracle}"
+    return f"{ran}; the oracle {oracle}: the task is not done"
+
+
 async def _finish(job: AttemptJob, attempt: AttemptDir, agent: Finished, meter: EventMeter,
-                  cancel: asyncio.Event) -> AttemptRecord:
-    elapsed, verification_ms = agent.duration_ms, None
+                  cancel: asyncio.Event, started_at: str) -> tuple[AttemptRecord, str | None]:
+    elapsed, verification_ms, oracle = agent.duration_ms, None, ""
     if agent.timed_out:
         outcome = Outcome.TIMEOUT
     elif agent.cancelled:
         outcome = Outcome.CANCELLED
     else:
-        verdict, check, _ = await run_oracle(job.task, attempt, job.oracle_cwd, job.timeout_ms, cancel)
+        verdict, check, oracle = await run_oracle(job.task, attempt, job.oracle_cwd, job.timeout_ms, cancel)
         elapsed += check.duration_ms
         if check.cancelled:
             outcome = Outcome.CANCELLED
@@ -199,12 +274,27 @@ async def _finish(job: AttemptJob, attempt: AttemptDir, agent: Finished, meter: 
             outcome = {Verdict.PASS: Outcome.VERIFIED, Verdict.FAIL: Outcome.FAILED,
                        Verdict.UNDECIDED: Outcome.COMPLETED_UNVERIFIED}[verdict]
     status, metrics, issue = meter.result(interrupted=agent.timed_out or agent.cancelled or agent.output_cut)
-    return AttemptRecord(
+    build = job.build or current_build()
+    record = AttemptRecord(
         cohort=job.cohort, model=job.model, task=job.task.id, repetition=job.repetition, arm=job.arm.name,
         position=0 if job.position == 0 else 1, outcome=outcome, elapsed_ms=elapsed,
         verification_ms=verification_ms, exit_code=agent.exit_code,
         stop_reason=meter.stop_reason if meter.stop_reason in _STOP_REASONS else None,
-        metrics_status=status, metrics=metrics, metrics_issue=issue)
+        metrics_status=status, metrics=metrics, metrics_issue=issue,
+        harness_verification=_claim(meter.verification),
+        started_at=started_at, executor=job.executor, host=host_name(), agent_version=build.version,
+        agent_commit=build.commit, sampling=SamplingInfo(temperature=job.arm.temperature, seed=job.arm.seed,
+                                                         max_output_tokens=job.arm.max_output_tokens),
+        server_model=meter.server_model)
+    return record, _failure_reason(outcome, job, agent, meter, oracle)
+
+
+_CLAIMS: dict[str, Literal["verified", "failed", "not_run"]] = {
+    "verified": "verified", "failed": "failed", "not_run": "not_run"}
+
+
+def _claim(value: str | None) -> Literal["verified", "failed", "not_run"] | None:
+    return _CLAIMS.get(value) if value is not None else None
 
 
 async def check_task(task: Task, oracle_cwd: str, timeout_ms: int, cancel: asyncio.Event) -> str | None:
@@ -245,7 +335,7 @@ AttemptKey = tuple[str, int, str]  # task, repetition, arm
 
 
 def plan(manifest: Manifest, cohort: str, oracle_cwd: str, keep: bool = False,
-         max_event_line_bytes: int = MAX_LINE_BYTES) -> list[AttemptJob]:
+         max_event_line_bytes: int = MAX_LINE_BYTES, executor: ExecutorName = "local") -> list[AttemptJob]:
     """Repetition by repetition, task by task; the arm that goes first alternates between repetitions."""
     command = tuple(manifest.command) if manifest.command else ()
     jobs = []
@@ -256,7 +346,8 @@ def plan(manifest: Manifest, cohort: str, oracle_cwd: str, keep: bool = False,
                 jobs.append(AttemptJob(cohort=cohort, model=manifest.model, task=task, arm=arm,
                                        repetition=repetition, position=position, command=command,
                                        timeout_ms=manifest.timeout_ms, oracle_cwd=oracle_cwd, keep=keep,
-                                       max_event_line_bytes=max_event_line_bytes))
+                                       max_event_line_bytes=max_event_line_bytes, executor=executor,
+                                       build=current_build()))
     return jobs
 
 
@@ -265,7 +356,7 @@ def header(manifest: Manifest, cohort: str) -> CohortHeader:
         cohort=cohort, model=manifest.model, runtime_revision=manifest.runtime_revision,
         arms=[ArmInfo(name=a.name, features=dict(a.features), tool_profile=a.tool_profile) for a in manifest.arms],
         tasks=[t.id for t in manifest.tasks], repetitions=manifest.repetitions, timeout_ms=manifest.timeout_ms,
-        attempts=len(manifest.tasks) * manifest.repetitions * 2)
+        attempts=len(manifest.tasks) * manifest.repetitions * 2, primary_metric=manifest.primary_metric)
 
 
 @dataclass(frozen=True)
@@ -328,8 +419,9 @@ class CohortRunner:
 
     async def run(self, stop: asyncio.Event) -> CohortResult:
         done = self.earlier.done if self.earlier else frozenset()
+        executor: ExecutorName = "ray" if self.executor.name == "ray" else "local"
         queue = deque(j for j in plan(self.manifest, self.cohort, self.oracle_cwd, self.keep,
-                                          self.max_event_line_bytes)
+                                          self.max_event_line_bytes, executor)
                       if (j.task.id, j.repetition, j.arm.name) not in done and j.task.id not in self.result.invalid)
         for job in queue:
             self._per_task[job.task.id] = self._per_task.get(job.task.id, 0) + 1
@@ -429,4 +521,4 @@ class CohortRunner:
             self.progress.retotal(self._total)
         if record.outcome is Outcome.CANCELLED:
             self.result.interrupted = True
-        self.progress.attempt(record, result.kept)
+        self.progress.attempt(record, result.kept, result.reason)

@@ -95,6 +95,13 @@ class SessionsParams(Params):
     limit: int = Field(DEFAULT_PAGE, ge=1, le=MAX_PAGE, description="Most sessions to return, newest first.")
 
 
+class SessionOwner(Result):
+    """The other lsp-agent process that writes a session now (`session_busy`)."""
+
+    pid: int | None = Field(None, description="Its process ID (in its own pid namespace).")
+    host: str | None = Field(None, description="The host name it runs on.")
+
+
 class SessionInfo(Result):
     session_id: str
     title: str
@@ -102,7 +109,11 @@ class SessionInfo(Result):
     created_at: int = Field(description="Milliseconds since the epoch.")
     updated_at: int = Field(description="Milliseconds since the epoch.")
     state: Literal["idle", "running"]
-    generation: str | None = Field(None, description="The running generation, when state is running.")
+    generation: str | None = Field(None, description="The running generation, when state is running here.")
+    owner: SessionOwner | None = Field(
+        None, description="When another lsp-agent process (another editor window, a CLI run) runs the session: "
+                          "that process (state is running, generation absent). It can be read here; a run here "
+                          "is `session_busy` until that process is done with it.")
 
 
 class SessionsResult(Result):
@@ -250,13 +261,6 @@ class FixDiagnosticArgs(Params):
 
 
 # --- errors -----------------------------------------------------------------------------------
-
-
-class SessionOwner(Result):
-    """The other lsp-agent process that writes a session now (`session_busy`)."""
-
-    pid: int | None = Field(None, description="Its process ID (in its own pid namespace).")
-    host: str | None = Field(None, description="The host name it runs on.")
 
 
 class ErrorData(Result):

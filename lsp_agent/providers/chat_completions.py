@@ -42,6 +42,7 @@ from lsp_agent.providers.http_base import (
     find_error_message,
     join_body,
     load_event_object,
+    server_model,
     valid_arguments,
 )
 from lsp_agent.providers.sse import SSEEvent
@@ -95,6 +96,10 @@ class ChatCompletionsProvider(HttpStreamingProvider):
             "stream_options": {"include_usage": True},
             "max_tokens": self.max_output_tokens,
         }
+        if self.sampling.temperature is not None:
+            head["temperature"] = self.sampling.temperature
+        if self.sampling.seed is not None:
+            head["seed"] = self.sampling.seed
         if request.tools:
             head["tools"] = [
                 {"type": "function",
@@ -183,6 +188,7 @@ class ChatAssembler:
         self._last_index: int | None = None
         self._usage: Usage | None = None
         self._response_id: str | None = None
+        self._server_model: str | None = None
         self._finish_reason: str | None = None
 
     @property
@@ -201,6 +207,8 @@ class ChatAssembler:
             )
         if isinstance(chunk.get("id"), str) and self._response_id is None:
             self._response_id = chunk["id"]
+        if self._server_model is None:
+            self._server_model = server_model(chunk.get("model"))
         if isinstance(chunk.get("usage"), dict):
             self._usage = _usage(chunk["usage"])
         choices = chunk.get("choices") or []
@@ -283,6 +291,7 @@ class ChatAssembler:
             tool_calls=calls,
             usage=self._usage,
             response_id=self._response_id,
+            server_model=self._server_model,
             truncated=self._finish_reason == "length",
         )
 

@@ -40,7 +40,7 @@ from lsp_agent.providers import keys
 from lsp_agent.providers.http_client import httpx, new_client
 from lsp_agent.providers.sse import SSEDecoder, SSEEvent
 from lsp_agent.providers.text_calls import TextCallParser
-from lsp_agent.settings.config import ProviderConfig
+from lsp_agent.settings.config import ProviderConfig, Sampling
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",
@@ -64,6 +64,7 @@ __all__ = [
     "load_event_object",
     "parse_retry_after",
     "request_is_the_problem",
+    "server_model",
     "valid_arguments",
 ]
 
@@ -81,6 +82,15 @@ _DRAIN_BYTES = 1024 * 1024
 _CLOSED_STREAM = httpx.ByteStream(b"")
 #: Output tokens asked for when neither the provider configuration nor the model says.
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
+#: A server's model id longer than this is not a model id; it is dropped.
+MAX_SERVER_MODEL_CHARS = 200
+
+
+def server_model(value: Any) -> str | None:
+    """The `model` a reply names, when it is a plausible id (untrusted bytes from the server)."""
+    if isinstance(value, str) and 0 < len(value) <= MAX_SERVER_MODEL_CHARS and value.isprintable():
+        return value
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +116,8 @@ class ProviderOptions(TypedDict, total=False):
     max_output_tokens: int | None
     #: whose key an editor may have handed over (providers/keys.py)
     provider_name: str | None
+    #: temperature, seed and output limit of the run; unset fields are left to the server
+    sampling: Sampling | None
 
 
 class StreamProblem(Exception):
@@ -484,14 +496,17 @@ class HttpStreamingProvider(ABC):
         rng: random.Random | None = None,
         max_output_tokens: int | None = None,
         provider_name: str | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
         self.config = config
+        self.sampling = sampling or Sampling()
         #: whose key an editor may have handed over (providers/keys.py); None: the environment only
         self.provider_name = provider_name
         self.model = model
         self.label = label or (f"{self.protocol}:{model}" if model else self.protocol)
         self.retry = retry or RetryPolicy()
-        self.max_output_tokens = config.max_output_tokens or max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+        self.max_output_tokens = (self.sampling.max_output_tokens or config.max_output_tokens or max_output_tokens
+                                  or DEFAULT_MAX_OUTPUT_TOKENS)
         self._rng = rng or random.Random()
         self._client = client
         self._owns_client = client is None

@@ -207,8 +207,8 @@ def build_provider(settings: Settings, name: str, *, base_url: str | None = None
 
         return ResponsesProvider(config, model=resolved.model_id, label=label, max_output_tokens=limit,
                                  reasoning_items=resolved.info.reasoning is not False,
-                                 provider_name=resolved.provider_name)
+                                 provider_name=resolved.provider_name, sampling=settings.sampling)
     from lsp_agent.providers.chat_completions import ChatCompletionsProvider
 
     return ChatCompletionsProvider(config, model=resolved.model_id, label=label, max_output_tokens=limit,
-                                   provider_name=resolved.provider_name)
+                                   provider_name=resolved.provider_name, sampling=settings.sampling)

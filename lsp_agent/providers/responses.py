@@ -42,6 +42,7 @@ from lsp_agent.providers.http_base import (
     find_error_message,
     join_body,
     load_event_object,
+    server_model,
     valid_arguments,
 )
 from lsp_agent.providers.sse import SSEEvent
@@ -89,6 +90,8 @@ class ResponsesProvider(HttpStreamingProvider):
     def _head(self, request: ModelRequest) -> dict[str, Any]:
         head: dict[str, Any] = {"model": self.wire_model(request), "stream": True, "store": False,
                                 "max_output_tokens": self.max_output_tokens}
+        if self.sampling.temperature is not None:
+            head["temperature"] = self.sampling.temperature
         if self.reasoning_items:
             head["include"] = ["reasoning.encrypted_content"]
         if request.instructions:
@@ -184,6 +187,7 @@ class ResponsesAssembler:
         self._final_output: list[Any] = []
         self._usage: Usage | None = None
         self._response_id: str | None = None
+        self._server_model: str | None = None
         self._incomplete = False
 
     @property
@@ -232,6 +236,7 @@ class ResponsesAssembler:
         response = as_dict(response)
         if isinstance(response.get("id"), str):
             self._response_id = response["id"]
+        self._server_model = server_model(response.get("model")) or self._server_model
 
     def _finish(self, response: Any) -> None:
         response = as_dict(response)
@@ -318,7 +323,8 @@ class ResponsesAssembler:
                 if call is not None:
                     calls.append(call)
         return AssistantReply(text="".join(text), reasoning=reasoning, tool_calls=calls,
-                              usage=self._usage, response_id=self._response_id, truncated=self._incomplete)
+                              usage=self._usage, response_id=self._response_id, truncated=self._incomplete,
+                              server_model=self._server_model)
 
 
 def _str(value: Any) -> str | None:

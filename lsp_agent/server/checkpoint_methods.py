@@ -53,6 +53,8 @@ async def agent_rewind(ls: AgentServer, params: RewindParams) -> RewindResult:
         return doc.source if doc is not None else None
     try:
         return await SessionRewind(RewindPorts.of(agent.env)).rewind(
-            params, open_text, lambda sid, paths: agent.session(sid).note_external_change(paths))
+            params, open_text, lambda sid, paths: agent.session(sid).note_external_change(paths),
+            lambda sid, paths, check: agent.session(sid).note_external_change(paths, check),
+            announce=runtime.watcher.own.expect)
     except RewindError as exc:
         raise _refused(exc) from exc

@@ -22,6 +22,7 @@ from lsp_agent.protocol.models import (
     RunParams,
     RunResult,
     SessionInfo,
+    SessionOwner,
     SessionParams,
     SessionResult,
     SessionsParams,
@@ -67,7 +68,8 @@ def agent_cancel(ls: AgentServer, params: CancelParams) -> CancelResult:
 def agent_sessions(ls: AgentServer, params: SessionsParams) -> SessionsResult:
     infos = [SessionInfo(session_id=s.record.id, title=s.record.title, model=s.record.model,
                          created_at=s.record.created_at, updated_at=s.record.updated_at, state=s.state,
-                         generation=s.generation)
+                         generation=s.generation,
+                         owner=SessionOwner(pid=s.elsewhere.pid, host=s.elsewhere.host) if s.elsewhere else None)
              for s in ls.runtime().agent.list_sessions(params.limit)]
     return SessionsResult(sessions=infos)
 

@@ -204,6 +204,10 @@ class Checkpoints(_Section):
         "listed as too large to restore.")
     per_session: int = Field(200, ge=1, le=100_000, description="Checkpoints kept per session (older are folded).")
     total: int = Field(2_000, ge=1, le=1_000_000, description="Checkpoints kept per workspace, all sessions.")
+    total_bytes: int = Field(
+        2_000_000_000, ge=0, le=1 << 44, description="Most disk the workspace's checkpoint store keeps (file "
+        "contents, compressed); past it the oldest checkpoints are folded and contents no checkpoint needs are "
+        "deleted. The current files are always kept, even past it.")
 
 
 class ProviderConfig(_Section):
@@ -234,6 +238,24 @@ class ProviderConfig(_Section):
         description="native: only the server's structured tool calls; text: also <tool_call>{...}</tool_call> "
                     "or fenced JSON calls written in the reply text; auto: switch to text once a reply "
                     "carries a valid one (and say so).")
+
+
+MAX_SEED = 2**63 - 1
+
+
+class Sampling(_Section):
+    """How the model samples, sent with every request of a run (unset: the server's default).
+
+    Separate from a provider's section so one run (an eval arm, say) can pin them whatever model it names.
+    """
+
+    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature, 0 to 2.")
+    seed: int | None = Field(
+        None, ge=0, le=MAX_SEED, description="Seed for servers that support reproducible sampling (chat wire only; "
+                                             "the Responses API has none).")
+    max_output_tokens: int | None = Field(
+        None, ge=1, le=1_000_000, alias="maxOutputTokens",
+        description="Output-token limit of every request; wins over the provider's and the model's.")
 
 
 class ModelInfo(_Section):
@@ -268,6 +290,7 @@ class Settings(_Section):
     reasoning_effort: str | None = Field(None, alias="reasoningEffort")
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     models: dict[str, ModelInfo] = Field(default_factory=dict)
+    sampling: Sampling = Field(default_factory=Sampling)
     limits: Limits = Field(default_factory=Limits)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     experimental: Experimental = Field(default_factory=Experimental)

@@ -88,12 +88,12 @@ def write_script(path: Path, script: Script) -> Path:
 
 
 @asynccontextmanager
-async def acp_agent(client: RecordingClient, script: Path, *config: str, fs: bool = True,
+async def acp_agent(client: RecordingClient, script: Path, *config: str, fs: bool = True, cwd: Path | None = None,
                     ) -> AsyncIterator[tuple[ClientSideConnection, asyncio.subprocess.Process]]:
     args = ["-m", "lsp_agent", "acp", "--model", "scripted/test", "--script", str(script)]
     for pair in config:
         args += ["--config", pair]
-    async with spawn_agent_process(client, sys.executable, *args, env=dict(os.environ)) as (conn, proc):
+    async with spawn_agent_process(client, sys.executable, *args, env=dict(os.environ), cwd=cwd) as (conn, proc):
         caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs))
         init = await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps), 30)
         assert init.protocol_version == PROTOCOL_VERSION

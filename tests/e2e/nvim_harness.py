@@ -113,6 +113,14 @@ def nvims() -> list[Any]:
 NVIMS = nvims()
 
 
+def nvim_is_recent(binary: str) -> bool:
+    """Whether `binary` is Neovim 0.10 or later (the features 0.7 lacks: autocommand data, a bundled
+    markdown parser)."""
+    first = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout
+    match = re.match(r"NVIM v(\d+)\.(\d+)", first)
+    return match is not None and (int(match.group(1)), int(match.group(2))) >= (0, 10)
+
+
 def on_runtimepath(plugin: Path = PLUGIN) -> list[str]:
     """Arguments that put the plugin on 'runtimepath' before plugins are loaded (what vim-plug and
     packer do in init.lua), so its plugin/ file runs at startup like any other plugin's."""

@@ -97,3 +97,19 @@ async def test_rewind_refusals_are_classified(workspace: Path, start_editor: Sta
         await editor.request("agent/rewind", {"sessionID": session_id, **params})
     assert (caught.value.code, caught.value.data["kind"]) == (code, kind)
     assert (workspace / "notes.txt").read_text() == "second note\n"  # nothing changed
+
+
+async def test_the_dry_run_diff_of_an_open_file_starts_from_its_unsaved_buffer(
+        workspace: Path, start_editor: StartEditor) -> None:
+    editor, session_id, history = await ran(workspace, start_editor)
+    editor.type("calc.py", 0, 0, "# typed, not saved\n")  # the buffer now differs from the disk
+    on_disk = (workspace / "calc.py").read_text()
+    preview = await editor.request("agent/rewind", {"sessionID": session_id, "toMessageID": history[0]["id"],
+                                                    "restore": "code", "dryRun": True})
+    assert "--- a/calc.py\n" in preview["diff"]  # the agent's edit is unsaved: only the buffer differs
+    calc = preview["diff"].split("--- a/calc.py\n", 1)[1].split("--- a/", 1)[0]
+    assert "-# typed, not saved\n" in calc and "-    return a + b\n+    return a - b\n" in calc
+    assert (workspace / "calc.py").read_text() == on_disk  # a dry run changes nothing
+    done = await editor.request("agent/rewind", {"sessionID": session_id, "toMessageID": history[0]["id"],
+                                                 "restore": "code"})
+    assert done["inEditor"] == ["calc.py"] and editor.text("calc.py") == CALC  # what the preview showed

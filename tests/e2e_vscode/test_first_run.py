@@ -144,7 +144,7 @@ def test_after_install_the_agent_is_on_the_activity_bar_and_a_prompt_waits_for_t
 
 def test_without_an_interpreter_the_button_opens_the_python_setting_where_it_lives(open_vscode: OpenVSCode) -> None:
     vs = open_vscode("off", REPLIES, configured=False, settings={"lspAgent.python": "/nonexistent/bin/python3"},
-                     ready="Agent: server failed")
+                     ready="Agent: needs setup")
     # a start nobody asked for (no lsp-agent config here): no error toast, the welcome says it
     activity_bar_icon(vs).click()
     content = welcome(vs, "The lsp-agent server is not running")

@@ -103,6 +103,8 @@ def main() -> int:
             "argv": sys.argv[1:], "cwd": os.getcwd(), "state": os.environ.get("LSP_AGENT_STATE_DIR")}))
     for name, text in plan.get("write", {}).items():
         (workspace / name).write_text(text)
+    for name in plan.get("fifo", []):  # a named pipe: copying the fixture chokes on it
+        os.mkfifo(workspace / name)
     if "grandchildren" in plan:  # one in our group, one in a session of its own (like run_command's)
         same = subprocess.Popen(SLEEPER)
         own = subprocess.Popen(SLEEPER, start_new_session=True)
@@ -116,7 +118,17 @@ def main() -> int:
     if "background" in plan:  # left running after we exit
         child = subprocess.Popen(SLEEPER, stdout=subprocess.DEVNULL)
         Path(plan["background"]).write_text(json.dumps([child.pid]))
-    emit(stream_lines(plan.get("stream", "normal")), plan.get("bytewise", False))
+    if "error" in plan:  # the run's own error, as `lsp-agent run` reports one in its run_finish
+        finish = {**BASE, "type": "run_finish", "stopReason": "error", "verification": "not_run", "steps": 1,
+                  "toolCalls": 0, "toolErrors": 0, "tokens": {}, "filesChanged": [], "model": "fake",
+                  "scripted": True, "error": {"kind": "connection", "message": plan["error"]}}
+        emit([json.dumps(finish).encode()], False)
+        return 1
+    lines = stream_lines(plan.get("stream", "normal"))
+    if "claim" in plan:  # the harness's own verification in run_finish
+        lines = [line.replace(b'"verification": "not_run"', b'"verification": ' + json.dumps(plan["claim"]).encode())
+                 for line in lines]
+    emit(lines, plan.get("bytewise", False))
     if plan.get("hang"):
         time.sleep(300)
     return int(plan.get("exit", 0))

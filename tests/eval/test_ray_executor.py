@@ -22,6 +22,7 @@ import pytest
 from evalkit import HERE, PY
 from raycluster import Cluster
 
+import lsp_agent
 from lsp_agent.eval.proctree import is_alive
 
 if os.environ.get("CI") != "true":  # CI installs both: there a missing one must fail, not skip
@@ -31,7 +32,8 @@ if os.environ.get("CI") != "true":  # CI installs both: there a missing one must
                     allow_module_level=True)
 
 EVAL = [PY, "-m", "lsp_agent", "eval"]
-TIMING = ("elapsedMs", "verificationMs")
+#: Facts of one run that differ between two runs of the same attempts by design.
+TIMING = ("elapsedMs", "verificationMs", "startedAt", "executor")
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +115,8 @@ def test_ray_records_equal_the_local_ones_and_nothing_needs_shared_paths(
         return {(r["task"], r["repetition"], r["arm"]): without_timings({**r, "cohort": "-"})
                 for r in lines if r["type"] == "attempt"}
 
-    assert keyed(ray_lines) == keyed(local_lines)  # outcomes, pairing, arm order (position), metrics
+    assert keyed(ray_lines) == keyed(local_lines)  # outcomes, pairing, arm order (position), metrics, build
+    assert {r["executor"] for r in ray_lines[1:]} == {"ray"} and {r["executor"] for r in local_lines[1:]} == {"local"}
     outcomes = {k: r["outcome"] for k, r in keyed(ray_lines).items()}
     assert outcomes == {("task_two", 1, "baseline"): "verified", ("task_two", 1, "candidate"): "failed",
                         ("task_two", 2, "baseline"): "verified", ("task_two", 2, "candidate"): "failed"}
@@ -137,6 +140,27 @@ def test_ray_records_equal_the_local_ones_and_nothing_needs_shared_paths(
     assert compare.returncode == 0, compare.stderr
     overall = json.loads(compare.stdout)["overall"]
     assert overall["baseline"]["successRate"] == 1.0 and overall["candidate"]["successRate"] == 0.0
+
+
+def test_a_worker_of_another_lsp_agent_build_is_refused_before_it_runs_anything(
+        cluster: tuple[Cluster, Path], tmp_path: Path) -> None:
+    """The driver runs a copy of the package that says it is another version (on PYTHONPATH, in a
+    directory the worker node cannot see, so Ray's copy of the driver's sys.path does not reach it);
+    the workers run the real one. Nothing may run: no oracle probe, no record, a clear error."""
+    ray_cluster, submitter = cluster
+    other = submitter / "other-build"
+    shutil.copytree(Path(lsp_agent.__file__).parent, other / "lsp_agent",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (other / "lsp_agent" / "_version.py").write_text('__version__ = "9.9.9-other"\n')
+    probe = tmp_path / "probe.ndjson"
+    path = scripted_manifest(submitter / "other-version", probe, submitter / "MARKER")
+    env = {**ray_cluster.env, "PYTHONPATH": str(other)}
+    refused = eval_run(path, "--executor", "ray", env=env)
+    assert refused.returncode == 1, refused.stderr
+    assert "lsp-agent 9.9.9-other (no commit)" in refused.stderr, refused.stderr
+    assert f"lsp-agent {lsp_agent.__version__}" in refused.stderr, refused.stderr
+    assert not probe.exists()  # not even the oracle's first check ran on a worker
+    assert [line["type"] for line in lines_of(refused.stdout)] == ["cohort", "incomplete"]
 
 
 def fake_manifest(where: Path, plan: dict[str, Any], repetitions: int = 1) -> Path:

@@ -98,10 +98,21 @@ async def test_a_second_server_reads_a_live_session_but_neither_repairs_nor_runs
     assert data["owner"]["pid"] == server_pid(first) and data["owner"]["host"], data
     assert f"pid {server_pid(first)}" in busy.value.message
     assert [e for e in second.events if e["event"]["type"] == "run_finish"] == []
+    # and the second's session list says so before anyone tries: running, in the first process
+    (listed,) = [s for s in (await second.request("agent/sessions", {}))["sessions"] if s["sessionID"] == sid]
+    assert listed["state"] == "running" and "generation" not in listed, listed
+    assert listed["owner"]["pid"] == server_pid(first) and listed["owner"]["host"], listed
+    cli = await asyncio.create_subprocess_exec(sys.executable, "-m", "lsp_agent", "session", "list", "--workspace",
+                                               str(root), "--json", stdout=asyncio.subprocess.PIPE)
+    out, _ = await asyncio.wait_for(cli.communicate(), TIMEOUT)
+    (row,) = [s for s in json.loads(out)["sessions"] if s["sessionID"] == sid]
+    assert row["state"] == "running" and row["ownerPid"] == server_pid(first), row
 
     (root / "release").write_text("go", encoding="utf-8")
     finish = await first.finished(generation)
     assert finish["stopReason"] == "final", finish
+    (listed,) = [s for s in (await second.request("agent/sessions", {}))["sessions"] if s["sessionID"] == sid]
+    assert listed["state"] == "idle" and "owner" not in listed, listed
     calls, results = results_per_call(await messages(first, sid))
     assert results == Counter(calls), "each call has exactly one result"
     (result,) = [p for m in await messages(first, sid) for p in m["parts"] if p["type"] == "tool_result"]

@@ -18,7 +18,8 @@ from lsp_agent.settings.config import Checkpoints, load_settings
 
 
 @pytest.mark.parametrize("field,low,high", [("per_session", 1, 100_000), ("total", 1, 1_000_000),
-                                            ("file_bytes", 0, 1 << 32), ("checkpoint_bytes", 0, 1 << 40)])
+                                            ("file_bytes", 0, 1 << 32), ("checkpoint_bytes", 0, 1 << 40),
+                                            ("total_bytes", 0, 1 << 44)])
 def test_settings_boundaries(field: str, low: int, high: int) -> None:
     assert getattr(Checkpoints(**{field: low}), field) == low
     assert getattr(Checkpoints(**{field: high}), field) == high
@@ -75,6 +76,26 @@ async def test_retention_folds_old_checkpoints_and_sweeps_their_content(tmp_path
     assert (root / "a.txt").read_text() == "a11\n" * 1000
     stored = [p for p in (ws.base / "objects").rglob("*") if p.is_file()]
     assert len(stored) <= 7  # the folded versions' content is gone
+
+
+async def test_past_the_byte_cap_the_oldest_checkpoints_are_folded_and_their_content_swept(tmp_path: Path) -> None:
+    cap = 6_000
+    root, ws = workspace(tmp_path, total_bytes=cap)
+    messages = [f"m{n}" for n in range(1, 13)]
+    versions = [os.urandom(1_000) for _ in messages]  # incompressible: ~1 KB stored each
+    for message, data in zip(messages, versions, strict=True):
+        ref = StepRef("s", message, int(message[1:]), "run_command")
+        await ws.before(ref, None, snapshot(root))
+        (root / "a.bin").write_bytes(data)
+        await ws.after(ref, None, snapshot(root))
+    assert ws.blobs.size() <= cap
+    with pytest.raises(RewindRefused) as refused:
+        await rewind(ws, "s", "m2", messages, dry_run=False, confirm=False)
+    assert refused.value.kind == "folded"
+    for digest in ws.chain.digests():  # every content a kept checkpoint names is still there
+        ws.blobs.get(digest)
+    await rewind(ws, "s", "m12", messages, dry_run=False, confirm=False)  # the newest still replays exactly
+    assert (root / "a.bin").read_bytes() == versions[-2]
 
 
 async def test_the_chain_survives_a_restart_and_a_torn_last_line(tmp_path: Path) -> None:

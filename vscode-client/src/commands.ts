@@ -289,7 +289,7 @@ export class AgentCommands {
       const picked = await this.host.quickPick(
         sessions.map((session) => ({
           label: session.title || session.sessionID,
-          description: `${new Date(session.updatedAt).toLocaleString()}${session.state === 'running' ? ' · running' : ''}${session.sessionID === current ? ' · current' : ''}`,
+          description: `${new Date(session.updatedAt).toLocaleString()}${session.state === 'running' ? (session.owner ? ` · running in another window or process (pid ${session.owner.pid ?? '?'})` : ' · running') : ''}${session.sessionID === current ? ' · current' : ''}`,
           detail: `${session.sessionID} · ${session.model}`,
           session,
         })),

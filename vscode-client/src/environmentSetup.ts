@@ -35,8 +35,9 @@ export interface SetupContext {
   restart(reason: string): void;
 }
 
-/** `told`: the user has seen the problem already (in the build's own message). */
-export type Chosen = { ok: true; python: string; version: string } | { ok: false; problem: string; told?: boolean };
+/** `told`: the user has seen the problem already (in the build's own message). `setup`: nothing has
+ * lsp-agent yet and a managed environment can be built (it was offered, or the offer was declined). */
+export type Chosen = { ok: true; python: string; version: string } | { ok: false; problem: string; told?: boolean; setup?: boolean };
 
 function realpath(p: string): string {
   try {
@@ -107,16 +108,17 @@ export class EnvironmentSetup {
     if (!wheel || !storage) {
       return fallback; // a development build without a carried wheel: the old way
     }
+    const settable: Chosen = fallback.ok ? fallback : { ...fallback, setup: true };
     const decision = offerDecision(this.context.memory.get(OFFER_KEY) as OfferMemory, managedEnvChosen(storage), options.asked ?? false);
     // a start nobody asked for does not ask either: the welcome view's button offers it
     if (decision === 'skip' || (decision === 'ask' && options.quiet)) {
-      return fallback;
+      return settable;
     }
     if (decision === 'ask') {
       // The start goes on (failed, or with the mismatched server) while the offer waits for an
       // answer: the status item and the welcome view say what is wrong meanwhile.
       void this.offer(choice.problem, wheel, storage);
-      return fallback.ok ? fallback : { ...fallback, told: true }; // the offer gives the reason: no second toast
+      return settable.ok ? settable : { ...settable, told: true }; // the offer gives the reason: no second toast
     }
     return this.build(wheel, storage);
   }

@@ -656,8 +656,10 @@ export interface SessionInfo {
   /** Milliseconds since the epoch. */
   updatedAt: number;
   state: 'idle' | 'running';
-  /** The running generation, when state is running. */
+  /** The running generation, when state is running here. */
   generation?: string | null;
+  /** When another lsp-agent process (another editor window, a CLI run) runs the session: that process (state is running, generation absent). It can be read here; a run here is `session_busy` until that process is done with it. */
+  owner?: SessionOwner | null;
 }
 
 /** The other lsp-agent process that writes a session now (`session_busy`). */
@@ -799,6 +801,8 @@ export interface StepFinishInfo {
   step: number;
   reason: 'tool-calls' | 'stop' | 'length';
   tokens: Tokens;
+  /** The model id the provider's reply named (OpenAI-style `model`), when it named one; it can differ from the model asked for (an alias, a dated snapshot, a router). */
+  serverModel?: string | null;
 }
 
 export interface StepStart {

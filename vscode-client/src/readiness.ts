@@ -21,7 +21,7 @@ export type SetupState = 'starting' | 'noServer' | 'noModel' | 'ready';
 export const SETUP_CONTEXT = 'lspAgent.setup';
 
 export function setupState(server: ServerState, model: ModelState): SetupState {
-  if (server === 'failed' || server === 'stopped') {
+  if (server === 'failed' || server === 'stopped' || server === 'setup') {
     return 'noServer';
   }
   if (server === 'starting' || server === 'idle') {

@@ -187,7 +187,7 @@ export class ServerManager implements vscode.Disposable {
     const chosen = await this.chooseInterpreter(root);
     if (!chosen.ok) {
       this.log.logger.error(chosen.problem);
-      this.setState('failed');
+      this.setState(chosen.setup ? 'setup' : 'failed');
       if (this.quiet || chosen.told) {
         return;
       }

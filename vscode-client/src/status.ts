@@ -6,7 +6,8 @@
 import type { StopReason, Verification } from './protocol.js';
 
 /** `idle`: not started yet — the server starts with the Agent view, a command, or a workspace with `.lsp-agent/`. */
-export type ServerState = 'idle' | 'starting' | 'ready' | 'stopped' | 'failed';
+/** `setup`: not started because no interpreter has lsp-agent yet and the extension can set one up (offered). */
+export type ServerState = 'idle' | 'starting' | 'ready' | 'stopped' | 'failed' | 'setup';
 
 export interface StatusFacts {
   server: ServerState;
@@ -70,6 +71,7 @@ export const STATUS_LINK_COMMANDS = [
   'lspAgent.showLog',
   'lspAgent.restartServer',
   'lspAgent.manageWorkspaceTrust',
+  'lspAgent.createManagedEnvironment',
 ] as const;
 
 /**
@@ -93,6 +95,14 @@ function stateView(facts: StatusFacts): { text: string; says: string; actions: s
       says: 'The lsp-agent server could not start (see the "LSP Agent" output).',
       actions: [link('Choose the Python interpreter', 'lspAgent.openPythonSetting'), link('Show log', 'lspAgent.showLog'), link('Restart', 'lspAgent.restartServer')],
       background: 'statusBarItem.errorBackground',
+    };
+  }
+  if (facts.server === 'setup') {
+    return {
+      text: '$(tools) Agent: needs setup',
+      says: 'No Python interpreter here has lsp-agent yet. The extension can set one up for you (an environment in its own storage), or choose an interpreter that has it.',
+      actions: [link('Set up Python', 'lspAgent.createManagedEnvironment'), link('Choose the Python interpreter', 'lspAgent.openPythonSetting'), link('Show log', 'lspAgent.showLog')],
+      background: 'statusBarItem.warningBackground',
     };
   }
   if (facts.server === 'idle') {

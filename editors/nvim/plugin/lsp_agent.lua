@@ -11,3 +11,4 @@ if vim.fn.has("nvim-0.7") == 0 then
 end
 
 require("lsp_agent.commands").define()
+

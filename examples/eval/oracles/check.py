@@ -1,4 +1,5 @@
-"""Oracle of the starter suite: `check.py TASK FIXTURE` exits 0 (done), 1 (not done) or 2 (cannot decide).
+"""Oracle of the starter suite: `check.py TASK FIXTURE` exits 0 (done), 1 (not done) or 2 (cannot decide,
+e.g. the fixture cannot be copied).
 
 The fixture is copied to a temp dir and the task's trusted tests (oracles/hidden/TASK, never shown
 to the agent) are laid over the copies in it, so editing a test or the tsconfig does not help.
@@ -60,9 +61,13 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="lsp-agent-oracle-") as tmp:
         work = Path(tmp) / "work"
-        shutil.copytree(fixture, work, symlinks=True,
-                        ignore=shutil.ignore_patterns(".git", "node_modules", "out", "__pycache__"))
-        shutil.copytree(trusted, work, dirs_exist_ok=True)
+        try:
+            shutil.copytree(fixture, work, symlinks=True,
+                            ignore=shutil.ignore_patterns(".git", "node_modules", "out", "__pycache__"))
+            shutil.copytree(trusted, work, dirs_exist_ok=True)
+        except (OSError, shutil.Error) as exc:  # e.g. a named pipe the agent left: no verdict either way
+            print(f"oracle: cannot copy the fixture: {exc}", file=sys.stderr)
+            return 2
         return typescript_tests(work) if (trusted / "tsconfig.json").exists() else python_tests(work)
 
 

@@ -71,7 +71,7 @@ describe('first use', () => {
     assert.equal(existsSync(canary), false, 'a Python ran for Show Log');
     record.webviewProviders.get('lspAgent.transcript')!.resolveWebviewView(noop());
     await waitFor(() => existsSync(canary), 'the view to start the server');
-    await waitFor(() => record.statusItems[0]!.text === '$(warning) Agent: server failed', 'the failed start');
+    await waitFor(() => record.statusItems[0]!.text === '$(tools) Agent: needs setup', 'the start that needs an environment');
     await extension.deactivate();
   });
 
@@ -103,7 +103,7 @@ describe('first use', () => {
     // the offer gives the reason (without the by-hand fix); no second toast says it again
     assert.match(first.record.messages.find((m) => m.level === 'info')!.text, /^LSP Agent: The Python interpreter ".*no-such-python" was not found\. Create a Python environment for lsp-agent 0\.1\.0 in the extension's storage\?/);
     assert.equal(first.record.messages.filter((m) => m.level === 'error').length, 0);
-    assert.equal(first.record.statusItems[0]!.text, '$(warning) Agent: server failed');
+    assert.equal(first.record.statusItems[0]!.text, '$(tools) Agent: needs setup');
     await first.extension.deactivate();
 
     // the next window remembers the answer

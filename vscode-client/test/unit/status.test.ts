@@ -31,6 +31,13 @@ describe('statusView', () => {
     assert.equal(statusView(statusFacts('stopped', { running: false, step: 0 }, 0)).text, '$(debug-disconnect) Agent: stopped');
   });
 
+  it('says "needs setup" (a warning, not a failure) while an environment can still be set up, with the link that does it', () => {
+    const setup = statusView(statusFacts('setup', { running: false, step: 0 }, 0));
+    assert.equal(setup.text, '$(tools) Agent: needs setup');
+    assert.equal(setup.background, 'statusBarItem.warningBackground');
+    assert.match(setup.tooltip, /\[Set up Python\]\(command:lspAgent\.createManagedEnvironment\)/);
+  });
+
   it('is one item: Stop, a missing model, waiting prompts, the ignored config and a note all go into it', () => {
     const running = statusView(statusFacts('ready', { running: true, step: 2, maxSteps: 40 }, 1, { waiting: 1, note: 'follow-up queued' }));
     assert.equal(running.text, '$(sync~spin) Agent: running (step 2/40) · 1 queued · 1 waiting · follow-up queued');

@@ -19,6 +19,12 @@ M.COMMANDS = {
   LspAgentTrust = { function(c) agent().trust_command(c.args) end, "?", true },
 }
 
+-- Reviewing a run's changes (lua/lsp_agent/review.lua): kept apart from the commands above.
+M.COMMANDS.AgentReview = { function(c) require("lsp_agent.review").review(c.args) end, "?", false }
+
+-- Taking a session back to before a message or step (lua/lsp_agent/rewind.lua).
+M.COMMANDS.AgentRewind = { function(c) require("lsp_agent.rewind").command(c.args) end, "?", true }
+
 -- The chat buffer (lua/lsp_agent/chat/): it opens at once and starts the server in the background.
 M.CHAT_COMMANDS = {
   AgentChat = { function() require("lsp_agent.chat").toggle() end, { nargs = 0 } },
@@ -28,6 +34,13 @@ M.CHAT_COMMANDS = {
 local COMPLETE = {
   LspAgentTrust = function()
     return { "show", "trust", "revoke" }
+  end,
+  AgentRewind = function()
+    return { "undo" }
+  end,
+  AgentReview = function()
+    local run = require("lsp_agent.review_track").latest()
+    return run and vim.deepcopy(run.paths) or {}
   end,
 }
 

@@ -3,11 +3,15 @@
 local M = { handlers = {} }
 
 -- The built-in handler echoes "Workspace edit <label>" for every edit; the edit itself is enough.
+-- The buffers' text before the edit is kept for :AgentReview, whose list follows each edit.
 M.handlers["workspace/applyEdit"] = function(err, params, ctx, config)
   if params then
     params.label = nil
+    require("lsp_agent.review_track").before_edit(params)
   end
-  return vim.lsp.handlers["workspace/applyEdit"](err, params, ctx, config)
+  local result = vim.lsp.handlers["workspace/applyEdit"](err, params, ctx, config)
+  require("lsp_agent.review").refresh()
+  return result
 end
 
 -- The server asks to save the buffers the agent edited, so its checks test what is in them.

@@ -125,6 +125,8 @@ end
 
 M.handlers["agent/event"] = function(_, params, _)
   local event = params.event
+  require("lsp_agent.runstate").observe(params)
+  require("lsp_agent.review_track").observe(params)
   if event.type == "run_finish" then
     state.last_finish = event
     state.stopped[params.generation] = event.stopReason

@@ -3,7 +3,7 @@
 local bus = require("lsp_agent.bus")
 
 local handlers = {}
-for _, name in ipairs({ "events", "queue", "run", "steering", "approval", "trust", "documents" }) do
+for _, name in ipairs({ "events", "queue", "run", "steering", "approval", "trust", "documents", "runstate" }) do
   for method, handler in pairs(require("lsp_agent." .. name).handlers) do
     assert(handlers[method] == nil, "two handlers for " .. method)
     handlers[method] = function(err, params, ctx, config)

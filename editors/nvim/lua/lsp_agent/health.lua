@@ -179,12 +179,31 @@ local function check_bwrap()
   end
 end
 
+-- Whether treesitter can load the markdown parser (0.10+ ship one; older ones need nvim-treesitter's).
+local function has_markdown_parser()
+  local language = vim.treesitter and vim.treesitter.language
+  if language and language.add then
+    -- 0.10 raises when it cannot; 0.11+ returns nil and why; success is true (0.11+) or nothing (0.10).
+    local loaded, added, why = pcall(language.add, "markdown")
+    if loaded and added ~= false and why == nil then
+      return true
+    end
+  end
+  return #vim.api.nvim_get_runtime_file("parser/markdown.so", false) > 0
+end
+
 local function check_optional()
-  start("optional")
-  if #vim.api.nvim_get_runtime_file("parser/markdown.so", false) > 0 then
-    info("treesitter markdown parser: installed")
+  start("chat and review")
+  if has_markdown_parser() then
+    ok("treesitter markdown parser: installed (the chat buffer is highlighted)")
   else
-    info("treesitter markdown parser: not installed (optional; markdown highlighting in agent buffers)")
+    warn("treesitter markdown parser: not installed (optional: the chat buffer works, without highlighting)",
+      { ":TSInstall markdown markdown_inline (nvim-treesitter), or Neovim 0.10+, which ships it" })
+  end
+  if vim.diff ~= nil then
+    ok("vim.diff: available (:AgentReview counts the changed lines)")
+  else
+    report_error("vim.diff is missing: :AgentReview needs Neovim 0.7 or later")
   end
 end
 

@@ -23,13 +23,14 @@ local trust = require("lsp_agent.trust")
 
 local M = {
   version = require("lsp_agent.version"),
-  run = run.run,
   cancel = run.cancel,
   new_session = run.new_session,
-  queue_add = queue.add,
   show_queue = queue.show,
-  steer = steering.steer,
   steer_now = steering.steer_now,
+  statusline = require("lsp_agent.runstate").statusline,
+  review = function(path)
+    require("lsp_agent.review").review(path)
+  end,
   show_events = events.show,
   show_mcp = mcp.show,
   mcp_lines = mcp.lines,
@@ -65,6 +66,26 @@ local function drop_pending(code)
   pending = {}
   client.notify(string.format("the server exited (code %s) before it was ready; not run: %s (:checkhealth lsp_agent)",
     tostring(code), table.concat(lines, "; ")), vim.log.levels.ERROR)
+end
+
+-- The entries that take what the user typed wait for a server that is still starting (and start
+-- one when none runs), so a prompt given from Lua is never dropped either.
+function M.run(prompt)
+  return M.when_started(function()
+    run.run(prompt)
+  end, "run: " .. tostring(prompt))
+end
+
+function M.steer(correction)
+  return M.when_started(function()
+    steering.steer(correction)
+  end, "steer: " .. tostring(correction))
+end
+
+function M.queue_add(message)
+  return M.when_started(function()
+    queue.add(message)
+  end, "queue: " .. tostring(message))
 end
 
 -- Starts the server for the workspace (options: :help lsp_agent-options); returns the client id,

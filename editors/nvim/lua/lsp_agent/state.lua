@@ -26,4 +26,8 @@ return {
   options = nil,      -- the options the server was last started with, for :checkhealth
   options_from = nil, -- where they came from: "setup()", "vim.g.lsp_agent" or the defaults
   starting_from = nil, -- set while a command starts the server without setup()
+  -- the latest run, for statuslines (lua/lsp_agent/runstate.lua): running, sessionID, generation,
+  -- step, maxSteps, stopReason, verification
+  run_state = { running = false },
+  review = { runs = {}, order = {} }, -- the pre-run text of each file a run edited (review_track.lua)
 }
