@@ -258,6 +258,13 @@ SLASH_BODY = CHAT_HELPERS + r"""
   keys("cc/mode plan<Esc><CR>")
   wait("the mode line", function() return find_line("^_mode:_ plan") ~= nil end)
   result.mode_prompt = vim.api.nvim_get_current_line()
+  -- /rewind is :AgentRewind (replaced here by one that records its call) ...
+  vim.api.nvim_create_user_command("AgentRewind", function(c) result.rewind_args = c.args end,
+                                   { nargs = "?", force = true })
+  keys("cc/rewind<Esc><CR>")
+  result.rewind_prompt = vim.api.nvim_get_current_line()
+  -- ... and without it, says it is not available and keeps the prompt
+  vim.api.nvim_del_user_command("AgentRewind")
   keys("cc/rewind<Esc><CR>")
   result.rewind_kept = vim.api.nvim_get_current_line()
   keys("cc/mode agent<Esc><CR>")
@@ -289,6 +296,7 @@ def test_chat_slash_commands_and_diagnostics_context(nvim: str, tmp_path: Path, 
     assert result["unknown_kept"] == "/frobnicate"
     assert any("unknown command /frobnicate (known: /new, /compact, /model, /mode, /rewind)" in n for n in notes)
     assert result["mode_prompt"] == ""
+    assert result["rewind_args"] == "" and result["rewind_prompt"] == ""
     assert result["rewind_kept"] == "/rewind"
     assert any("/rewind is not available" in n for n in notes), notes
     stored = json.dumps(result["session"])
