@@ -141,7 +141,7 @@ def test_helptags_and_help_lsp_agent(nvim: str, tmp_path: Path) -> None:
     assert "*:AgentRun*" in result["command_line"]
     commands = re.findall(r"^(?:  |M\.COMMANDS\.)(\w+) = \{",
                           (PLUGIN / "lua" / "lsp_agent" / "commands.lua").read_text(), re.M)
-    assert len(commands) == 11
+    assert len(commands) == 13
     for name in ["lsp_agent", "lsp_agent-health", "lsp_agent-options", "g:lsp_agent", *(f":{c}" for c in commands)]:
         assert name in result["tags"], name
 

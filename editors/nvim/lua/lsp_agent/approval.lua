@@ -18,6 +18,11 @@ M.handlers["agent/requestApproval"] = function(_, params, _)
   local prompt = "lsp-agent asks to approve " .. params.tool .. ": " .. params.what .. " (why: " .. params.why .. ")"
   -- "for this session" says what it covers: the server's sessionScope (absent from older servers)
   local scope = text.value(params.sessionScope)
+  -- An open chat asks in its own buffer; otherwise (or with no answer there) vim.ui.select does.
+  local chat = package.loaded["lsp_agent.chat"]
+  if chat and chat.is_open() then
+    return { decision = chat.ask_approval(params, options) or "deny" }
+  end
   vim.ui.select(options, {
     prompt = prompt,
     kind = "lsp_agent_approval",

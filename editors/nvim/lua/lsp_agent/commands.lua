@@ -25,6 +25,12 @@ M.COMMANDS.AgentReview = { function(c) require("lsp_agent.review").review(c.args
 -- Taking a session back to before a message or step (lua/lsp_agent/rewind.lua).
 M.COMMANDS.AgentRewind = { function(c) require("lsp_agent.rewind").command(c.args) end, "?", true }
 
+-- The chat buffer (lua/lsp_agent/chat/): it opens at once and starts the server in the background.
+M.CHAT_COMMANDS = {
+  AgentChat = { function() require("lsp_agent.chat").toggle() end, { nargs = 0 } },
+  AgentChatAdd = { function(c) require("lsp_agent.chat").add_selection(c.line1, c.line2) end, { range = true } },
+}
+
 local COMPLETE = {
   LspAgentTrust = function()
     return { "show", "trust", "revoke" }
@@ -50,6 +56,9 @@ function M.define()
         run(c)
       end
     end, { nargs = nargs, complete = COMPLETE[name], desc = "lsp-agent" })
+  end
+  for name, spec in pairs(M.CHAT_COMMANDS) do
+    vim.api.nvim_create_user_command(name, spec[1], vim.tbl_extend("force", spec[2], { desc = "lsp-agent chat" }))
   end
 end
 

@@ -70,6 +70,7 @@ function M.announce(generation, prompt)
     return
   end
   state.announced[generation] = true
+  require("lsp_agent.bus").emit("announce", { generation = generation, prompt = prompt })
   for i, waiting in ipairs(state.next_prompts) do
     if waiting == prompt then -- the reply that started it came first: not the next one's prompt
       table.remove(state.next_prompts, i)

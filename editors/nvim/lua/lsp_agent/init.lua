@@ -37,6 +37,8 @@ local M = {
   trust_lines = trust.lines,
   trust_command = trust.command,
   find_root = config.find_root,
+  -- the chat buffer, loaded on first use
+  chat = function() require("lsp_agent.chat").toggle() end,
 }
 
 -- Commands typed before the server answered `initialize` ({ run = fn, what = the command line }),
@@ -92,6 +94,9 @@ function M.setup(opts)
   opts = opts or {}
   state.options, state.options_from = opts, state.starting_from or "setup()"
   state.root_markers = opts.root_markers or state.root_markers
+  if opts.chat ~= nil then
+    require("lsp_agent.chat").configure(opts.chat)
+  end
   if opts.progress ~= nil then
     state.show_progress = opts.progress
   end

@@ -56,7 +56,8 @@ M.handlers["agent/receipt"] = function(_, params, _)
 end
 
 -- Steer the running generation; when none runs, queue the text instead (which starts it).
-function M.steer(correction)
+-- `on_error(err)`, if given, is called when a request fails (the chat puts the text back).
+function M.steer(correction, on_error)
   local c = client.get()
   if not c then
     return
@@ -68,6 +69,9 @@ function M.steer(correction)
   client.request(c, "agent/steering", { sessionID = state.session_id }, function(err, view)
     if err then
       client.on_reply("agent/steering")(err)
+      if on_error then
+        on_error(err)
+      end
       return
     end
     local generation = value(view.generation)
@@ -84,6 +88,9 @@ function M.steer(correction)
       if err2 then
         state.corrections[client_id] = nil
         client.on_reply("agent/steer")(err2)
+        if on_error then
+          on_error(err2)
+        end
         return
       end
       settle(receipt)
