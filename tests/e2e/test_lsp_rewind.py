@@ -97,3 +97,18 @@ async def test_rewind_refusals_are_classified(workspace: Path, start_editor: Sta
         await editor.request("agent/rewind", {"sessionID": session_id, **params})
     assert (caught.value.code, caught.value.data["kind"]) == (code, kind)
     assert (workspace / "notes.txt").read_text() == "second note\n"  # nothing changed
+
+
+async def test_the_run_answer_names_the_prompt_message_so_a_client_can_rewind_to_it_at_once(
+        workspace: Path, start_editor: StartEditor) -> None:
+    make_calc_workspace(workspace)
+    (workspace / "notes.txt").write_text(NOTES)
+    editor = await start_editor(workspace, SCRIPT)
+    started = await editor.run("change things")
+    assert started["messageID"].startswith("msg")
+    await editor.finished(started["generation"])
+    history = await messages(editor, started["sessionID"])
+    assert history[0]["role"] == "user" and history[0]["id"] == started["messageID"]
+    done = await editor.request("agent/rewind", {"sessionID": started["sessionID"],
+                                                 "toMessageID": started["messageID"], "restore": "code"})
+    assert done["status"] == "done" and (workspace / "notes.txt").read_text() == NOTES
