@@ -141,7 +141,7 @@ export function restoredMessage(result: RewindResult): { text: string; problems:
     text += ` Kept your changes to ${result.kept.join(', ')}.`;
   }
   if (result.inEditor?.length) {
-    text += ` Open editors were changed in place (Undo in the editor also works; save to keep).`;
+    text += ' Open editors were changed in place and saved (Ctrl+Z in the editor also takes it back).';
   }
   const problems = [
     ...Object.entries(result.unrestorable ?? {}).map(([path, why]) => `${path}: cannot be restored (${why})`),
@@ -159,6 +159,8 @@ export interface RewindUi {
   confirmAfterPreview(files: number): Promise<RestoreWhat | undefined>;
   /** files changed outside the agent since: true to restore them too, false to keep them, undefined to stop */
   askConflicts(files: readonly string[]): Promise<boolean | undefined>;
+  /** save the open editors of these workspace paths; the paths that could not be saved */
+  saveEditors(paths: readonly string[]): Promise<string[]>;
   info(message: string, ...actions: string[]): Promise<string | undefined>;
   warn(message: string): Promise<void>;
   error(message: string): Promise<void>;
@@ -275,6 +277,7 @@ export class RewindFlow {
       await this.ui.info('Conversation restored: the session continues from before that point (a fork; the old one is under Sessions…).');
       return;
     }
+    await this.saveRestored(result);
     const { text, problems } = restoredMessage(result);
     if (problems.length) {
       await this.ui.warn(`Some files were not restored: ${problems.join('; ')}`);
@@ -289,12 +292,27 @@ export class RewindFlow {
   private async undo(sessionID: string, checkpoint: string): Promise<void> {
     await this.reported(async () => {
       const undone = await this.rewind({ sessionID, toMessageID: checkpoint, restore: 'code', confirm: true });
+      await this.saveRestored(undone);
       const { text, problems } = restoredMessage(undone);
       if (problems.length) {
         await this.ui.warn(`Some files were not put back: ${problems.join('; ')}`);
       }
       await this.ui.info(`Undone: ${text.replace(/^Restored/, 'put back')}`);
     });
+  }
+
+  /** Open files are restored through their buffers; saving them makes the disk match too, so the
+   *  files are back exactly, and the next checkpoint (an Undo's target) records what the user sees.
+   *  Ctrl+Z in the editor still takes the restore back. */
+  private async saveRestored(result: RewindResult): Promise<void> {
+    const inEditor = result.inEditor ?? [];
+    if (inEditor.length === 0) {
+      return;
+    }
+    const unsaved = await this.ui.saveEditors(inEditor);
+    if (unsaved.length) {
+      await this.ui.warn(`Restored in the editor but not saved: ${unsaved.join(', ')}. Save them to keep the restore on disk.`);
+    }
   }
 
   private rewind(params: RewindParams): Promise<RewindResult> {

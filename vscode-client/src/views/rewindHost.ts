@@ -58,6 +58,19 @@ export class VscodeRewindUi implements RewindUi {
     return answer === undefined ? undefined : answer === RESTORE_TOO;
   }
 
+  async saveEditors(paths: readonly string[]): Promise<string[]> {
+    const root = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const unsaved: string[] = [];
+    for (const rel of paths) {
+      const uri = root ? vscode.Uri.joinPath(root, rel) : undefined;
+      const document = uri ? vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString()) : undefined;
+      if (document?.isDirty && !(await document.save())) {
+        unsaved.push(rel);
+      }
+    }
+    return unsaved;
+  }
+
   info(message: string, ...actions: string[]): Promise<string | undefined> {
     return this.host.showInfo(`LSP Agent: ${message}`, ...actions);
   }

@@ -102,6 +102,11 @@ class FakeUi implements RewindUi {
     this.said.push({ level: 'error', text });
     return Promise.resolve();
   }
+  readonly saved: string[][] = [];
+  saveEditors(paths: readonly string[]): Promise<string[]> {
+    this.saved.push([...paths]);
+    return Promise.resolve([]);
+  }
 }
 
 class FakeClient implements RewindClient {
@@ -149,6 +154,8 @@ describe('Restore to here', () => {
     ]);
     assert.match(ui.said[0]!.text, /^Restored 2 files\./);
     assert.match(ui.said[1]!.text, /^Undone: put back 2 files/);
+    // the restored editor is saved (the disk matches what the user sees); the undo's editors too (none here)
+    assert.deepEqual(ui.saved, [['calc.py']]);
     assert.deepEqual(client.opened, []);
   });
 
