@@ -7,6 +7,7 @@ typed in the agent input is still there."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,11 @@ def run_prompt(frame: Any, text: str, finished: int) -> None:
     frame.locator("#entries > .entry.finish").nth(finished - 1).wait_for(timeout=60_000)
 
 
-def wait_for(what: str, check: Any, vs: VSCode) -> None:
+def wait_for(what: str, check: Any, vs: VSCode, bound_ms: int = TIMEOUT_MS) -> None:
     """Poll `check()` (a file on disk) until it holds, within the harness's bound."""
     waited = 0
     while not check():
-        if waited > TIMEOUT_MS:
+        if waited > bound_ms:
             raise AssertionError(f"never: {what}")
         vs.page.wait_for_timeout(200)
         waited += 200
@@ -58,6 +59,20 @@ def restore_them_too_if_asked(vs: VSCode, restored: str) -> bool:
     return asked
 
 
+def save_active_editor(vs: VSCode, saved: Any) -> None:
+    """Ctrl+S in the editor, as a user would; again if the first key went elsewhere (a view still
+    taking the focus), until `saved()` holds."""
+    for _ in range(5):
+        focus_editor(vs)
+        vs.page.keyboard.press("Control+S")
+        try:
+            wait_for("the saved edit", saved, vs, TIMEOUT_MS // 5)
+            return
+        except AssertionError:
+            continue
+    raise AssertionError("Ctrl+S never saved the editor")
+
+
 def focus_editor(vs: VSCode) -> None:
     vs.page.locator(".editor-group-container.active .monaco-editor .view-lines").first.click()
 
@@ -68,7 +83,7 @@ def test_restore_to_here_puts_code_back_undo_returns_it_and_rewind_forks_the_con
         reply(call("apply_patch", path="calc.py", old_text="    return a - b\n", new_text="    return a + b\n")),
         reply(call("run_command", command=MAKE)),
         reply(text="Changed add and made a file."),
-        reply(text=SECOND_ANSWER),
+        reply(text=SECOND_ANSWER, delay_ms=2000),  # long enough to see the buttons off while it runs
     ], files={"calc.py": CALC})
     workspace: Path = vs.workspace
     made = workspace / "made.txt"
@@ -79,9 +94,7 @@ def test_restore_to_here_puts_code_back_undo_returns_it_and_rewind_forks_the_con
     wait_for("the command's file", made.exists, vs)
     # the agent's edit is in the buffer, unsaved (nothing asked for a save); the user saves it
     assert (workspace / "calc.py").read_text() == CALC
-    focus_editor(vs)
-    vs.page.keyboard.press("Control+S")
-    wait_for("the saved edit", lambda: (workspace / "calc.py").read_text() == EDITED, vs)
+    save_active_editor(vs, lambda: (workspace / "calc.py").read_text() == EDITED)
 
     # "Restore to here" on the prompt → Restore code: the open buffer and the file on disk go back
     prompt = frame.locator("#entries > .entry.prompt", has_text=FIRST).first
@@ -104,6 +117,20 @@ def test_restore_to_here_puts_code_back_undo_returns_it_and_rewind_forks_the_con
     wait_for("the command's file back", lambda: made.exists() and made.read_text() == MADE, vs)
     wait_for("the edit back on disk", lambda: (workspace / "calc.py").read_text() == EDITED, vs)
 
+    # "Restore to here" on the command's row, previewed: the dry run's diff in a document, then Restore Code
+    row = frame.locator("#entries > details.entry.tool", has_text="run_command").first
+    row.locator("button.restore").click()
+    vs.pick("Preview code changes first")
+    vs.page.locator(".tab.active", has_text="Restore preview.diff").wait_for(timeout=TIMEOUT_MS)
+    preview = vs.editor_text()
+    assert preview.startswith("--- a/") and "\n+++ " in preview, preview
+    dialog = vs.page.locator(".monaco-dialog-box", has_text="as the preview shows")
+    dialog.locator(".monaco-button", has_text=re.compile(r"^Restore Code$")).click()
+    restore_them_too_if_asked(vs, "Restored")
+    vs.notification("Restored")
+    vs.page.locator(".tab", has_text="calc.py").first.click()
+    vs.page.locator(".tab.active", has_text="calc.py").wait_for(timeout=TIMEOUT_MS)
+
     # the same through /rewind; the buffer's restore is an editor edit: Ctrl+Z takes it back
     box = frame.locator("#input")
     box.click()
@@ -119,8 +146,14 @@ def test_restore_to_here_puts_code_back_undo_returns_it_and_rewind_forks_the_con
     vs.page.keyboard.press("Control+Z")
     vs.wait_editor_text(lambda text: "a + b" in text, "the text from before the restore after Ctrl+Z")
 
-    # a second run, then Rewind… → the second prompt → Restore conversation: the view shows the fork
-    run_prompt(frame, SECOND, 2)
+    # a second run (the buttons are off while it runs), then Rewind… → the second prompt → Restore
+    # conversation: the view shows the fork
+    box.click()
+    box.fill(SECOND)
+    box.press("Enter")
+    frame.locator("button.restore:disabled").first.wait_for(timeout=TIMEOUT_MS)
+    frame.locator("#entries > .entry.finish").nth(1).wait_for(timeout=60_000)
+    frame.locator("button.restore:disabled").first.wait_for(state="detached", timeout=TIMEOUT_MS)
     frame.get_by_text(SECOND_ANSWER).wait_for(timeout=TIMEOUT_MS)
     box.click()
     box.fill(DRAFT)

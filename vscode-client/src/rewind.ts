@@ -129,6 +129,11 @@ export function rewindErrorText(error: unknown): string {
   }
 }
 
+/** How many files a unified diff changes (one `+++ ` header each). */
+export function diffFileCount(diff: string): number {
+  return diff.split('\n').filter((line) => line.startsWith('+++ ')).length;
+}
+
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
@@ -246,7 +251,7 @@ export class RewindFlow {
         return;
       }
       await this.ui.showDiff(preview.diff);
-      const next = await this.ui.confirmAfterPreview(new Set([...(preview.restored ?? []), ...(preview.inEditor ?? [])]).size);
+      const next = await this.ui.confirmAfterPreview(diffFileCount(preview.diff));
       if (!next) {
         return;
       }

@@ -5,7 +5,7 @@ import { AgentClient } from '../../src/agentClient.js';
 import type { PickItem } from '../../src/host.js';
 import { Methods } from '../../src/protocol.js';
 import type { CheckpointOut, MessageOut, RewindResult } from '../../src/protocol.js';
-import { RESTORE_CHOICES, RewindFlow, relativeTime, restoredMessage, rewindErrorText, rewindPoints } from '../../src/rewind.js';
+import { RESTORE_CHOICES, RewindFlow, diffFileCount, relativeTime, restoredMessage, rewindErrorText, rewindPoints } from '../../src/rewind.js';
 import type { RestoreWhat, RewindClient, RewindUi } from '../../src/rewind.js';
 import { Transcript } from '../../src/transcript.js';
 import { renderEntry } from '../../src/transcriptHtml.js';
@@ -36,6 +36,11 @@ describe('the /rewind picker', () => {
     assert.match(points[0]!.detail!, /Before this step's effects · 5 min ago/);
     assert.equal(points[1]!.label, '$(comment) add a helper');
     assert.match(points[1]!.detail!, /Before this message's run · 5 min ago/);
+  });
+
+  it('counts the files a preview changes', () => {
+    assert.equal(diffFileCount('--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n--- a/made.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-m\n'), 2);
+    assert.equal(diffFileCount(''), 0);
   });
 
   it('says when in words', () => {
