@@ -1,9 +1,10 @@
 """Restore to here in a real VS Code window. A run edits a file open in the editor (through its buffer)
 and a command creates another; "Restore to here" on the prompt → Restore code puts both back (the
 buffer and the disk), the notification's Undo brings the run's result back, and the restore is an
-ordinary buffer edit Ctrl+Z takes back. After a second run, "LSP Agent: Rewind…" → the second prompt →
-Restore conversation shows the fork: the first run stays, the second is gone, and what the user had
-typed in the agent input is still there."""
+ordinary buffer edit Ctrl+Z takes back. The button is reached with Tab from its row; a step's restore
+can be previewed as a diff first; the buttons are off while a task runs. After a second run,
+"LSP Agent: Rewind…" → the second prompt → Restore conversation shows the fork: the first run stays,
+the second is gone, and what the user had typed in the agent input is still there."""
 
 from __future__ import annotations
 
@@ -98,7 +99,12 @@ def test_restore_to_here_puts_code_back_undo_returns_it_and_rewind_forks_the_con
 
     # "Restore to here" on the prompt → Restore code: the open buffer and the file on disk go back
     prompt = frame.locator("#entries > .entry.prompt", has_text=FIRST).first
-    prompt.locator("button.restore").click()
+    # from the keyboard, like the other row actions: the row, Tab to its button, Enter
+    prompt.focus()
+    vs.page.keyboard.press("Tab")
+    focused = prompt.locator("button.restore").evaluate("b => b === document.activeElement")
+    assert focused, "Tab from the prompt's row did not reach its Restore to here button"
+    vs.page.keyboard.press("Enter")
     choices = vs.page.locator(".quick-input-widget .monaco-list-row", has_text="Preview code changes")
     choices.wait_for(timeout=TIMEOUT_MS)
     vs.doc_screenshot("vscode-restore-to-here")
@@ -140,8 +146,9 @@ def test_restore_to_here_puts_code_back_undo_returns_it_and_rewind_forks_the_con
     vs.pick("Restore code")
     restore_them_too_if_asked(vs, "Restored")
     vs.notification("Restored")
+    # (the step's restore may have put the buffer back already: the file made by the command says this one ran)
+    wait_for("the command's file gone", lambda: not made.exists(), vs)
     vs.wait_editor_text(lambda text: text == CALC.rstrip("\n"), "the restored buffer")
-    assert not made.exists()
     focus_editor(vs)
     vs.page.keyboard.press("Control+Z")
     vs.wait_editor_text(lambda text: "a + b" in text, "the text from before the restore after Ctrl+Z")
