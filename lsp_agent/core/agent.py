@@ -189,7 +189,7 @@ class Agent:
         except RowChanged as exc:
             raise conflict(str(exc)) from None
         self.tasks[generation.id] = asyncio.ensure_future(self._run(generation))
-        return Started(session.id, generation.id)
+        return Started(session.id, generation.id, generation.prompt_id)
 
     async def _run(self, generation: Generation) -> RunFinish:
         session = generation.session

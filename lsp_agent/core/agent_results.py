@@ -19,6 +19,7 @@ __all__ = ["QueueSteerResult", "SessionPage", "SessionSummary", "Started", "Stat
 class Started:
     session_id: str
     generation: str
+    message_id: str = ""  # the stored prompt: front ends offer rewinding to it before the answer arrives
 
 
 @dataclass(frozen=True)

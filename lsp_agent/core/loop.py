@@ -185,6 +185,7 @@ class Generation:
         #: this step's tool list (built with its request; the step's calls are checked against it)
         self.tools: ToolRegistry = self.env.registry
         self.begun = False
+        self.prompt_id = ""  # the stored user message this generation starts with, once begun
         #: this generation took the session's lease when it began (and gives it back when it ends)
         self._took_lease = False
         #: renews the lease while the generation runs
@@ -272,6 +273,7 @@ class Generation:
         except BaseException:
             session.active = None
             raise
+        self.prompt_id = prompt_message.id
 
     async def run(self, prompt: str | None = None) -> events.RunFinish:
         """Run to a stop reason (after `begin`, or beginning with `prompt` now)."""

@@ -74,6 +74,8 @@ class RunResult(Result):
 
     session_id: str
     generation: str
+    message_id: str = Field("", description="The user message the run starts with (stored before this answer): "
+                                            "what `agent/rewind` takes to go back to before the run.")
 
 
 # --- agent/cancel -----------------------------------------------------------------------------

@@ -54,7 +54,8 @@ def _known_session(ls: AgentServer, session_id: str) -> None:
 @routes.rpc(m.AGENT_RUN, RunParams)
 def agent_run(ls: AgentServer, params: RunParams) -> RunResult:
     started = ls.start_run(params)
-    return RunResult(session_id=started.session_id, generation=started.generation)
+    return RunResult(session_id=started.session_id, generation=started.generation,
+                     message_id=started.message_id)
 
 
 @routes.rpc(m.AGENT_CANCEL, CancelParams)
@@ -102,4 +103,5 @@ def fix_diagnostic(ls: AgentServer, args: FixDiagnosticArgs) -> RunResult:
     if busy or unknown:
         session_id = None  # busy or unknown: a fresh session
     started = ls.start_run(RunParams(prompt=fix_prompt(args, rel), session_id=session_id))
-    return RunResult(session_id=started.session_id, generation=started.generation)
+    return RunResult(session_id=started.session_id, generation=started.generation,
+                     message_id=started.message_id)

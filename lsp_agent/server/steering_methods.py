@@ -45,7 +45,8 @@ def receipt_out(receipt: Receipt) -> ReceiptOut:
 
 
 def _started(started: Started | None) -> RunResult | None:
-    return RunResult(session_id=started.session_id, generation=started.generation) if started else None
+    return RunResult(session_id=started.session_id, generation=started.generation,
+                     message_id=started.message_id) if started else None
 
 
 def _steer_result(ls: AgentServer, result: CoreSteerResult) -> QueueSteerResult:

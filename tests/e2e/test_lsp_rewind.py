@@ -113,3 +113,18 @@ async def test_the_dry_run_diff_of_an_open_file_starts_from_its_unsaved_buffer(
     done = await editor.request("agent/rewind", {"sessionID": session_id, "toMessageID": history[0]["id"],
                                                  "restore": "code"})
     assert done["inEditor"] == ["calc.py"] and editor.text("calc.py") == CALC  # what the preview showed
+
+
+async def test_the_run_answer_names_the_prompt_message_so_a_client_can_rewind_to_it_at_once(
+        workspace: Path, start_editor: StartEditor) -> None:
+    make_calc_workspace(workspace)
+    (workspace / "notes.txt").write_text(NOTES)
+    editor = await start_editor(workspace, SCRIPT)
+    started = await editor.run("change things")
+    assert started["messageID"].startswith("msg")
+    await editor.finished(started["generation"])
+    history = await messages(editor, started["sessionID"])
+    assert history[0]["role"] == "user" and history[0]["id"] == started["messageID"]
+    done = await editor.request("agent/rewind", {"sessionID": started["sessionID"],
+                                                 "toMessageID": started["messageID"], "restore": "code"})
+    assert done["status"] == "done" and (workspace / "notes.txt").read_text() == NOTES

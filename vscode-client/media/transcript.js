@@ -244,6 +244,11 @@
         showChoices(message.choices);
         state.classList.toggle('running', Boolean(message.running));
         stop.hidden = !message.running;
+        // a running task's files and history are still moving: nothing is restored under it
+        for (const button of transcript.querySelectorAll('button.restore')) {
+          button.disabled = Boolean(message.running);
+          button.title = message.running ? 'Stop the task (or wait for it to finish) to restore' : 'Restore the code, the conversation or both to before this';
+        }
         break;
       case 'getDraft':
         vscode.postMessage({ type: 'draftReply', requestId: message.requestId, text: input.value });

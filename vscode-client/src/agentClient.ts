@@ -347,7 +347,7 @@ export class AgentClient {
     this.introduced.add(result.generation);
     // Events can overtake the answer (a fast run may even have finished): the prompt goes
     // before them, and a finished run is not marked running again.
-    this.transcript.prompt(withAttached(text, attachments), 'run', result.generation);
+    this.transcript.prompt(withAttached(text, attachments), 'run', result.generation, result.messageID);
     if (!this.finished.has(result.generation)) {
       this.state.running = true;
       this.state.generation = result.generation;
@@ -527,7 +527,7 @@ export class AgentClient {
       return;
     }
     this.introduced.add(started.generation);
-    this.transcript.prompt(item.text, 'queue', started.generation);
+    this.transcript.prompt(item.text, 'queue', started.generation, started.messageID);
     if (!this.finished.has(started.generation)) {
       this.state.running = true;
       this.state.generation = started.generation;
@@ -605,7 +605,7 @@ export class AgentClient {
     }
     if (!this.introduced.has(result.generation)) {
       this.introduced.add(result.generation);
-      this.transcript.prompt(promptLine, 'run', result.generation);
+      this.transcript.prompt(promptLine, 'run', result.generation, result.messageID);
     }
     this.changed();
   }

@@ -8,6 +8,8 @@ import * as path from 'node:path';
 
 import * as vscode from 'vscode';
 
+import { REWIND_COMMAND } from './rewind.js';
+
 import { CommandIds } from './commands.js';
 import {
   attachmentsOf,
@@ -324,6 +326,9 @@ export class ComposerContext {
         return;
       case 'sessions':
         await vscode.commands.executeCommand(CommandIds.openSession);
+        return;
+      case 'rewind':
+        await vscode.commands.executeCommand(REWIND_COMMAND);
         return;
       case 'model':
         await this.runIfThere(CommandIds.chooseModel, 'Choosing a model');

@@ -151,7 +151,7 @@ export function sessionDigest(title: string, sessionID: string, messages: readon
 
 // --- slash commands ---------------------------------------------------------------------------
 
-export type BuiltinSlash = 'new' | 'compact' | 'review' | 'sessions' | 'model' | 'mode';
+export type BuiltinSlash = 'new' | 'compact' | 'review' | 'sessions' | 'model' | 'mode' | 'rewind';
 
 export interface SlashCommand {
   name: string;
@@ -168,6 +168,7 @@ export const BUILTIN_SLASH: readonly SlashCommand[] = [
   { name: 'compact', builtin: 'compact', description: "compact the session's context" },
   { name: 'review', builtin: 'review', description: 'review the changes of the last run' },
   { name: 'sessions', builtin: 'sessions', description: 'reopen a past session' },
+  { name: 'rewind', builtin: 'rewind', description: 'restore the code, the conversation or both to before a message' },
   { name: 'model', builtin: 'model', description: 'choose the model' },
   { name: 'mode', builtin: 'mode', description: 'choose the mode (Agent, Plan, Ask)' },
 ];

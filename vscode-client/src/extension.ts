@@ -23,6 +23,8 @@ import { gitOps } from './git.js';
 import { REVIEWING_CONTEXT, ReviewCommandIds, ReviewCommands } from './review.js';
 import { VscodeHost } from './vscodeHost.js';
 import { VscodeReviewEditor } from './views/reviewEditor.js';
+import { RESTORE_TO_HERE_COMMAND, REWIND_COMMAND, RewindFlow } from './rewind.js';
+import { VscodeRewindUi } from './views/rewindHost.js';
 import { QUEUE_VIEW_ID, QueueView } from './views/queueView.js';
 import { Readiness, SETUP_CONTEXT, WaitingPrompts, waitingReason } from './readiness.js';
 import { StatusBar, currentFacts } from './views/statusBar.js';
@@ -297,6 +299,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(CommandIds.queueCancelItem, (arg: ItemArg) => cmds.queueCancelItem(arg));
   register(CommandIds.queueEditItem, (arg: ItemArg) => cmds.queueEditItem(arg));
   register(CommandIds.openSession, () => cmds.openSession());
+  const rewind = new RewindFlow(agent, new VscodeRewindUi(host));
+  register(REWIND_COMMAND, () => rewind.pickAndRestore());
+  register(RESTORE_TO_HERE_COMMAND, (messageID?: string) => (typeof messageID === 'string' ? rewind.restoreTo(messageID) : rewind.pickAndRestore()));
   const review = new ReviewCommands(host, changes, reviewEditor, log.logger);
   register(ReviewCommandIds.review, (generation?: string) => review.review(typeof generation === 'string' ? generation : undefined));
   register(ReviewCommandIds.keep, (path?: string) => review.keep(typeof path === 'string' ? path : undefined));

@@ -627,6 +627,8 @@ export interface RunParams {
 export interface RunResult {
   sessionID: string;
   generation: string;
+  /** The user message the run starts with (stored before this answer): what `agent/rewind` takes to go back to before the run. */
+  messageID: string;
 }
 
 /** Before verify_project runs, the server asks the editor to save the documents the agent edited in open buffers, so disk equals what the agent edited. */

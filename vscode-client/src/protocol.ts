@@ -22,6 +22,8 @@ export const Methods = {
   queueCancel: 'agent/queue/cancel',
   queueEdit: 'agent/queue/edit',
   compact: 'agent/compact',
+  checkpoints: 'agent/checkpoints',
+  rewind: 'agent/rewind',
 } as const satisfies Record<string, MethodName>;
 
 export const Notifications = {
@@ -111,6 +113,9 @@ export type SessionInfo = gen.SessionInfo;
 export type SessionsResult = gen.SessionsResult;
 export type SessionResult = gen.SessionResult;
 export type MessageOut = gen.MessageOut;
+export type CheckpointOut = gen.CheckpointOut;
+export type RewindParams = gen.RewindParams;
+export type RewindResult = gen.RewindResult;
 export type SkillState = gen.State;
 export type SkillCandidate = gen.CandidateOut;
 export type SkillInfo = gen.SkillOut;

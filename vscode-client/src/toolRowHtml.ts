@@ -19,6 +19,18 @@ export function copyButton(what: string, label: string): string {
   return `<button type="button" class="copy" data-copy="${escapeHtml(what)}" title="Copy ${escapeHtml(label)}">Copy</button>`;
 }
 
+/** "Restore to here" on a prompt, a step or a tool call: the extension asks what to restore
+ *  (the command is on the transcript's allow-list; the argument is the message to go back before). */
+export function restoreButton(messageID: string | undefined): string {
+  if (!messageID) {
+    return '';
+  }
+  return (
+    `<button type="button" class="restore" data-command="lspAgent.restoreToHere" data-arg="${escapeHtml(messageID)}" ` +
+    'title="Restore the code, the conversation or both to before this" aria-label="Restore to here">Restore to here</button>'
+  );
+}
+
 /** A link that opens a workspace file (at a line, or where `find` occurs); the extension checks the path. */
 export function fileLink(path: string, text: string, at: { line?: number; find?: string } = {}): string {
   const line = at.line !== undefined ? ` data-open-line="${at.line}"` : '';
@@ -98,7 +110,7 @@ export function renderToolRow(entry: ToolEntry): string {
   }
   return (
     `<details class="${classes.join(' ')}" data-key="${escapeHtml(entry.key)}"${startsOpen(entry) ? ' open data-default-open' : ''}>` +
-    `<summary tabindex="-1"><span class="icon">${TOOL_ICON[entry.status]}</span> <b>${escapeHtml(entry.tool)}</b>${input}${kind}${summary}${elapsed}</summary>` +
+    `<summary tabindex="-1"><span class="icon">${TOOL_ICON[entry.status]}</span> <b>${escapeHtml(entry.tool)}</b>${input}${kind}${summary}${elapsed}${restoreButton(entry.messageID)}</summary>` +
     `<div class="tool-body">${check}${diffs}${args}${output}</div></details>`
   );
 }

@@ -21,6 +21,8 @@ export interface PromptEntry {
   key: string;
   text: string;
   source: 'run' | 'queue';
+  /** the stored user message (what "Restore to here" rewinds to), once the server named it */
+  messageID?: string;
 }
 
 export interface StepEntry {
@@ -31,6 +33,8 @@ export interface StepEntry {
   maxSteps: number;
   tokens?: Tokens;
   reason?: 'tool-calls' | 'stop' | 'length';
+  /** the step's assistant message, known once it made a call ("Restore to here": before its effects) */
+  messageID?: string;
 }
 
 export interface TextEntry {
@@ -50,6 +54,8 @@ export interface ToolEntry {
   tool: string;
   input: string;
   status: 'running' | 'completed' | 'error';
+  /** the assistant message that made the call */
+  messageID?: string;
   summary?: string;
   errorKind?: string;
   elapsedMs?: number;
@@ -265,8 +271,11 @@ export class Transcript {
   }
 
   /** A user prompt; given its generation, it goes before that generation's entries already shown. */
-  prompt(text: string, source: PromptEntry['source'] = 'run', generation?: string): void {
+  prompt(text: string, source: PromptEntry['source'] = 'run', generation?: string, messageID?: string): void {
     const entry: PromptEntry = { kind: 'prompt', key: this.fresh('prompt'), text, source };
+    if (messageID) {
+      entry.messageID = messageID;
+    }
     const first = generation === undefined ? -1 : this.list.findIndex((e) => 'generation' in e && e.generation === generation);
     if (first < 0) {
       this.push(entry);
@@ -409,7 +418,10 @@ export class Transcript {
         order.push(generation);
       }
       if (message.role === 'assistant' && message.step != null) {
-        this.upsertStep(generation, message.step, 0);
+        const step = this.upsertStep(generation, message.step, 0);
+        if (message.parts.some((p) => p.type === 'tool_call')) {
+          step.messageID = message.id;
+        }
         if (run) {
           run.steps = Math.max(run.steps, message.step);
           run.ended = message.parts.some((p) => p.type === 'tool_call') ? 'tools' : 'final';
@@ -420,7 +432,7 @@ export class Transcript {
           case 'text':
             if (message.role === 'user') {
               if (!part.synthetic) {
-                this.push({ kind: 'prompt', key: `prompt:${part.id}`, text: part.text, source: 'run' });
+                this.push({ kind: 'prompt', key: `prompt:${part.id}`, text: part.text, source: 'run', messageID: message.id });
               }
             } else if (!part.synthetic) {
               this.push({ kind: 'text', key: `text:${part.id}`, generation, text: part.text, final: true });
@@ -438,6 +450,7 @@ export class Transcript {
               step: message.step ?? 0,
               tool: part.name,
               input: describeInput(args),
+              messageID: message.id,
               rawInput: args,
               status: 'running',
               detail: toolDetail(part.name, args),
@@ -569,6 +582,15 @@ export class Transcript {
         status: part.state.status,
       };
       this.push(entry);
+    }
+    if (part.messageID && entry.messageID !== part.messageID) {
+      entry.messageID = part.messageID;
+      // the step made a call: its header can offer going back to before it
+      const header = this.byKey.get(`step:${generation}:${step}`);
+      if (header?.kind === 'step' && header.messageID !== part.messageID) {
+        header.messageID = part.messageID;
+        this.dirty.add(header.key);
+      }
     }
     entry.status = part.state.status;
     entry.rawInput = part.state.input;

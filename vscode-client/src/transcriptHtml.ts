@@ -5,7 +5,7 @@ import { DECISION_LABELS } from './approval.js';
 import type { ApprovalCard } from './approvalCards.js';
 import { escapeHtml } from './html.js';
 import { renderMarkdown } from './markdown.js';
-import { copyButton, renderToolRow } from './toolRowHtml.js';
+import { copyButton, renderToolRow, restoreButton } from './toolRowHtml.js';
 import { finishSummary, firstLine, formatTokens, stopLine, verificationNote, verificationWords } from './transcript.js';
 import type { Entry } from './transcript.js';
 
@@ -21,13 +21,13 @@ export function renderEntry(entry: Entry): string {
   switch (entry.kind) {
     case 'prompt':
       return (
-        `<div class="entry prompt" ${attr(entry.key)}><div class="who">${entry.source === 'queue' ? 'You (queued)' : 'You'}</div>` +
+        `<div class="entry prompt" ${attr(entry.key)}><div class="who">${entry.source === 'queue' ? 'You (queued)' : 'You'}${restoreButton(entry.messageID)}</div>` +
         `<pre>${escapeHtml(entry.text)}</pre></div>`
       );
     case 'step': {
       const of = entry.maxSteps ? `${entry.step}/${entry.maxSteps}` : String(entry.step);
       const usage = entry.tokens ? ` <span class="usage">${escapeHtml(formatTokens(entry.tokens))}</span>` : '';
-      return `<div class="entry step" ${attr(entry.key)}>Step ${of}${usage}</div>`;
+      return `<div class="entry step" ${attr(entry.key)}>Step ${of}${usage}${restoreButton(entry.messageID)}</div>`;
     }
     case 'text':
       // Markdown (sanitised: markdown.ts); the streaming cursor is drawn by CSS.

@@ -14,6 +14,7 @@ import type { Composer, Host } from '../host.js';
 import { CHOOSE_MODE } from '../modes.js';
 import { RUN_PLAN_COMMAND } from '../planRun.js';
 import { ReviewCommandIds } from '../review.js';
+import { RESTORE_TO_HERE_COMMAND } from '../rewind.js';
 import { statusView } from '../status.js';
 import type { StatusFacts } from '../status.js';
 import { renderApprovals, renderEntries, renderEntry, renderPlanOffer, renderShell, renderWaiting } from '../transcriptHtml.js';
@@ -38,6 +39,7 @@ const WEBVIEW_COMMANDS = new Set<string>([
   CommandIds.sendWaiting,
   CommandIds.withdrawWaiting,
   ReviewCommandIds.review,
+  RESTORE_TO_HERE_COMMAND,
 ]);
 
 type FromWebview =

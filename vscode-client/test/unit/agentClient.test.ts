@@ -58,7 +58,7 @@ describe('AgentClient runs', () => {
       if (eventsFirst) {
         emit(rpc, runEvents().slice(0, 2));
       }
-      client.followStartedRun({ sessionID: SESSION, generation: GEN }, line);
+      client.followStartedRun({ sessionID: SESSION, generation: GEN, messageID: '' }, line);
       if (!eventsFirst) {
         emit(rpc, runEvents().slice(0, 2));
       }
@@ -74,7 +74,7 @@ describe('AgentClient runs', () => {
     rpc.answer(Methods.run, { sessionID: SESSION, generation: GEN });
     await client.run('mine');
     emit(rpc, runEvents().slice(0, 1));
-    client.followStartedRun({ sessionID: 'ses_other', generation: 'gen-x' }, 'fix: …');
+    client.followStartedRun({ sessionID: 'ses_other', generation: 'gen-x', messageID: '' }, 'fix: …');
     assert.equal(client.snapshot.sessionID, SESSION);
     assert.ok(!client.transcript.entries.some((e) => e.kind === 'prompt' && e.text === 'fix: …'));
   });

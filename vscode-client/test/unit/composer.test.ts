@@ -192,7 +192,7 @@ describe('slash commands', () => {
 
   it('complete by prefix, the built-ins first', () => {
     const all = slashCommands([{ name: 'commit', text: '# Write a commit message\nfor $ARGUMENTS' }], [], false);
-    assert.deepEqual(all.slice(0, 6).map((c) => c.name), ['new', 'compact', 'review', 'sessions', 'model', 'mode']);
+    assert.deepEqual(all.slice(0, 7).map((c) => c.name), ['new', 'compact', 'review', 'sessions', 'rewind', 'model', 'mode']);
     assert.deepEqual(slashCompletions(all, '/co').map((c) => c.name), ['compact', 'commit']);
     assert.deepEqual(slashCompletions(all, 'mo').map((c) => c.name), ['model', 'mode']);
     assert.match(all.find((c) => c.name === 'commit')!.description, /Write a commit message \(your prompt\)/);
