@@ -281,3 +281,44 @@ async def test_the_note_after_an_edit_leaves_a_passing_check_verified(workspace:
 
     assert "The editor reports 1 new error(s)" in output_of(editor, started["generation"], "apply_patch")
     assert finish["verification"] == "verified"  # only verify_project decides
+
+
+async def test_positions_go_to_the_editor_in_utf16_and_come_back_in_characters(
+        workspace: Path, start_editor: StartEditor) -> None:
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n", encoding="utf-8")
+    (workspace / "emoji.py").write_text("from calc import add\nx = '😀😀'; y = add(1, 2)\n", encoding="utf-8")
+    editor = await start_editor(workspace, [reply(call("find_references", path="emoji.py", line=2, symbol="add")),
+                                            reply(text="done")], capabilities=declaring(["references"]))
+
+    async def answer(params: dict[str, Any]) -> Any:
+        # `add` on line 2 starts at character 16 in UTF-16 (each emoji is two units), 14 in code points
+        assert params["position"] == {"line": 1, "character": 16}
+        return {"locations": [{"uri": editor.uri("emoji.py"), "range": span(1, 16, 19)}]}
+
+    editor.answer_query = answer
+    started = await editor.run("who uses add")
+    await editor.finished(started["generation"])
+    assert output_of(editor, started["generation"], "find_references") == (
+        "OK: 1 reference(s) for emoji.py:2:15:\nemoji.py:2:15: x = '😀😀'; y = add(1, 2)")
+
+
+async def test_callers_and_implementations_share_one_tool(workspace: Path, start_editor: StartEditor) -> None:
+    make_workspace(workspace)
+    editor = await start_editor(
+        workspace, [reply(call("find_implementations", path="calc.py", symbol="add", relation="callHierarchy"),
+                          call("find_implementations", path="calc.py", symbol="add", relation="typeDefinition")),
+                    reply(text="done")], capabilities=declaring(["callHierarchy", "implementation"]))
+    main = editor.uri("main.py")
+
+    async def answer(params: dict[str, Any]) -> Any:
+        caller = {"name": "<module>", "kind": 2, "uri": main, "range": span(0, 0, 3), "selectionRange": span(0, 0, 3)}
+        return {"calls": [{"from": caller, "fromRanges": [span(3, 6, 9), span(2, 6, 9)]}]}
+
+    editor.answer_query = answer
+    started = await editor.run("who calls add")
+    await editor.finished(started["generation"])
+    callers, type_definition = tool_uses(editor, started["generation"], "find_implementations")
+    assert callers["state"]["output"] == ("OK: 2 caller(s) for calc.py:1:5:\n<module>: main.py:3:7: print(add(1, 2))\n"
+                                          "<module>: main.py:4:7: print(add(3, 4))")
+    assert type_definition["state"]["output"] == (
+        "ERROR: the editor does not answer typeDefinition; it answers: implementation, callHierarchy")
