@@ -322,3 +322,21 @@ async def test_callers_and_implementations_share_one_tool(workspace: Path, start
                                           "<module>: main.py:4:7: print(add(3, 4))")
     assert type_definition["state"]["output"] == (
         "ERROR: the editor does not answer typeDefinition; it answers: implementation, callHierarchy")
+
+
+async def test_a_settings_change_keeps_the_declared_tools_and_applies_the_switches(
+        workspace: Path, start_editor: StartEditor, model: LoopbackServer) -> None:
+    make_workspace(workspace)
+    editor = await start_editor(workspace, capabilities=declaring(["references", "hover"]), init_options={
+        "model": "loop/m", "providers": {"loop": {"baseUrl": model.url, "maxRetries": 0}}})
+    first = await editor.run("one")
+    await editor.finished(first["generation"])
+    editor.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"lspAgent": {
+        "model": "loop/m", "providers": {"loop": {"baseUrl": model.url, "maxRetries": 0}},
+        "editorQueries": {"disabledKinds": ["hover"]}}}))
+    second = await editor.run("two")
+    await editor.finished(second["generation"])
+
+    before, after = ([t["function"]["name"] for t in r.json()["tools"]] for r in model.requests)
+    assert before[-2:] == ["find_references", "hover"]
+    assert after == before[:-1]  # the user's switch applies from the next run; the declared kinds stay
