@@ -7,6 +7,7 @@ only, so they share the gate with other reads. See editor_locate.py for naming p
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -180,6 +181,10 @@ class EditorDiagnostics(Tool[EditorDiagnosticsArgs]):
                "file and line. It never counts as verification: only verify_project verifies.")
     use_when = "after edits, to catch type errors quickly before running verify_project."
     avoid_when = "you need to know the tests pass: use verify_project."
+
+    def paths(self, args: EditorDiagnosticsArgs) -> Iterable[str]:
+        # Optional, so not found by the default (which reads plain RelPath fields); checked the same way.
+        return [args.path] if args.path is not None else []
 
     async def run(self, args: EditorDiagnosticsArgs, ctx: ToolContext) -> ToolResult:
         if ctx.editor is None:

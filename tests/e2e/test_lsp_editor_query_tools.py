@@ -340,3 +340,18 @@ async def test_a_settings_change_keeps_the_declared_tools_and_applies_the_switch
     before, after = ([t["function"]["name"] for t in r.json()["tools"]] for r in model.requests)
     assert before[-2:] == ["find_references", "hover"]
     assert after == before[:-1]  # the user's switch applies from the next run; the declared kinds stay
+
+
+async def test_a_path_leaving_the_workspace_is_refused_before_the_editor_is_asked(
+        workspace: Path, start_editor: StartEditor) -> None:
+    make_workspace(workspace)
+    editor = await start_editor(workspace, [reply(call("editor_diagnostics", path="../outside.py"),
+                                                  call("hover", path="../outside.py", line=1)),
+                                            reply(text="done")], capabilities=declaring(EVERY_KIND))
+    editor.answer_query = language_servers(editor)
+    started = await editor.run("look outside")
+    await editor.finished(started["generation"])
+    for tool in ("editor_diagnostics", "hover"):
+        (use,) = tool_uses(editor, started["generation"], tool)
+        assert use["state"]["status"] == "error" and "path_denied" in use["state"]["output"]
+    assert editor.queries == []
