@@ -33,6 +33,7 @@ class QueryFailure(StrEnum):
     NOT_SUPPORTED = "not_supported"  # the editor does not answer this kind
     FAILED = "failed"  # the editor or its language server reported an error
     MALFORMED = "malformed"  # the answer did not have the agreed shape
+    CANCELLED = "cancelled"  # the run was cancelled while the editor was asked
 
 
 class EditorQueryError(Exception):

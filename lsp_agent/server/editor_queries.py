@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
 from pygls.lsp.server import LanguageServer
 
+from lsp_agent.core.cancel import cancel_signal
 from lsp_agent.core.editor_queries import (
     DiagnosticFact,
     EditorQueryError,
@@ -98,12 +99,24 @@ class LspEditorQueries:
     async def _ask(self, params: EditorQueryParams, path: str | None) -> Any:
         limit = self._settings().timeout_s
         what = f"{params.kind} of {path}" if path else params.kind
+        request = asyncio.ensure_future(self.ls.protocol.send_request_async(AGENT_EDITOR_QUERY, params.wire()))
+        cancel = cancel_signal.get()
+        # A cancelled run must not wait for an editor that may never answer.
+        stopper = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
         try:
-            return await asyncio.wait_for(self.ls.protocol.send_request_async(AGENT_EDITOR_QUERY, params.wire()),
-                                          limit)
-        except TimeoutError:
-            raise EditorQueryError(QueryFailure.NO_ANSWER,
-                                   f"the editor did not answer ({what}) within {limit:g}s") from None
+            done, _ = await asyncio.wait({request, *([stopper] if stopper else [])}, timeout=limit,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if stopper is not None:
+                stopper.cancel()
+        if request not in done:
+            request.cancel()
+            if stopper is not None and stopper in done:
+                raise EditorQueryError(QueryFailure.CANCELLED, f"the run was cancelled while the editor was asked "
+                                                               f"({what})")
+            raise EditorQueryError(QueryFailure.NO_ANSWER, f"the editor did not answer ({what}) within {limit:g}s")
+        try:
+            return request.result()
         except JsonRpcMethodNotFound:
             raise EditorQueryError(QueryFailure.NOT_SUPPORTED,
                                    f"the editor does not implement {AGENT_EDITOR_QUERY}") from None

@@ -42,7 +42,8 @@ class SymbolAtArgs(StrictArgs):
 
 
 def failed(error: EditorQueryError) -> ToolResult:
-    kind = ErrorKind.TIMEOUT if error.failure is QueryFailure.NO_ANSWER else ErrorKind.TOOL_FAILURE
+    kind = {QueryFailure.NO_ANSWER: ErrorKind.TIMEOUT,
+            QueryFailure.CANCELLED: ErrorKind.CANCELLED}.get(error.failure, ErrorKind.TOOL_FAILURE)
     return ToolResult.failure(kind, f"{error.message} [{error.failure.value}]", editor_failure=error.failure.value)
 
 

@@ -13,7 +13,7 @@ import pytest_asyncio
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.e2e.conftest import Editor, StartEditor, full_capabilities
+from tests.e2e.conftest import Editor, StartEditor, eventually, full_capabilities
 from tests.e2e.test_lsp_edits import tool_uses
 from tests.e2e.test_lsp_run import CALC, make_calc_workspace
 from tests.helpers import call, reply
@@ -355,3 +355,29 @@ async def test_a_path_leaving_the_workspace_is_refused_before_the_editor_is_aske
         (use,) = tool_uses(editor, started["generation"], tool)
         assert use["state"]["status"] == "error" and "path_denied" in use["state"]["output"]
     assert editor.queries == []
+
+
+async def test_cancelling_the_run_stops_waiting_for_an_editor_that_hangs(workspace: Path,
+                                                                         start_editor: StartEditor) -> None:
+    make_workspace(workspace)
+    editor = await start_editor(workspace, [reply(call("hover", path="calc.py", symbol="add")), reply(text="x")],
+                                capabilities=declaring(["hover"]), init_options={"editorQueries": {"timeoutS": 120}})
+    released = asyncio.Event()
+
+    async def hang(params: dict[str, Any]) -> Any:
+        await released.wait()
+        return {"contents": None}
+
+    editor.answer_query = hang
+    started = await editor.run("hover add")
+
+    async def asked() -> bool:
+        return bool(editor.queries)
+
+    await eventually(asked)
+    await editor.request("agent/cancel", {"sessionID": started["sessionID"]})
+    finish = await editor.finished(started["generation"])  # long before the 120 s the editor was given
+    released.set()
+    assert finish["stopReason"] == "cancelled"
+    (hover,) = tool_uses(editor, started["generation"], "hover")
+    assert "cancelled" in hover["state"]["output"]
