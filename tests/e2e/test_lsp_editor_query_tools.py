@@ -381,3 +381,17 @@ async def test_cancelling_the_run_stops_waiting_for_an_editor_that_hangs(workspa
     assert finish["stopReason"] == "cancelled"
     (hover,) = tool_uses(editor, started["generation"], "hover")
     assert "cancelled" in hover["state"]["output"]
+
+
+async def test_answers_are_bounded_and_say_how_much_was_left_out(workspace: Path,
+                                                                 start_editor: StartEditor) -> None:
+    make_workspace(workspace)
+    editor = await start_editor(workspace, [reply(call("find_references", path="calc.py", symbol="add")),
+                                            reply(text="done")], capabilities=declaring(EVERY_KIND),
+                                init_options={"editorQueries": {"maxResults": 2}})
+    editor.answer_query = language_servers(editor)
+    started = await editor.run("who uses add")
+    await editor.finished(started["generation"])
+    assert output_of(editor, started["generation"], "find_references") == (
+        "OK: 5 reference(s) for calc.py:1:5:\ncalc.py:1:5: def add(a, b):\nmain.py:1:18: from calc import add\n"
+        "... 3 more not shown (narrow the question)")
