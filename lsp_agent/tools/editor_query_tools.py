@@ -246,12 +246,11 @@ class FindImplementations(Tool[FindImplementationsArgs]):
             return failed(exc)
         place = f"{args.path}:{at.line + 1}:{at.column + 1}"
         if kind is QueryKind.CALL_HIERARCHY:
-            spots = [s.spot for s in answer.symbols]
-            names = {s.spot: s.name for s in answer.symbols}
-            rendered = await render_spots(spots, ctx, "")
-            order = sorted((s for s in spots if s.path), key=lambda s: (s.path or "", s.start.line, s.start.column))
-            lines = [f"{names[s]}: {line}" for s, line in zip(order, rendered, strict=False)]
-            lines += rendered[len(order):]
+            # Each call site with its caller's name; a library caller as the setting says.
+            calls = sorted(answer.symbols, key=lambda c: (c.spot.path is None, c.spot.path or c.spot.outside,
+                                                          c.spot.start.line, c.spot.start.column))
+            lines = list(dict.fromkeys([f"{c.name}: {line}" for c in calls
+                                        for line in await render_spots([c.spot], ctx, "")]))
             noun = "caller(s)"
         else:
             lines = await render_spots(answer.spots, ctx, await _signature(editor, args.path, answer.spots, at))
