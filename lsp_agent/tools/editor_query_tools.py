@@ -12,7 +12,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from lsp_agent.core.editor_queries import EditorQueries, EditorQueryError, QueryKind, Spot
+from lsp_agent.core.editor_queries import (
+    DiagnosticFact,
+    EditorQueries,
+    EditorQueryError,
+    QueryKind,
+    Spot,
+    SpotPosition,
+)
 from lsp_agent.core.tools import Access, RelPath, StrictArgs, Tool, ToolContext, ToolResult
 from lsp_agent.domain.history import ErrorKind
 from lsp_agent.tools.editor_locate import (
@@ -30,7 +37,7 @@ _AT = ("Name the place by `path` and `symbol` (a name in that file), or by `path
        "`column`).")
 
 
-async def _signature(editor: EditorQueries, path: str, spots: list[Spot], at: Any) -> str:
+async def _signature(editor: EditorQueries, path: str, spots: list[Spot], at: SpotPosition) -> str:
     """For locations outside the workspace: the hover's signature at the asked place, never the file."""
     if all(s.path for s in spots) or QueryKind.HOVER not in editor.kinds:
         return ""
@@ -203,7 +210,7 @@ class EditorDiagnostics(Tool[EditorDiagnosticsArgs]):
         return ToolResult.success(bounded(f"{len(found)} problem(s) in {where}:", lines, ctx))
 
 
-def diagnostic_line(d: Any) -> str:
+def diagnostic_line(d: DiagnosticFact) -> str:
     tag = " ".join(t for t in (d.source, d.code) if t)
     return (f"{shown_spot(d.spot, None)}: {d.severity}: {d.message.splitlines()[0][:300] if d.message else ''}"
             f"{f' [{tag}]' if tag else ''}")
