@@ -10,6 +10,7 @@ from lsp_agent.settings.config import Settings
 from lsp_agent.skills.read_skill import ReadSkill
 from lsp_agent.tools.apply_patch import ApplyPatch
 from lsp_agent.tools.context_recover import ContextRecover
+from lsp_agent.tools.editor_query_tools import editor_query_tools
 from lsp_agent.tools.list_dir import ListDir
 from lsp_agent.tools.read_file import ReadFile
 from lsp_agent.tools.read_recipe import ReadRecipe
@@ -21,7 +22,8 @@ from lsp_agent.tools.write_file import WriteFile
 MINIMAL = ("read_file", "apply_patch", "write_file", "verify_project")
 
 
-def default_tools(settings: Settings) -> list[Tool[Any]]:
+def default_tools(settings: Settings, editor_kinds: tuple[str, ...] = ()) -> list[Tool[Any]]:
+    """`editor_kinds`: the editor queries the client declared it answers (none headless)."""
     tools: list[Tool[Any]] = [ReadFile(), ListDir(), SearchCode(), ApplyPatch(), WriteFile(), RunCommand(),
                               VerifyProject()]
     if settings.tool_profile == "minimal":
@@ -33,8 +35,10 @@ def default_tools(settings: Settings) -> list[Tool[Any]]:
         tools.append(ContextRecover())
     if settings.experimental.read_only_recipes:
         tools.append(ReadRecipe(ToolRegistry(list(tools))))  # children: the read tools above, never itself
+    # Last: the editor's own tools, present only where a client declared them, in the kinds' fixed order.
+    tools.extend(editor_query_tools(settings.editor_queries.offered(editor_kinds)))
     return tools
 
 
-def default_registry(settings: Settings) -> ToolRegistry:
-    return ToolRegistry(default_tools(settings))
+def default_registry(settings: Settings, editor_kinds: tuple[str, ...] = ()) -> ToolRegistry:
+    return ToolRegistry(default_tools(settings, editor_kinds))

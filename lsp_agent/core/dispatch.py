@@ -17,6 +17,7 @@ from typing import Any
 from lsp_agent.core import controller
 from lsp_agent.core.approval import ApprovalDesk, ApprovalSubject, Decision, Reason, denied_text, reasons
 from lsp_agent.core.checkpoint_port import StepRef
+from lsp_agent.core.edit_diagnostics import EditDiagnostics
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.tools import Access, Tool, ToolContext, ToolResult
 from lsp_agent.core.write_detect import Snapshot, WriteDetector
@@ -75,6 +76,8 @@ class CallRunner:
                         id=call.id, message_id=ctx.message_id, call_id=call.call_id, tool=call.name,
                         state=events.ToolState(status="running", input=verdict.raw_args))))
                     run = _execute_watching_writes if tool.access is Access.EXEC else _execute_checkpointed
+                    if tool.access is Access.WRITE:
+                        run = _execute_noting_diagnostics
                     result = await run(tool, verdict, run_ctx)
                     result = await self._retry_unsandboxed(call, subject, verdict, run_ctx, result, approvals)
         except asyncio.CancelledError:
@@ -194,6 +197,22 @@ async def _execute_checkpointed(tool: Tool[Any], verdict: controller.Accepted, c
     result = await _execute(tool, verdict, ctx)
     written = [str(p) for p in result.metadata.get("written") or []]
     await _checkpoint(ctx, "after", ref, sorted({*declared, *written}), None)
+    return result
+
+
+async def _execute_noting_diagnostics(tool: Tool[Any], verdict: controller.Accepted,
+                                      ctx: ToolContext) -> ToolResult:
+    """An edit tool's call; when an editor reports diagnostics, its new errors in the edited files are
+    appended to the result (text only: what was written, and so verification, stays as it was)."""
+    settings = ctx.settings.editor_queries
+    if ctx.editor is None or not EditDiagnostics.wanted(ctx.editor, settings):
+        return await _execute_checkpointed(tool, verdict, ctx)
+    watch = EditDiagnostics(ctx.editor, ctx.documents, settings, [str(p) for p in tool.paths(verdict.args)])
+    await watch.begin()
+    result = await _execute_checkpointed(tool, verdict, ctx)
+    written = [str(p) for p in result.metadata.get("written") or []]
+    if result.ok and written:
+        result.output += await watch.note_for(written)
     return result
 
 

@@ -608,7 +608,8 @@ class Generation:
                            session_id=self.session.id, message_id=message_id,
                            history=self.env.store, cancel=self.cancel_event,
                            command_policy=self.env.command_policy, ignored_paths=self.env.ignored_paths,
-                           checkpoints=self.env.checkpoints if self.env.settings.checkpoints.enabled else None)
+                           checkpoints=self.env.checkpoints if self.env.settings.checkpoints.enabled else None,
+                           editor=self.env.editor)
 
     def _check_calls(self, reply: AssistantReply, message_id: str) -> None:
         """The controller's verdicts, before the reply is stored: a refused call's oversized arguments

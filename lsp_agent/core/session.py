@@ -17,6 +17,7 @@ from lsp_agent.context.state import ContextState
 from lsp_agent.core.announce import INSTRUCTIONS, SkillsSeen
 from lsp_agent.core.approval import Approver, DenyAll, remembered
 from lsp_agent.core.checkpoint_port import StepCheckpoints
+from lsp_agent.core.editor_queries import EditorQueries
 from lsp_agent.core.gate import Gate
 from lsp_agent.core.lease import SessionLeases
 from lsp_agent.core.prefix import RequestBytes
@@ -128,6 +129,8 @@ class Environment:
     #: no watcher reports outside edits (every front end but the language server): a run compares the
     #: workspace with what its latest check saw before it declares the verification
     recheck_outside: bool = False
+    #: the editor's language intelligence, for the editor-query tools (None: no editor answers queries)
+    editor: EditorQueries | None = None
 
 
 class RunningGeneration(Protocol):

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lsp_agent.core.approval import ApprovalSubject
 from lsp_agent.core.checkpoint_port import StepCheckpoints
+from lsp_agent.core.editor_queries import EditorQueries
 from lsp_agent.core.write_detect import IgnoredPaths
 from lsp_agent.domain.edits import EditApplier
 from lsp_agent.domain.history import ErrorKind, Message
@@ -122,6 +123,8 @@ class ToolContext:
     ignored_paths: IgnoredPaths | None = None
     #: records the workspace around each step that may write (None: no checkpoints)
     checkpoints: StepCheckpoints | None = None
+    #: the editor's language intelligence (None: no editor, or it answers no queries)
+    editor: EditorQueries | None = None
 
 
 ArgsT = TypeVar("ArgsT", bound=StrictArgs)

@@ -19,6 +19,7 @@ from lsp_agent.protocol import (
     approval_models,
     checkpoint_models,
     context_models,
+    editor_query_models,
     errors,
     mcp_models,
     methods,
@@ -120,6 +121,7 @@ METHODS: tuple[MethodDoc, ...] = (
               "does not implement it, or a save fails, verify_project reports `error: unsaved edits` instead "
               "of testing stale files."),
     MethodDoc(*approval_models.METHOD_DOC),  # approval policy
+    MethodDoc(*editor_query_models.METHOD_DOC),  # the editor's language intelligence as tools
     *(MethodDoc(*doc) for doc in trust_models.METHOD_DOCS),  # workspace trust
     *(MethodDoc(*doc) for doc in provider_models.METHOD_DOCS),  # models, keys, modes
     MethodDoc(*verification_models.METHOD_DOC),  # a check made stale after its run
@@ -336,5 +338,19 @@ def render_markdown() -> str:
             f"- Failures of a verify check become Diagnostics (source `{methods.DIAGNOSTIC_SOURCE}`, severity",
             "  Error, code = the check kind) on the failing file; a later passing check of that kind clears",
             f"  them. The code action \"Ask the agent to fix this\" runs `{methods.COMMAND_FIX_DIAGNOSTIC}`.",
+            ""]
+    out += ["## Editor queries", "",
+            "- A client that can answer questions about the code from its own language servers declares the",
+            "  kinds in `initialize`: `capabilities.experimental.lspAgent.editorQueries` = a list of",
+            f"  {', '.join(f'`{k}`' for k in typing.get_args(editor_query_models.EditorQueryKind))}.",
+            "- Each declared kind (unless switched off in `editorQueries`) becomes a tool, listed after the other",
+            "  tools in that fixed order for the whole session: `find_definition`, `find_references`, `hover`,",
+            "  `document_symbols`, `workspace_symbols`, `editor_diagnostics`; `typeDefinition`, `implementation`",
+            "  and `callHierarchy` share `find_implementations`. A client that declares nothing gets none.",
+            "- The tools send `agent/editorQuery`; answer with the editor's LSP result as it is (positions in",
+            "  UTF-16, the encoding this server negotiates). Error kinds for `data.kind`: "
+            f"{', '.join(f'`{k}`' for k in editor_query_models.EDITOR_QUERY_ERROR_KINDS)}.",
+            "- After an edit the server asks `diagnostics` for the edited files (before, then until the answer",
+            "  settles) and appends the new errors to the edit's result; verification is never affected.",
             ""]
     return "\n".join(out)

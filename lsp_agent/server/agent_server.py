@@ -38,6 +38,7 @@ from lsp_agent.core.session import ModelChoice
 from lsp_agent.domain.events import InvalidatedBy, VerificationStatus
 from lsp_agent.domain.ports import Provider, ProviderError, ProviderErrorKind
 from lsp_agent.domain.verification import Verification, derive
+from lsp_agent.protocol.editor_query_models import declared_kinds
 from lsp_agent.protocol.errors import UNAVAILABLE, ProtocolError, from_core
 from lsp_agent.protocol.methods import CONFIG_SECTION
 from lsp_agent.protocol.models import RunParams
@@ -50,6 +51,7 @@ from lsp_agent.server.client_version import mismatch_message, server_version, sp
 from lsp_agent.server.convert import make_converter, to_plain
 from lsp_agent.server.diagnostics import DiagnosticsPublisher
 from lsp_agent.server.documents import BufferDocuments
+from lsp_agent.server.editor_queries import LspEditorQueries
 from lsp_agent.server.edits import EditorCaps, LspApplier
 from lsp_agent.server.line_document import LineDocument, LineWorkspace
 from lsp_agent.server.notify import LspEventSink
@@ -204,6 +206,8 @@ class AgentServer(LanguageServer):
         super().__init__("lsp-agent", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=AgentProtocol, converter_factory=make_converter)
         self.rt: Runtime | None = None
+        #: the editor queries the client declared it answers (`experimental.lspAgent.editorQueries`)
+        self.editor_kinds: tuple[str, ...] = ()
         #: set when the runtime could not be built after boot.py answered `initialize`
         self.startup_problem: str | None = None
         #: the classified refusal behind it, when there is one (the store unavailable): every request that
@@ -308,6 +312,11 @@ class AgentServer(LanguageServer):
         env = open_environment(root, settings, provider, sink, store=store, watched=True)
         env = dataclasses.replace(env, documents=documents, applier=applier,
                                   approver=EditorApprover(self))  # agent/requestApproval (server/approval.py)
+        self.editor_kinds = tuple(declared_kinds(to_plain(params.capabilities.experimental)))
+        if self.editor_kinds:  # agent/editorQuery (server/editor_queries.py): the client answers some kinds
+            editor = LspEditorQueries(self, root, documents, self.editor_kinds,
+                                      lambda: self.runtime().agent.env.settings.editor_queries)
+            env = dataclasses.replace(env, editor=editor, registry=default_registry(settings, self.editor_kinds))
         self._watch_mcp(cast("McpManager | None", env.mcp))
         agent = Agent(env)
         watcher = Watcher(root, own, self.note_external_change, ignore_paths=[workspace_dir(root)])
@@ -442,7 +451,8 @@ class AgentServer(LanguageServer):
         settings = self.in_mode(settings)
         provider, problem = self._provider(settings)
         rt.provider_problem = problem
-        rt.agent.reconfigure(settings=settings, provider=provider, registry=default_registry(settings),
+        rt.agent.reconfigure(settings=settings, provider=provider,
+                             registry=default_registry(settings, self.editor_kinds),
                              model=model_facts(settings), **self._replace_mcp(settings))
         self.tell([*problems, *([problem] if problem else [])])
         return view

@@ -191,6 +191,56 @@ class Compaction(_Section):
                              "same way this many times in a row (0: never).")
 
 
+#: The editor queries the server can ask (the client declares which it answers), in the fixed order
+#: their tools are listed in.
+EDITOR_QUERY_KINDS = ("definition", "references", "hover", "documentSymbols", "workspaceSymbols", "diagnostics",
+                      "typeDefinition", "implementation", "callHierarchy")
+
+
+class EditorQuerySettings(_Section):
+    """The editor's language intelligence as tools (docs/configuration.md). A workspace's own config may
+    only turn it off or tighten it: nothing from a repository makes the agent ask the editor more."""
+
+    enabled: bool = Field(True, description="Offer the editor-query tools when the editor declares it answers them.")
+    disabled_kinds: list[str] = Field(
+        default_factory=list, alias="disabledKinds",
+        description="Query kinds not to offer, e.g. [\"workspaceSymbols\"]; the others stay on.")
+    timeout_s: float = Field(5.0, gt=0, le=120, alias="timeoutS",
+                             description="Seconds to wait for the editor's answer to one query.")
+    max_results: int = Field(50, ge=1, le=1000, alias="maxResults",
+                             description="Most locations, symbols or diagnostics one tool result lists.")
+    result_chars: int = Field(8000, ge=200, le=200_000, alias="resultChars",
+                              description="Most characters of one editor-query tool result.")
+    outside_workspace: Literal["signature", "refuse"] = Field(
+        "signature", alias="outsideWorkspace",
+        description="Locations outside the workspace (libraries): signature shows the hover line for them, never "
+                    "the file; refuse lists only that they are outside.")
+    diagnostics_after_edits: bool = Field(
+        True, alias="diagnosticsAfterEdits",
+        description="After an edit, append the new errors the editor reports for the edited files.")
+    diagnostics_settle_s: float = Field(
+        0.5, ge=0, le=10, alias="diagnosticsSettleS",
+        description="The editor's diagnostics must stay unchanged this long before they are reported.")
+    diagnostics_wait_s: float = Field(3.0, ge=0, le=60, alias="diagnosticsWaitS",
+                                      description="Longest wait for the diagnostics to settle after an edit.")
+    diagnostics_note_lines: int = Field(10, ge=1, le=200, alias="diagnosticsNoteLines",
+                                        description="Most errors listed in the note after an edit.")
+
+    @field_validator("disabled_kinds")
+    @classmethod
+    def _known_kinds(cls, value: list[str]) -> list[str]:
+        unknown = [k for k in value if k not in EDITOR_QUERY_KINDS]
+        if unknown:
+            raise ValueError(f"unknown editor query kinds {unknown}; known: {', '.join(EDITOR_QUERY_KINDS)}")
+        return value
+
+    def offered(self, declared: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+        """The kinds to turn into tools: declared by the editor, on here, in the fixed order."""
+        if not self.enabled:
+            return ()
+        return tuple(k for k in EDITOR_QUERY_KINDS if k in declared and k not in self.disabled_kinds)
+
+
 class Checkpoints(_Section):
     """The workspace recorded before every step that may write, so any step can be taken back
     (docs/architecture.md, "Checkpoints and rewind"). Kept in the state directory, never in the workspace."""
@@ -296,6 +346,7 @@ class Settings(_Section):
     experimental: Experimental = Field(default_factory=Experimental)
     compaction: Compaction = Field(default_factory=Compaction)
     checkpoints: Checkpoints = Field(default_factory=Checkpoints)
+    editor_queries: EditorQuerySettings = Field(default_factory=EditorQuerySettings, alias="editorQueries")
     mcp: McpSettings = Field(default_factory=McpSettings, description="MCP servers whose tools the agent gets.")
     script: str | None = Field(None, description="Reply script for the scripted provider (JSON file).")
     instruction_profile: Literal["default", "compact"] = Field(
@@ -384,11 +435,24 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}") from exc
 
 
+def _editor_query_defaults() -> dict[str, Any]:
+    """`editorQueries.<name>` → its default, under the field name and its alias (the workspace gate
+    lets a repository's config only turn these down)."""
+    out: dict[str, Any] = {}
+    for name, info in EditorQuerySettings.model_fields.items():
+        value = info.get_default(call_default_factory=True)
+        out[f"editorQueries.{name}"] = value
+        if info.alias:
+            out[f"editorQueries.{info.alias}"] = value
+    return out
+
+
 def inspect_workspace(root: Path, *, editor_distrusts: bool = False) -> workspace_trust.WorkspaceView:
     """What the workspace's own config sets, what of it is gated, and whether the user trusted it
     (`editor_distrusts`: the editor does not trust the folder, so no stored trust applies)."""
     return workspace_trust.inspect(
-        root, never=SANDBOX_KEYS, limit_defaults={name: f.default for name, f in Limits.model_fields.items()},
+        root, never=SANDBOX_KEYS, limit_defaults={**{name: f.default for name, f in Limits.model_fields.items()},
+                                                  **_editor_query_defaults()},
         max_steps_default=Settings.model_fields["max_steps"].default, editor_distrusts=editor_distrusts)
 
 

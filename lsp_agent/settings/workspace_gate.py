@@ -42,6 +42,9 @@ TIGHTEN_ONLY_KEYS = frozenset({"maxSteps", "max_steps"})
 #: sooner. A workspace may only raise these.
 RAISE_ONLY_LIMITS = frozenset({"context_pack_min_context", "escalate_after_failures", "session_lease_s"})
 
+#: Sections a workspace may only turn down: switch off, disable kinds, shorten waits and bounds.
+TURN_DOWN_ONLY_SECTIONS = frozenset({"editorQueries", "editor_queries"})
+
 
 @dataclass(frozen=True)
 class Gated:
@@ -94,6 +97,8 @@ def split(raw: Mapping[str, Any], *, never: Iterable[str], limit_defaults: Mappi
             out.safe[key] = copy.deepcopy(value)
         elif key in TIGHTEN_ONLY_KEYS:
             _tighten(out, [key], value, max_steps_default)
+        elif key in TURN_DOWN_ONLY_SECTIONS and isinstance(value, dict):
+            _turn_down(out, key, value, limit_defaults)
         elif key in TIGHTEN_ONLY_SECTIONS and isinstance(value, dict):
             for name, item in value.items():
                 _tighten(out, [key, name], item, limit_defaults.get(name), upward=name in RAISE_ONLY_LIMITS)
@@ -120,6 +125,28 @@ def _tighten(out: Split, path: list[str], value: Any, default: Any, upward: bool
         shown = f" from {default!r}" if default is not None else ""
         verb = "lowers" if upward else "raises"
         out.gated.append(Gated(".".join(path), f"{verb} {'.'.join(path)}{shown} to {value!r}"))
+
+
+def _turn_down(out: Split, section: str, value: dict[str, Any], defaults: Mapping[str, Any]) -> None:
+    """The editor-query section of an untrusted workspace: off switches and tighter numbers apply;
+    anything that would make the agent ask the editor more, or show more, waits for trust."""
+    for name, item in value.items():
+        key = f"editorQueries.{name}"
+        if key in defaults and _turns_down(name, defaults[key], item):
+            _put(out.safe, [section, name], copy.deepcopy(item))
+        else:
+            out.gated.append(Gated(f"{section}.{name}", f"sets {section}.{name} to {_short(item)}"))
+
+
+def _turns_down(name: str, default: Any, value: Any) -> bool:
+    if isinstance(default, bool):
+        return bool(value is False)
+    if isinstance(default, list):  # the kinds switched off: more of them only removes tools
+        return isinstance(value, list) and all(isinstance(k, str) for k in value)
+    if name in ("outside_workspace", "outsideWorkspace"):
+        return bool(value == "refuse")
+    number, limit = _number(value), _number(default)
+    return number is not None and limit is not None and number <= limit
 
 
 def _shell(argv: list[Any]) -> str:

@@ -128,6 +128,9 @@ class Editor:
         self.refuse: str | None = None  # refuse applyEdit with this reason
         self.keystroke_on_apply: tuple[str, str] | None = None  # (path, text typed before applying)
         self.save_mode = "save"  # save | fail | unsupported
+        #: answers agent/editorQuery (a stand-in for the editor's language servers); None: not implemented
+        self.answer_query: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
+        self.queries: list[dict[str, Any]] = []  # every agent/editorQuery params, in order
         self._finished: dict[str, asyncio.Future[dict[str, Any]]] = {}
 
     # --- what the user does -------------------------------------------------------------------
@@ -323,6 +326,14 @@ def make_client(editor_ref: list[Editor]) -> LanguageClient:
     @client.feature("agent/saveDocuments")
     def save_documents(ls: LanguageClient, params: Any) -> dict[str, Any]:
         return editor_ref[0].on_save_documents(params)
+
+    @client.feature("agent/editorQuery")
+    async def editor_query(ls: LanguageClient, params: Any) -> Any:
+        editor = editor_ref[0]
+        editor.queries.append(plain(params))
+        if editor.answer_query is None:
+            raise JsonRpcMethodNotFound.of("agent/editorQuery")
+        return await editor.answer_query(plain(params))
 
     @client.feature("agent/event")
     def agent_event(ls: LanguageClient, params: Any) -> None:

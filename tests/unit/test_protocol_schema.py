@@ -13,6 +13,7 @@ from lsp_agent.protocol import (
     approval_models,
     checkpoint_models,
     context_models,
+    editor_query_models,
     mcp_models,
     methods,
     provider_models,
@@ -37,7 +38,8 @@ def test_schema_command_lists_every_method_notification_and_command() -> None:
         *methods.CLIENT_REQUESTS, *methods.SERVER_NOTIFICATIONS, methods.AGENT_SAVE_DOCUMENTS,
         methods.COMMAND_FIX_DIAGNOSTIC, *context_models.CONTEXT_REQUESTS,
         *(doc[0] for doc in skill_models.METHOD_DOCS), mcp_models.AGENT_MCP_LIST,
-        approval_models.AGENT_REQUEST_APPROVAL, *(doc[0] for doc in trust_models.METHOD_DOCS),
+        approval_models.AGENT_REQUEST_APPROVAL, editor_query_models.AGENT_EDITOR_QUERY,
+        *(doc[0] for doc in trust_models.METHOD_DOCS),
         *(doc[0] for doc in provider_models.METHOD_DOCS), verification_models.METHOD_DOC[0],
             *checkpoint_models.CHECKPOINT_REQUESTS}
     kinds = {name: entry["kind"] for name, entry in schema["methods"].items()}
