@@ -4,6 +4,15 @@
 
 export const PROTOCOL_VERSION = 1;
 
+export interface CallHierarchyItem {
+  name: string;
+  kind: number;
+  uri: string;
+  range: LspRange;
+  selectionRange: LspRange;
+  detail?: string | null;
+}
+
 export interface CancelParams {
   /** The session whose running generation to cancel. */
   sessionID: string;
@@ -95,6 +104,20 @@ export interface CompactResult {
   source?: 'model' | 'harness' | null;
 }
 
+export interface DocumentDiagnostics {
+  uri: string;
+  diagnostics: LspDiagnostic[];
+}
+
+export interface DocumentSymbol {
+  name: string;
+  kind: number;
+  range: LspRange;
+  selectionRange: LspRange;
+  detail?: string | null;
+  children?: DocumentSymbol[];
+}
+
 /** Start a proposal (or, with `name`, a validation) from a verify_project result in the transcript. */
 export interface DraftParams {
   /** A session ID (`ses_…`). */
@@ -114,6 +137,26 @@ export interface DraftResult {
   /** The draft file (outside the worktree, in the state directory). */
   path?: string | null;
   uri?: string | null;
+}
+
+/** One question to the editor. `position` is in the position encoding negotiated in `initialize` (UTF-16 unless the client offered another). */
+export interface EditorQueryParams {
+  kind: 'definition' | 'references' | 'hover' | 'documentSymbols' | 'workspaceSymbols' | 'diagnostics' | 'typeDefinition' | 'implementation' | 'callHierarchy';
+  /** The document asked about; absent for `workspaceSymbols` and for `diagnostics` of the whole workspace. */
+  uri?: string | null;
+  /** For definition, references, hover, typeDefinition, implementation and callHierarchy. */
+  position?: LspPosition | null;
+  /** For workspaceSymbols: the name searched for. */
+  query?: string | null;
+}
+
+/** Exactly the field of the kind asked: `locations` (definition, references, typeDefinition, implementation), `contents` (hover; null when there is nothing), `symbols` (documentSymbols: DocumentSymbol[] or SymbolInformation[]; workspaceSymbols: SymbolInformation[]), `diagnostics` (per document), `calls` (callHierarchy: the incoming calls of the item at the position). */
+export interface EditorQueryResult {
+  locations?: LspLocation[] | null;
+  contents?: MarkupContent | null;
+  symbols?: DocumentSymbol[] | SymbolInformation[] | null;
+  diagnostics?: DocumentDiagnostics[] | null;
+  calls?: HierarchyCall[] | null;
 }
 
 /** `error.data` of every error this server returns from an agent/* method. */
@@ -194,6 +237,12 @@ export interface HandoffResult {
   parentID: string;
 }
 
+/** One incoming call: the caller (`from`) and where it calls (`fromRanges`). */
+export interface HierarchyCall {
+  from: CallHierarchyItem;
+  fromRanges?: LspRange[];
+}
+
 /** The write that made the last check stale: a downgrade always says why, so a user can tell an edit of the agent from a change of their own. */
 export interface InvalidatedBy {
   paths: string[];
@@ -213,6 +262,34 @@ export interface ListFailureOut {
 /** No fields; params may be omitted. */
 export interface ListParams {
 
+}
+
+export interface LspDiagnostic {
+  range: LspRange;
+  message: string;
+  severity?: number | null;
+  source?: string | null;
+  code?: number | string | null;
+}
+
+export interface LspLocation {
+  uri: string;
+  range: LspRange;
+}
+
+export interface LspPosition {
+  line: number;
+  character: number;
+}
+
+export interface LspRange {
+  start: LspPosition;
+  end: LspPosition;
+}
+
+export interface MarkupContent {
+  kind?: string;
+  value: string;
 }
 
 export interface McpListParams {
@@ -817,6 +894,13 @@ export interface StepStart {
 
 export type StopReason = 'final' | 'step_limit' | 'cancelled' | 'error' | 'loop' | 'handoff';
 
+export interface SymbolInformation {
+  name: string;
+  kind: number;
+  location: LspLocation;
+  containerName?: string | null;
+}
+
 export interface TextDeltaEvent {
   sessionID: string;
   generation: string;
@@ -972,6 +1056,7 @@ export interface MethodTypes {
   'agent/queueChanged': { kind: 'notification'; params: QueueChangedParams; result: void };
   'agent/saveDocuments': { kind: 'request'; params: SaveDocumentsParams; result: SaveDocumentsResult };
   'agent/requestApproval': { kind: 'request'; params: RequestApprovalParams; result: RequestApprovalResult };
+  'agent/editorQuery': { kind: 'request'; params: EditorQueryParams; result: EditorQueryResult };
   'agent/workspaceTrust': { kind: 'request'; params: WorkspaceTrustParams; result: WorkspaceTrustState };
   'agent/workspaceTrustChanged': { kind: 'notification'; params: WorkspaceTrustState; result: void };
   'agent/models': { kind: 'request'; params: ModelsParams; result: ModelsResult };
