@@ -115,10 +115,8 @@ class SessionRewind:
         if params.restore in ("code", "both"):
             outcome = await self._code(params, ids, open_text, announce)
             result = self._code_result(params, outcome)
-            if open_text is not None and not params.dry_run:
-                ops = outcome.editor_ops + self._unsaved_agent_edits(outcome, open_text)
-                if ops:
-                    await self._in_editor(ops, open_text, result)
+            if open_text is not None and not params.dry_run and outcome.editor_ops:
+                await self._in_editor(outcome.editor_ops, open_text, result)
         if params.restore in ("conversation", "both") and not params.dry_run:
             try:
                 result.session_id = fork_session(self.env.store, params.session_id, params.to_message_id)
@@ -208,24 +206,6 @@ class SessionRewind:
         return RewindResult(status=status, target=plan.target, undo=outcome.checkpoint, restored=outcome.restored,
                             conflicts=plan.conflicts, kept=outcome.kept, unrestorable=plan.unrestorable,
                             failed=outcome.failed, diff=plan.diff)
-
-    def _unsaved_agent_edits(self, outcome: RewindOutcome, open_text: Callable[[str], str | None]) -> list[Op]:
-        """Open buffers the agent edited since the target whose edits never reached the disk: the disk
-        already matches, the buffer does not."""
-        done = {o.path for o in outcome.editor_ops} | set(outcome.plan.conflicts)
-        ops: list[Op] = []
-        for path in sorted(outcome.plan.touched_since - done):
-            entry = outcome.plan.then.get(path)
-            current = open_text(path)
-            if entry is None or entry[0] != "f" or current is None:
-                continue
-            try:
-                wanted = self._store().blobs.get(entry[1]).decode("utf-8")
-            except (BlobMissing, UnicodeDecodeError):
-                continue
-            if wanted != current:
-                ops.append(Op(path, "f", entry[1], entry[2]))
-        return ops
 
     async def _in_editor(self, ops: list[Op], open_text: Callable[[str], str | None], result: RewindResult) -> None:
         """Open files through the front end's applier: one versioned edit, undoable in the editor."""
