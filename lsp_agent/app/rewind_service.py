@@ -35,9 +35,23 @@ from lsp_agent.domain.edits import (
     UpdateFile,
     position_at,
 )
+from lsp_agent.domain.history import Message, Role
 from lsp_agent.protocol.checkpoint_models import CheckpointOut, CheckpointsResult, RewindParams, RewindResult
 
 _KINDS = {"unknown_target": "unknown_message", "folded": "checkpoint_folded", "too_large": "checkpoint_unavailable"}
+
+
+def _step_of(messages: list[Message], target: str) -> str:
+    """The message a code rewind goes back to before. A tool message holds the results of the step
+    the assistant message before it started: "before it" is before that step's effects (a front
+    end's tool row names the message its result is stored in)."""
+    at = next((i for i, m in enumerate(messages) if m.id == target), None)
+    if at is None or messages[at].role is not Role.TOOL:
+        return target
+    for message in reversed(messages[:at]):
+        if message.role is Role.ASSISTANT:
+            return message.id
+    return target
 
 
 class RewindError(Exception):
@@ -190,8 +204,9 @@ class SessionRewind:
                     announce: Callable[[str, str | None], None] | None) -> RewindOutcome:
         def in_editor(path: str) -> bool:
             return open_text is not None and open_text(path) is not None
+        target = _step_of(self.env.store.messages(params.session_id), params.to_message_id)
         try:
-            return await rewind(self._store(), params.session_id, params.to_message_id, ids,
+            return await rewind(self._store(), params.session_id, target, ids,
                                 dry_run=params.dry_run, confirm=params.confirm, in_editor=in_editor,
                                 announce=announce, buffer=open_text)
         except RewindRefused as exc:

@@ -100,6 +100,10 @@ async def test_a_preview_after_an_undone_rewind_shows_what_the_rewind_does(
 
     preview = await editor.request("agent/rewind", rewind(session_id, command_step, dryRun=True))
     assert preview["diff"] == untouched["diff"] and preview["conflicts"] == []
+    # a tool row names the message its result is stored in: before that step's effects too
+    after_step = history[[m["id"] for m in history].index(command_step) + 1:]
+    results = next(m["id"] for m in after_step if m["role"] == "tool")
+    assert (await editor.request("agent/rewind", rewind(session_id, results, dryRun=True)))["diff"] == preview["diff"]
     step = await editor.request("agent/rewind", rewind(session_id, command_step))
     assert step["status"] == "done" and step["restored"] == ["made.txt"] and step["inEditor"] == []
     assert editor.text("calc.py") == FIXED and tree(workspace) == before_the_command
