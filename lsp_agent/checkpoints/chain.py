@@ -191,7 +191,8 @@ class Chain:
         self.records = records
 
     def digests(self) -> set[str]:
-        return {e[1] for r in self.records for e in r.changes.values() if e is not None and e[0] == "f"}
+        return {e[1] for r in self.records for e in r.changes.values() if e is not None and e[0] == "f"} | \
+            {d for r in self.records for d in r.expected.values() if d is not None}
 
 
 def fold(records: list[Record], per_session: int, total: int) -> list[Record]:

@@ -62,5 +62,7 @@ async def test_retention_folding_the_edit_keeps_what_it_left(tmp_path: Path) -> 
     folded = fold(ws.records(), 1, 1_000)  # only the newest of the session is kept
     assert [r.expected for r in folded if r.session == "s"] == [{"a.txt": ws.records()[2].expected["a.txt"]}]
     ws.chain.rewrite(folded)
+    ws.blobs.sweep(ws.chain.digests())
+    assert ws.blobs.get(folded[-1].expected["a.txt"]) == b"new\n"  # the buffer's text is still there
     (root / "a.txt").write_text("new\n")
     assert await next_step_outside(reopened(ws), root) == []
