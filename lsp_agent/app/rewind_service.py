@@ -35,9 +35,23 @@ from lsp_agent.domain.edits import (
     UpdateFile,
     position_at,
 )
+from lsp_agent.domain.history import Message, Role
 from lsp_agent.protocol.checkpoint_models import CheckpointOut, CheckpointsResult, RewindParams, RewindResult
 
 _KINDS = {"unknown_target": "unknown_message", "folded": "checkpoint_folded", "too_large": "checkpoint_unavailable"}
+
+
+def _step_of(messages: list[Message], target: str) -> str:
+    """The message a code rewind goes back to before. A tool message holds the results of the step
+    the assistant message before it started: "before it" is before that step's effects (a front
+    end's tool row names the message its result is stored in)."""
+    at = next((i for i, m in enumerate(messages) if m.id == target), None)
+    if at is None or messages[at].role is not Role.TOOL:
+        return target
+    for message in reversed(messages[:at]):
+        if message.role is Role.ASSISTANT:
+            return message.id
+    return target
 
 
 class RewindError(Exception):
@@ -115,10 +129,8 @@ class SessionRewind:
         if params.restore in ("code", "both"):
             outcome = await self._code(params, ids, open_text, announce)
             result = self._code_result(params, outcome)
-            if open_text is not None and not params.dry_run:
-                ops = outcome.editor_ops + self._unsaved_agent_edits(outcome, open_text)
-                if ops:
-                    await self._in_editor(ops, open_text, result)
+            if open_text is not None and not params.dry_run and outcome.editor_ops:
+                await self._in_editor(outcome.editor_ops, open_text, result)
         if params.restore in ("conversation", "both") and not params.dry_run:
             try:
                 result.session_id = fork_session(self.env.store, params.session_id, params.to_message_id)
@@ -192,8 +204,9 @@ class SessionRewind:
                     announce: Callable[[str, str | None], None] | None) -> RewindOutcome:
         def in_editor(path: str) -> bool:
             return open_text is not None and open_text(path) is not None
+        target = _step_of(self.env.store.messages(params.session_id), params.to_message_id)
         try:
-            return await rewind(self._store(), params.session_id, params.to_message_id, ids,
+            return await rewind(self._store(), params.session_id, target, ids,
                                 dry_run=params.dry_run, confirm=params.confirm, in_editor=in_editor,
                                 announce=announce, buffer=open_text)
         except RewindRefused as exc:
@@ -208,24 +221,6 @@ class SessionRewind:
         return RewindResult(status=status, target=plan.target, undo=outcome.checkpoint, restored=outcome.restored,
                             conflicts=plan.conflicts, kept=outcome.kept, unrestorable=plan.unrestorable,
                             failed=outcome.failed, diff=plan.diff)
-
-    def _unsaved_agent_edits(self, outcome: RewindOutcome, open_text: Callable[[str], str | None]) -> list[Op]:
-        """Open buffers the agent edited since the target whose edits never reached the disk: the disk
-        already matches, the buffer does not."""
-        done = {o.path for o in outcome.editor_ops} | set(outcome.plan.conflicts)
-        ops: list[Op] = []
-        for path in sorted(outcome.plan.touched_since - done):
-            entry = outcome.plan.then.get(path)
-            current = open_text(path)
-            if entry is None or entry[0] != "f" or current is None:
-                continue
-            try:
-                wanted = self._store().blobs.get(entry[1]).decode("utf-8")
-            except (BlobMissing, UnicodeDecodeError):
-                continue
-            if wanted != current:
-                ops.append(Op(path, "f", entry[1], entry[2]))
-        return ops
 
     async def _in_editor(self, ops: list[Op], open_text: Callable[[str], str | None], result: RewindResult) -> None:
         """Open files through the front end's applier: one versioned edit, undoable in the editor."""

@@ -57,6 +57,9 @@ class BlobStore:
         self.added += len(packed)
         return digest
 
+    def has(self, digest: str) -> bool:
+        return self._path(digest).is_file()
+
     def sync(self) -> None:
         """Make every content written without `durable` durable before a checkpoint names it: one
         syncfs(2) of the store's file system (each file's fsync where syncfs is missing)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,9 @@ class Record:
     folded: list[str] = field(default_factory=list)
     #: paths an edit tool of this step wrote, changed on disk or not (in an editor, an unsaved buffer)
     touched: list[str] = field(default_factory=list)
+    #: what the step left in editor buffers, by path: the sha256 of the text (None: the file deleted).
+    #: The disk may catch up later, when the editor saves: a save of exactly this is the agent's change.
+    expected: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -60,7 +63,8 @@ class Record:
         return json.dumps({"seq": self.seq, "session": self.session, "message": self.message, "step": self.step,
                            "tool": self.tool, "phase": self.phase, "when": self.when,
                            "changes": {p: list(e) if e is not None else None for p, e in self.changes.items()},
-                           "outside": self.outside, "folded": self.folded, "touched": self.touched},
+                           "outside": self.outside, "folded": self.folded, "touched": self.touched,
+                           **({"expected": self.expected} if self.expected else {})},
                           separators=(",", ":")) + "\n"
 
     @classmethod
@@ -70,7 +74,8 @@ class Record:
             for p, e in raw["changes"].items()}
         return cls(int(raw["seq"]), str(raw["session"]), str(raw["message"]), int(raw["step"]), str(raw["tool"]),
                    str(raw["phase"]), float(raw["when"]), changes, [str(p) for p in raw.get("outside", [])],
-                   [str(m) for m in raw.get("folded", [])], [str(p) for p in raw.get("touched", [])])
+                   [str(m) for m in raw.get("folded", [])], [str(p) for p in raw.get("touched", [])],
+                   {str(p): str(d) if d is not None else None for p, d in raw.get("expected", {}).items()})
 
 
 def content_key(entry: Entry) -> tuple[str, str, int] | None:
@@ -87,6 +92,44 @@ def tree_changes(a: Tree, b: Tree) -> list[str]:
     """The paths whose content differs between two trees (Git-ignored paths aside), sorted."""
     return sorted(p for p in a.keys() | b.keys()
                   if (content_key(a[p]) if p in a else None) != (content_key(b[p]) if p in b else None))
+
+
+def matches(entry: Entry | None, expected: str | None) -> bool:
+    """Whether a path's entry holds what an agent's edit left for it (None: the file gone)."""
+    if expected is None:
+        return entry is None
+    return entry is not None and entry[0] == "f" and entry[1] == expected
+
+
+def awaited(records: Iterable[Record], pending: dict[str, str | None] | None = None) -> dict[str, str | None]:
+    """The agent's edits not yet seen on disk after these records, by path: an expectation lasts until
+    the path is next recorded changed, with that content (the agent's save) or another (someone else's)."""
+    out = dict(pending or {})
+    for record in records:
+        for path in record.changes:
+            out.pop(path, None)
+        for path, digest in record.expected.items():
+            if not matches(record.changes.get(path, _UNCHANGED), digest):
+                out[path] = digest
+    return out
+
+
+#: stands for "not in this record's changes" (an absent file is None)
+_UNCHANGED: Entry = ("", "", 0, 0, 0, 0)
+
+
+def as_left(tree: Tree, pending: dict[str, str | None], stored: Callable[[str], bool]) -> Tree:
+    """The tree with the agent's edits an editor still held unsaved (those whose text is stored):
+    what the user saw, and what a rewind to this point puts back."""
+    out = dict(tree)
+    for path, digest in pending.items():
+        if digest is None:
+            out.pop(path, None)
+        elif stored(digest):
+            old = out.get(path)
+            mode = old[2] if old is not None and old[0] == "f" else 0o100644
+            out[path] = ("f", digest, mode, 0, 0, 0)
+    return out
 
 
 def replay(records: Iterable[Record], tree: Tree | None = None) -> Tree:
@@ -148,7 +191,8 @@ class Chain:
         self.records = records
 
     def digests(self) -> set[str]:
-        return {e[1] for r in self.records for e in r.changes.values() if e is not None and e[0] == "f"}
+        return {e[1] for r in self.records for e in r.changes.values() if e is not None and e[0] == "f"} | \
+            {d for r in self.records for d in r.expected.values() if d is not None}
 
 
 def fold(records: list[Record], per_session: int, total: int) -> list[Record]:
@@ -188,5 +232,6 @@ def _merge(earlier: Record, later: Record) -> Record:
     outside = sorted({p for p in earlier.outside if p not in later.changes} | set(later.outside))
     folded = [*earlier.folded, earlier.message, *later.folded]
     touched = sorted({*earlier.touched, *later.touched})
+    expected = {**{p: d for p, d in earlier.expected.items() if p not in later.changes}, **later.expected}
     return Record(later.seq, later.session, later.message, later.step, later.tool, later.phase, later.when,
-                  changes, outside, list(dict.fromkeys(folded)), touched)
+                  changes, outside, list(dict.fromkeys(folded)), touched, expected)

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lsp_agent.checkpoints.blobs import BlobMissing
-from lsp_agent.checkpoints.chain import Entry, Record, Tree, replay, same_content
+from lsp_agent.checkpoints.chain import Entry, Record, Tree, as_left, awaited, replay, same_content
 from lsp_agent.checkpoints.restore import Op, apply
 from lsp_agent.checkpoints.workspace import WorkspaceCheckpoints
 from lsp_agent.core.checkpoint_port import StepRef
 from lsp_agent.core.write_detect import snapshot
+from lsp_agent.domain.edits import digest
 
 
 class RewindRefused(LookupError):
@@ -94,12 +95,15 @@ def target_index(records: list[Record], session: str, target: str, message_ids: 
 
 
 def plan(records: list[Record], index: int | None, now: Tree, outside_now: set[str],
-         read: Callable[[str], bytes], buffer: Callable[[str], str | None] | None = None) -> RewindPlan:
+         read: Callable[[str], bytes], buffer: Callable[[str], str | None] | None = None,
+         stored: Callable[[str], bool] = lambda _digest: False) -> RewindPlan:
     """`buffer(path)`: the text of the path's open editor buffer (None: not open); the diff starts
-    from it, as the restore will (an open file is restored through its buffer)."""
+    from it, as the restore will (an open file is restored through its buffer). `stored(digest)`:
+    whether the store holds that content (an unsaved edit's text is put back only then)."""
     if index is None:
         return RewindPlan(target="")
-    then = replay(records[:index + 1])
+    kept = records[:index + 1]
+    then = as_left(replay(kept), awaited(kept), stored)
     outside = set(outside_now).union(*(r.outside for r in records[index + 1:]))
     out = RewindPlan(target=records[index].id, then=then,
                      touched_since=set().union(*(r.touched for r in records[index + 1:])))
@@ -108,6 +112,8 @@ def plan(records: list[Record], index: int | None, now: Tree, outside_now: set[s
         old, new = now.get(path), then.get(path)
         if (old is not None and old[0] == "ign") or (new is not None and new[0] == "ign") or same_content(old, new):
             continue
+        if _shows(buffer, path, new):
+            continue  # the editor already holds that text (its save is on its way): nothing to put back
         if (old is not None and old[0] == "big") or (new is not None and new[0] == "big"):
             out.unrestorable[path] = "too large to be kept in a checkpoint (checkpoints.file_bytes)"
             continue
@@ -127,6 +133,24 @@ def plan(records: list[Record], index: int | None, now: Tree, outside_now: set[s
             diffs.append(_diff(path, entry, entry, read, text))
     out.diff = "".join(diffs)
     return out
+
+
+def _shows(buffer: Callable[[str], str | None] | None, path: str, entry: Entry | None) -> bool:
+    """Whether the path's open buffer holds exactly the entry's text."""
+    text = buffer(path) if buffer is not None else None
+    return text is not None and entry is not None and entry[0] == "f" and digest(text) == entry[1]
+
+
+def unsaved_edits(found: RewindPlan, buffer: Callable[[str], str | None] | None) -> list[Op]:
+    """Open buffers the agent edited since the target whose edits never reached the disk: the disk
+    already matches the target, the buffer does not (put back through the buffer)."""
+    ops: list[Op] = []
+    for path in sorted(found.touched_since - {*found.restore, *found.conflicts, *found.unrestorable}):
+        entry = found.then.get(path)
+        text = buffer(path) if buffer is not None else None
+        if text is not None and entry is not None and entry[0] == "f" and digest(text) != entry[1]:
+            ops.append(Op(path, "f", entry[1], entry[2]))
+    return ops
 
 
 def _op(path: str, entry: Entry | None) -> Op:
@@ -192,22 +216,26 @@ async def rewind(ws: WorkspaceCheckpoints, session: str, target: str, message_id
         if dry_run:
             changes = await ws.changes(paths, walk)
             now = {p: e for p, e in replay([Record(0, "", "", 0, "", "", 0.0, changes)], ws.tree).items()}
-            outside = {p for p, e in changes.items() if e is None or e[0] != "ign"}
-            found = plan(ws.records(), index, now, outside, ws.blobs.get, buffer)
+            outside = set(ws.outside(changes))  # as the real rewind's checkpoint below finds them
+            found = plan(ws.records(), index, now, outside, ws.blobs.get, buffer, ws.blobs.has)
             return RewindOutcome(found, "", [], [], {})
         before = await ws.record_unlocked(ref, paths, walk, "before")
         records = ws.records()  # read again: retention may have folded the chain while recording
         index = target_index(records, session, target, message_ids)
-        found = plan(records, index, ws.tree, set(before.outside), ws.blobs.get, buffer)
+        found = plan(records, index, ws.tree, set(before.outside), ws.blobs.get, buffer, ws.blobs.has)
         chosen = found.ops + (found.conflict_ops if confirm else [])
         editor_ops = [o for o in chosen if in_editor is not None and in_editor(o.path)]
+        editor_ops += [o for o in unsaved_edits(found, buffer) if in_editor is not None and in_editor(o.path)]
         ops = [o for o in chosen if o not in editor_ops]
         if announce is not None:
             for op in ops:
                 if op.kind in ("f", "del"):  # a symlink has no content digest: it shows as an outside change
                     announce(op.path, op.ref if op.kind == "f" else None)
         failed = await asyncio.to_thread(apply, ws.root, ws.blobs, ops, ws.journal, on_op) if ops else {}
-        await ws.record_unlocked(ref, [o.path for o in ops], None, "after")
+        # The open files go back through their buffers after this: the editor saves them later, and
+        # those saves of exactly the restored content are this rewind's, not someone else's.
+        left = {o.path: o.ref if o.kind == "f" else None for o in editor_ops if o.kind in ("f", "del")}
+        await ws.record_unlocked(ref, [o.path for o in ops] + sorted(left), None, "after", left)
         restored = sorted(o.path for o in ops if o.path not in failed)
         kept = [] if confirm else list(found.conflicts)
         return RewindOutcome(found, before.id, restored, kept, failed, editor_ops)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import hashlib
 import logging
 import os
 import posixpath
@@ -22,7 +23,18 @@ from pathlib import Path
 
 from lsp_agent.checkpoints.blobs import BlobStore
 from lsp_agent.checkpoints.capture import Budget, capture, inside_without_links, tracked_name
-from lsp_agent.checkpoints.chain import Chain, Entry, Record, Tree, fold, replay, stat_key
+from lsp_agent.checkpoints.chain import (
+    Chain,
+    Entry,
+    Record,
+    Tree,
+    awaited,
+    content_key,
+    fold,
+    matches,
+    replay,
+    stat_key,
+)
 from lsp_agent.checkpoints.restore import recover
 from lsp_agent.core.checkpoint_port import StepRef
 from lsp_agent.core.write_detect import IgnoredPaths, Snapshot, snapshot
@@ -76,6 +88,8 @@ class WorkspaceCheckpoints:
     def _load_tree(self) -> None:
         self.tree: Tree = replay(self.chain.records)
         self.stat = {p: stat_key(e) for p, e in self.tree.items()}
+        #: the agent's edits an editor holds unsaved, by path (see `outside`)
+        self.awaited = awaited(self.chain.records)
         self._chain_size = self._size()
         #: the bytes of file contents stored, as last counted (None: not yet; another process may
         #: have added some); with `blobs.added` the running total the byte cap is checked against
@@ -144,19 +158,36 @@ class WorkspaceCheckpoints:
     async def before(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None) -> None:
         await self.record(step, paths, walk, "before")
 
-    async def after(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None) -> None:
-        await self.record(step, paths, walk, "after")
-
-    async def record(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None, phase: str) -> Record:
+    async def after(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None,
+                    edited: dict[str, str] | None = None) -> None:
         async with self.lock:
-            return await self.record_unlocked(step, paths, walk, phase)
+            left = await asyncio.to_thread(self._keep_texts, edited or {})
+            await self.record_unlocked(step, paths, walk, "after", left)
+
+    def _keep_texts(self, texts: dict[str, str]) -> dict[str, str | None]:
+        """The digests of the texts an edit left in editor buffers, each kept in the store (within
+        the size limit) so that a rewind to this point puts back the buffer, not the older disk."""
+        limit = self.settings().file_bytes
+        self._private_base()
+        out: dict[str, str | None] = {}
+        for path, text in texts.items():
+            data = text.encode("utf-8", "surrogateescape")
+            out[path] = self.blobs.put(data) if len(data) <= limit else hashlib.sha256(data).hexdigest()
+        return out
+
+    async def record(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None, phase: str,
+                     expected: dict[str, str | None] | None = None) -> Record:
+        async with self.lock:
+            return await self.record_unlocked(step, paths, walk, phase, expected)
 
     async def record_unlocked(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None,
-                              phase: str) -> Record:
-        """`record` for a caller already holding `lock` (a rewind records around its restore)."""
+                              phase: str, expected: dict[str, str | None] | None = None) -> Record:
+        """`record` for a caller already holding `lock` (a rewind records around its restore).
+        `expected`: what the step left in editor buffers (see `Record.expected`)."""
         changes = await self.changes(paths, walk)
         touched = sorted({posixpath.normpath(p) for p in paths or []}) if phase == "after" and walk is None else []
-        return await asyncio.to_thread(self._append, step, changes, phase, touched)
+        own = {posixpath.normpath(p): d for p, d in (expected or {}).items()} if phase == "after" else {}
+        return await asyncio.to_thread(self._append, step, changes, phase, touched, own)
 
     async def changes(self, paths: list[str] | None, walk: Snapshot | None) -> dict[str, Entry | None]:
         """What differs from the recorded tree now, content copied into the store, nothing appended."""
@@ -217,19 +248,36 @@ class WorkspaceCheckpoints:
             self.blobs.sync()  # before any checkpoint line names them
         return changes
 
+    def outside(self, changes: dict[str, Entry | None]) -> list[str]:
+        """The paths of `changes` (found since the last checkpoint) someone other than the agent
+        changed. Not one: a Git-ignored path, a file written again with the content it had (a save
+        of an unchanged buffer), and a file now holding exactly what an agent's edit left in its
+        editor buffer (the editor saved the agent's edit). Compared by content digest, never time."""
+        out = []
+        for path, entry in changes.items():
+            if entry is not None and entry[0] == "ign":
+                continue
+            old = self.tree.get(path)
+            if entry is not None and old is not None and content_key(entry) == content_key(old):
+                continue
+            if path in self.awaited and matches(entry, self.awaited[path]):
+                continue
+            out.append(path)
+        return sorted(out)
+
     def _append(self, step: StepRef, changes: dict[str, Entry | None], phase: str,
-                touched: list[str] | None = None) -> Record:
+                touched: list[str] | None = None, expected: dict[str, str | None] | None = None) -> Record:
         limits = self.settings()
         with self._file_lock():
             self._sync()
             first = not self.chain.records
-            outside = sorted(p for p, e in changes.items() if e is None or e[0] != "ign") \
-                if phase == "before" and not first else []
+            outside = self.outside(changes) if phase == "before" and not first else []
             record = Record(self.chain.next_seq(), step.session_id, step.message_id, step.step, step.tool,
                             "baseline" if first else phase, self.clock(), changes, outside,
-                            touched=touched or [])
+                            touched=touched or [], expected=expected or {})
             self.chain.append(record)
             self.tree = replay([record], self.tree)
+            self.awaited = awaited([record], self.awaited)
             for path, entry in changes.items():
                 if entry is None:
                     self.stat.pop(path, None)

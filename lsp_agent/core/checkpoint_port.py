@@ -41,5 +41,8 @@ class StepCheckpoints(Protocol):
         """Record the workspace before the step: `walk` when a full stat snapshot was taken (a
         command), else only `paths` (an edit tool's declared files)."""
 
-    async def after(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None) -> None:
-        """Record what the step itself changed (the agent's own writes)."""
+    async def after(self, step: StepRef, paths: list[str] | None, walk: Snapshot | None,
+                    edited: dict[str, str] | None = None) -> None:
+        """Record what the step itself changed (the agent's own writes). `edited`: the text the
+        step's edits left in each file; an editor may hold it unsaved, so it is kept as the file's
+        state at this step, and a later save of exactly that text is the agent's change."""

@@ -22,7 +22,7 @@ from lsp_agent.core.gate import Gate
 from lsp_agent.core.tools import Access, Tool, ToolContext, ToolResult
 from lsp_agent.core.write_detect import Snapshot, WriteDetector
 from lsp_agent.domain import events
-from lsp_agent.domain.edits import ApplyResult, EditApplier, EditPlan
+from lsp_agent.domain.edits import ApplyResult, CreateFile, EditApplier, EditPlan, UpdateFile
 from lsp_agent.domain.history import ErrorKind, ToolCallPart, ToolResultPart
 
 #: metadata key naming who wrote the paths in `written` (absent: the agent's own edit tool).
@@ -187,6 +187,29 @@ async def _execute_watching_writes(tool: Tool[Any], verdict: controller.Accepted
     return result
 
 
+class _EditedTexts:
+    """The tool's applier, noting the text each applied edit leaves in its file: in an editor the
+    buffer holds it until saved, and the checkpoint after the step records it so that the save is
+    known for the agent's own change."""
+
+    def __init__(self, inner: EditApplier) -> None:
+        self.inner = inner
+        self.left: dict[str, str] = {}
+
+    async def apply(self, plan: EditPlan) -> ApplyResult:
+        result = await self.inner.apply(plan)
+        if result.ok:
+            for op in plan.ops:
+                if isinstance(op, CreateFile):
+                    self.left[op.path] = op.text
+                elif isinstance(op, UpdateFile):
+                    self.left[op.path] = op.new_text
+        return result
+
+    async def flush(self, paths: list[str]) -> ApplyResult:
+        return await self.inner.flush(paths)
+
+
 async def _execute_checkpointed(tool: Tool[Any], verdict: controller.Accepted, ctx: ToolContext) -> ToolResult:
     """An edit tool's call between two checkpoints of the paths it declares (no walk of the tree)."""
     if ctx.checkpoints is None or tool.access is Access.READ:
@@ -194,9 +217,10 @@ async def _execute_checkpointed(tool: Tool[Any], verdict: controller.Accepted, c
     ref = StepRef(ctx.session_id, ctx.message_id, ctx.step, tool.name)
     declared = [str(p) for p in tool.paths(verdict.args)]
     await _checkpoint(ctx, "before", ref, declared, None)
-    result = await _execute(tool, verdict, ctx)
+    edited = _EditedTexts(ctx.applier)
+    result = await _execute(tool, verdict, dataclasses.replace(ctx, applier=edited))
     written = [str(p) for p in result.metadata.get("written") or []]
-    await _checkpoint(ctx, "after", ref, sorted({*declared, *written}), None)
+    await _checkpoint(ctx, "after", ref, sorted({*declared, *written}), None, edited.left)
     return result
 
 
@@ -217,14 +241,16 @@ async def _execute_noting_diagnostics(tool: Tool[Any], verdict: controller.Accep
 
 
 async def _checkpoint(ctx: ToolContext, phase: str, ref: StepRef, paths: list[str] | None,
-                      walk: Snapshot | None) -> None:
+                      walk: Snapshot | None, edited: dict[str, str] | None = None) -> None:
     """A checkpoint that cannot be taken is logged; the step still runs (rewind then says that
     step has no checkpoint) — losing the user's work to a full state disk would be worse."""
     if ctx.checkpoints is None:
         return
     try:
-        record = ctx.checkpoints.before if phase == "before" else ctx.checkpoints.after
-        await record(ref, paths, walk)
+        if phase == "before":
+            await ctx.checkpoints.before(ref, paths, walk)
+        else:
+            await ctx.checkpoints.after(ref, paths, walk, edited)
     except asyncio.CancelledError:
         raise
     except Exception:

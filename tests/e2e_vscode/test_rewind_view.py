@@ -109,8 +109,8 @@ def test_restore_to_here_puts_code_back_undo_returns_it_and_rewind_forks_the_con
     choices.wait_for(timeout=TIMEOUT_MS)
     vs.doc_screenshot("vscode-restore-to-here")
     vs.pick("Restore code")
-    # saving the agent's edit was a write outside the agent: the restore asks before it overwrites it
-    assert restore_them_too_if_asked(vs, "Restored 2 files"), "no question about the saved file"
+    # saving the agent's own edit, unchanged, is the agent's change: the restore asks nothing
+    assert not restore_them_too_if_asked(vs, "Restored 2 files"), "asked about the agent's own saved edit"
     toast = vs.notification("Restored 2 files")
     vs.wait_editor_text(lambda text: text == CALC.rstrip("\n"), "the restored buffer")
     assert not made.exists(), "the file the command made is still there"
@@ -132,8 +132,12 @@ def test_restore_to_here_puts_code_back_undo_returns_it_and_rewind_forks_the_con
     assert preview.startswith("--- a/") and "\n+++ " in preview, preview
     dialog = vs.page.locator(".monaco-dialog-box", has_text="as the preview shows")
     dialog.locator(".monaco-button", has_text=re.compile(r"^Restore Code$")).click()
-    restore_them_too_if_asked(vs, "Restored")
+    # before the command's effects: its file goes, the edit of the step before it stays
+    assert "--- a/made.txt" in preview and "+++ /dev/null" in preview and "calc.py" not in preview, preview
+    assert not restore_them_too_if_asked(vs, "Restored"), "asked about the restores' own saved buffers"
     vs.notification("Restored")
+    wait_for("the command's file gone after the step's restore", lambda: not made.exists(), vs)
+    assert (workspace / "calc.py").read_text() == EDITED
     vs.page.locator(".tab", has_text="calc.py").first.click()
     vs.page.locator(".tab.active", has_text="calc.py").wait_for(timeout=TIMEOUT_MS)
 
@@ -146,8 +150,7 @@ def test_restore_to_here_puts_code_back_undo_returns_it_and_rewind_forks_the_con
     vs.pick("Restore code")
     restore_them_too_if_asked(vs, "Restored")
     vs.notification("Restored")
-    # (the step's restore may have put the buffer back already: the file made by the command says this one ran)
-    wait_for("the command's file gone", lambda: not made.exists(), vs)
+    wait_for("the buffer restored to the prompt", lambda: (workspace / "calc.py").read_text() == CALC, vs)
     vs.wait_editor_text(lambda text: text == CALC.rstrip("\n"), "the restored buffer")
     focus_editor(vs)
     vs.page.keyboard.press("Control+Z")
