@@ -72,6 +72,7 @@ BODY = r"""
   agent.run("where is add defined and used?")
   wait("the run", function() return agent.last_finish ~= nil end, 240000)
   result.stop = agent.last_finish.stopReason
+  result.events = vim.api.nvim_buf_get_lines(agent.events_buf, 0, -1, false)
   AFTER_RUN
   result.loaded = vim.fn.bufloaded(env.ROOT .. "/calc.py") == 1
   for _, c in ipairs(vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()) do
