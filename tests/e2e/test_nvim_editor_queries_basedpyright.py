@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 
 from tests.e2e.conftest import write_script
-from tests.e2e.nvim_harness import NVIMS, run_nvim
+from tests.e2e.nvim_harness import NVIMS, health_lines, run_nvim
 from tests.helpers import call, reply
 from tests.providers.loopback import LoopbackServer, Reply, turn
 
@@ -30,6 +30,8 @@ CALC = 'def add(a: int, b: int) -> int:\n    """Adds two numbers."""\n    return
 MAIN = 'from calc import add\n\nprint("é", add(1, 2))\n'
 REPORT = 'from calc import add\n\nTOTAL = add(3, 4)\n\n\ndef total() -> int:\n    return add(TOTAL, "5")\n'
 
+KINDS = ["definition", "references", "hover", "documentSymbols", "workspaceSymbols", "diagnostics", "typeDefinition",
+         "implementation", "callHierarchy"]
 EDITOR_TOOLS = {"find_definition", "find_references", "hover", "document_symbols", "workspace_symbols",
                 "editor_diagnostics", "find_implementations"}
 
@@ -74,6 +76,8 @@ BODY = r"""
   result.stop = agent.last_finish.stopReason
   result.events = vim.api.nvim_buf_get_lines(agent.events_buf, 0, -1, false)
   AFTER_RUN
+  vim.cmd("checkhealth lsp_agent")
+  result.checkhealth = vim.api.nvim_buf_get_lines(0, 0, -1, false)
   result.loaded = vim.fn.bufloaded(env.ROOT .. "/calc.py") == 1
   for _, c in ipairs(vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()) do
     if c.name == "basedpyright" then result.encoding = c.offset_encoding end
@@ -130,6 +134,8 @@ def test_find_definition_references_and_hover_come_from_basedpyright(nvim: str, 
     # calc.py was never opened by the user: the plugin loaded it so basedpyright could answer.
     assert result["loaded"] is True
     assert result["encoding"] == "utf-16"
+    assert ("OK", "language servers that answer for the files they are attached to: basedpyright") in health_lines(
+        result["checkhealth"])
 
 
 @pytest_asyncio.fixture
@@ -147,6 +153,8 @@ OFFERED = r"""
   agent.run("hello")
   wait("the run", function() return agent.last_finish ~= nil end)
   result.stop = agent.last_finish.stopReason
+  vim.cmd("checkhealth lsp_agent")
+  result.checkhealth = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 """
 
 
@@ -165,6 +173,14 @@ async def test_the_editor_queries_option_decides_which_tools_the_model_is_offere
     expected = {"true": EDITOR_TOOLS,
                 "false": set(), '{ "hover", "references" }': {"find_references", "hover"}}[option]
     assert offered & EDITOR_TOOLS == expected
+    # :checkhealth says what is declared (no language server here: an empty Neovim).
+    said = {"true": "answered: " + ", ".join(KINDS), '{ "hover", "references" }': "answered: references, hover",
+            "false": "off (editor_queries = false): the agent is offered no find_definition, find_references, "
+                     "hover, ... tools"}[option]
+    found = health_lines(result["checkhealth"])
+    assert ("INFO", said) in found
+    if option != "false":
+        assert ("INFO", 'no other language server is running: the agent\'s queries get "no language server"') in found
 
 
 @needs_basedpyright

@@ -117,6 +117,15 @@ local function others(bufnr)
   return found
 end
 
+-- The names of the other language servers attached to `bufnr` (nil: running at all).
+function M.other_servers(bufnr)
+  local names = {}
+  for _, c in ipairs(others(bufnr)) do
+    table.insert(names, c.name)
+  end
+  return names
+end
+
 local function supports(c, method, bufnr)
   if not c.initialized then
     return false
