@@ -7,6 +7,7 @@
 -- other servers on the event loop (vim.wait), bounded a little below the server's own per-query
 -- timeout: a language server that hangs costs the user that much, never more.
 local answers = require("lsp_agent.editor_answers")
+local clients = require("lsp_agent.other_clients")
 local positions = require("lsp_agent.positions")
 local state = require("lsp_agent.state")
 
@@ -81,70 +82,14 @@ function M.configure(opts)
   state.editor_query_wait_ms = M.wait_ms(opts)
 end
 
-local function recent()
-  return vim.fn.has("nvim-0.11") == 1
-end
-
-local function now_ms()
-  return vim.loop.hrtime() / 1e6
-end
-
-local function clients_of(bufnr)
-  if vim.lsp.get_clients then
-    return vim.lsp.get_clients(bufnr and { bufnr = bufnr } or nil)
-  end
-  if bufnr == nil then
-    return vim.lsp.get_active_clients()
-  end
-  return vim.tbl_values(vim.lsp.buf_get_clients(bufnr))
-end
-
-local function is_agent(c)
-  return c.id == state.client_id or c.name == "lsp-agent"
-end
-
--- The other language servers: attached to `bufnr` (or any, for nil), in a stable order.
-local function others(bufnr)
-  local found = {}
-  for _, c in ipairs(clients_of(bufnr)) do
-    if not is_agent(c) then
-      table.insert(found, c)
-    end
-  end
-  table.sort(found, function(a, b)
-    return a.id < b.id
-  end)
-  return found
-end
-
--- The names of the other language servers attached to `bufnr` (nil: running at all).
-function M.other_servers(bufnr)
-  local names = {}
-  for _, c in ipairs(others(bufnr)) do
-    table.insert(names, c.name)
-  end
-  return names
-end
-
-local function supports(c, method, bufnr)
-  if not c.initialized then
-    return false
-  end
-  if recent() then
-    return c:supports_method(method, bufnr)
-  end
-  return c.supports_method(method)
-end
-
-local function encoding_of(c)
-  return c.offset_encoding or UTF16
-end
-
 -- An error answer the server classifies by `data.kind`.
 local function refuse(kind, message)
   local codes = vim.lsp.protocol.ErrorCodes
   return nil, vim.lsp.rpc.rpc_response_error(codes.RequestFailed or codes.InternalError, message, { kind = kind })
 end
+
+-- For :checkhealth: the names of the other language servers attached to a buffer (nil: all).
+M.other_servers = clients.names
 
 -- The buffer of `uri`, loaded (which starts the language servers configured for its filetype).
 local function document(uri)
@@ -165,8 +110,8 @@ end
 local function answering(bufnr, method, deadline)
   local function ready()
     local ready_ones, starting = {}, false
-    for _, c in ipairs(others(bufnr)) do
-      if supports(c, method, bufnr) then
+    for _, c in ipairs(clients.others(bufnr)) do
+      if clients.supports(c, method, bufnr) then
         table.insert(ready_ones, c)
       elseif not c.initialized then
         starting = true
@@ -176,7 +121,7 @@ local function answering(bufnr, method, deadline)
   end
   local found, starting = ready()
   if #found == 0 and starting then
-    vim.wait(math.max(0, deadline - now_ms()), function()
+    vim.wait(math.max(0, deadline - clients.now_ms()), function()
       found, starting = ready()
       return #found > 0 or not starting
     end, 20)
@@ -187,72 +132,21 @@ local function answering(bufnr, method, deadline)
   if bufnr == nil then
     return nil, { "noLanguageServer", "no language server running in Neovim answers " .. method }
   end
-  if #others(bufnr) == 0 then
+  if #clients.others(bufnr) == 0 then
     return nil, { "noLanguageServer", "no language server is attached in Neovim for " .. filetype_of(bufnr) }
   end
   return nil, { "notSupported", "the language servers attached for " .. filetype_of(bufnr) .. " do not answer "
     .. method }
 end
 
-local function send(c, method, params, bufnr, on_reply)
-  if recent() then
-    return c:request(method, params, on_reply, bufnr)
-  end
-  return c.request(method, params, on_reply, bufnr)
-end
-
-local function cancel(c, id)
-  if recent() then
-    c:cancel_request(id)
-  else
-    c.cancel_request(id)
-  end
-end
-
--- `method` sent to each client (`params_for(client)`: the params in its encoding), waiting until
--- all replied or `deadline`; a client that has not replied by then is cancelled. Returns the
--- replies ({ client, result }) and what went wrong with the others.
-local function ask(clients, method, params_for, bufnr, deadline)
-  local replies, sent = {}, {}
-  for _, c in ipairs(clients) do
-    local ok, id = send(c, method, params_for(c), bufnr, function(err, result)
-      replies[c.id] = { err = err, result = result }
-    end)
-    sent[c.id] = ok and id or nil
-  end
-  vim.wait(math.max(0, deadline - now_ms()), function()
-    for id in pairs(sent) do
-      if replies[id] == nil then
-        return false
-      end
-    end
-    return true
-  end, 10)
-  local answered, problems = {}, {}
-  for _, c in ipairs(clients) do
-    local reply = replies[c.id]
-    if reply == nil and sent[c.id] then
-      cancel(c, sent[c.id])
-      table.insert(problems, string.format("%s did not answer %s in time", c.name, method))
-    elseif reply == nil then
-      table.insert(problems, string.format("%s could not be asked %s", c.name, method))
-    elseif reply.err then
-      table.insert(problems, string.format("%s: %s", c.name, reply.err.message or vim.inspect(reply.err)))
-    else
-      table.insert(answered, { client = c, result = reply.result })
-    end
-  end
-  return answered, problems
-end
-
 -- Asks the clients of `bufnr` (nil: every client) and turns their replies into the answer with
 -- `collect(replies, cache)`; an error when none could answer.
 local function query(bufnr, method, params_for, deadline, collect)
-  local clients, refusal = answering(bufnr, method, deadline)
-  if not clients then
+  local servers, refusal = answering(bufnr, method, deadline)
+  if not servers then
     return refuse(refusal[1], refusal[2])
   end
-  local replies, problems = ask(clients, method, params_for, bufnr, deadline)
+  local replies, problems = clients.ask(servers, method, params_for, bufnr, deadline)
   if #replies == 0 then
     return refuse("failed", table.concat(problems, "; "))
   end
@@ -263,7 +157,7 @@ local function at_position(uri, position, extra)
   local cache = {}
   return function(c)
     local params = { textDocument = { uri = uri },
-                     position = positions.position(uri, position, UTF16, encoding_of(c), cache) }
+                     position = positions.position(uri, position, UTF16, clients.encoding_of(c), cache) }
     return vim.tbl_extend("force", params, extra or {})
   end
 end
@@ -271,7 +165,7 @@ end
 local function locations(replies, cache)
   local out, seen = {}, {}
   for _, reply in ipairs(replies) do
-    answers.locations(reply.result, encoding_of(reply.client), cache, out, seen)
+    answers.locations(reply.result, clients.encoding_of(reply.client), cache, out, seen)
   end
   return { locations = out }
 end
@@ -353,13 +247,13 @@ local function call_hierarchy(uri, position, bufnr, deadline)
     local calls = {}
     for _, reply in ipairs(replies) do
       for _, item in ipairs(type(reply.result) == "table" and reply.result or {}) do
-        local incoming, problems = ask({ reply.client }, method, function()
+        local incoming, problems = clients.ask({ reply.client }, method, function()
           return { item = item }
         end, bufnr, deadline)
         if #incoming == 0 then
           return refuse("failed", table.concat(problems, "; "))
         end
-        answers.incoming_calls(incoming[1].result, encoding_of(reply.client), cache, calls)
+        answers.incoming_calls(incoming[1].result, clients.encoding_of(reply.client), cache, calls)
       end
     end
     return { calls = calls }
@@ -380,7 +274,7 @@ local function answer(params, deadline)
     end, deadline, function(replies, cache)
       local collected = { list = {} }
       for _, reply in ipairs(replies) do
-        answers.symbols(reply.result, nil, encoding_of(reply.client), cache, collected)
+        answers.symbols(reply.result, nil, clients.encoding_of(reply.client), cache, collected)
       end
       return { symbols = collected.list }
     end)
@@ -395,7 +289,7 @@ local function answer(params, deadline)
     end, deadline, function(replies, cache)
       local collected = { list = {} }
       for _, reply in ipairs(replies) do
-        answers.symbols(reply.result, uri, encoding_of(reply.client), cache, collected)
+        answers.symbols(reply.result, uri, clients.encoding_of(reply.client), cache, collected)
       end
       return { symbols = collected.list }
     end)
@@ -413,7 +307,7 @@ local function answer(params, deadline)
 end
 
 M.handlers["agent/editorQuery"] = function(_, params, _)
-  local deadline = now_ms() + (state.editor_query_wait_ms or DEFAULT_TIMEOUT_S * 900)
+  local deadline = clients.now_ms() + (state.editor_query_wait_ms or DEFAULT_TIMEOUT_S * 900)
   local ok, result, err = pcall(answer, params or {}, deadline)
   if not ok then
     return refuse("failed", "Neovim could not answer: " .. tostring(result))
