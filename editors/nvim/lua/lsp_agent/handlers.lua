@@ -3,12 +3,13 @@
 local bus = require("lsp_agent.bus")
 
 local handlers = {}
-for _, name in ipairs({ "events", "queue", "run", "steering", "approval", "trust", "documents", "runstate" }) do
+for _, name in ipairs({ "events", "queue", "run", "steering", "approval", "trust", "documents", "runstate",
+                           "editor_queries" }) do
   for method, handler in pairs(require("lsp_agent." .. name).handlers) do
     assert(handlers[method] == nil, "two handlers for " .. method)
     handlers[method] = function(err, params, ctx, config)
       local result, failure = handler(err, params, ctx, config)
-      if params ~= nil and method ~= "agent/requestApproval" then
+      if params ~= nil and method ~= "agent/requestApproval" and method ~= "agent/editorQuery" then
         bus.emit(method, params)
       end
       return result, failure

@@ -207,6 +207,25 @@ local function check_optional()
   end
 end
 
+-- Which editor-query kinds Neovim declares, and which of your language servers run to answer them
+-- (:checkhealth's own buffer is current here, so it is every server, not the current file's).
+local function check_editor_queries(opts)
+  start("editor queries (your language servers as the agent's tools)")
+  local editor_queries = require("lsp_agent.editor_queries")
+  local kinds = editor_queries.kinds(opts.editor_queries)
+  if #kinds == 0 then
+    info("off (editor_queries = false): the agent is offered no find_definition, find_references, hover, ... tools")
+    return
+  end
+  info("answered: " .. table.concat(kinds, ", "))
+  local names = editor_queries.other_servers(nil)
+  if #names == 0 then
+    info("no other language server is running: the agent's queries get \"no language server\"")
+  else
+    ok("language servers that answer for the files they are attached to: " .. table.concat(names, ", "))
+  end
+end
+
 function M.check()
   local opts, from = options()
   check_neovim()
@@ -214,6 +233,7 @@ function M.check()
   check_model(opts, from)
   check_bwrap()
   check_optional()
+  check_editor_queries(opts)
 end
 
 return M

@@ -120,6 +120,8 @@ function M.setup(opts)
     client.notify("not started: " .. why .. " (:checkhealth lsp_agent)", vim.log.levels.ERROR)
     return nil
   end
+  local editor_queries = require("lsp_agent.editor_queries")
+  editor_queries.configure(opts)
   local lsp_config = {
     name = "lsp-agent",
     cmd = cmd,
@@ -128,6 +130,7 @@ function M.setup(opts)
     init_options = lsp.object(opts.init_options),
     settings = { lspAgent = lsp.object(opts.settings) },
     handlers = require("lsp_agent.handlers"),
+    capabilities = editor_queries.capabilities(opts.editor_queries),
     flags = opts.flags or {},
     on_init = function()
       vim.schedule(flush_pending)
