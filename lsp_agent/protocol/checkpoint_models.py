@@ -44,7 +44,9 @@ class CheckpointsResult(Result):
 class RewindParams(Params):
     session_id: SessionID
     to_message_id: str = Field(min_length=1, max_length=200,
-                               description="A message of the session (`msg_…`), or a checkpoint (`ckpt-…`).")
+                               description="A message of the session (`msg_…`: a user message means before the "
+                                           "run it started; a model or tool message, before its step's effects), "
+                                           "or a checkpoint (`ckpt-…`).")
     restore: Literal["code", "conversation", "both"] = Field(
         description="code: the files; conversation: fork the session before the message and make the fork "
                     "current; both.")

@@ -620,7 +620,7 @@ export interface RequestApprovalResult {
 export interface RewindParams {
   /** A session ID (`ses_…`). */
   sessionID: string;
-  /** A message of the session (`msg_…`), or a checkpoint (`ckpt-…`). */
+  /** A message of the session (`msg_…`: a user message means before the run it started; a model or tool message, before its step's effects), or a checkpoint (`ckpt-…`). */
   toMessageID: string;
   /** code: the files; conversation: fork the session before the message and make the fork current; both. */
   restore: 'code' | 'conversation' | 'both';
