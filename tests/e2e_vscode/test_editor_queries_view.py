@@ -69,8 +69,11 @@ def tool_results(model: TurnsModel) -> dict[str, str]:
     return {names[m["tool_call_id"]]: str(m["content"]) for m in messages if m["role"] == "tool"}
 
 
-def test_the_model_navigates_with_vscodes_typescript_server(open_vscode: OpenVSCode, turns_model: TurnsModel) -> None:
-    vs = open_vscode("off", [], configured=False, prepare=write_project,
+@pytest.mark.parametrize("restricted", [False, True], ids=["trusted", "restricted_mode"])
+def test_the_model_navigates_with_vscodes_typescript_server(open_vscode: OpenVSCode, turns_model: TurnsModel,
+                                                            restricted: bool) -> None:
+    # Restricted Mode changes nothing here: the queries only read what the editor already knows.
+    vs = open_vscode("off", [], configured=False, prepare=write_project, restricted=restricted,
                      settings={"lspAgent.providers": {"loop": {"baseUrl": turns_model.base_url, "maxRetries": 0}},
                                "lspAgent.model": "loop/tiny"})
     vs.open_file("broken.ts")  # the TypeScript server starts for the open file's project
