@@ -1,7 +1,8 @@
 """The editor's language intelligence as the agent's tools, in a real VS Code window: the TypeScript
 server that ships with VS Code answers `agent/editorQuery` for a function defined in one file and used
 in two others. A loopback model calls find_definition, find_references, hover, the callers and the
-editor's problems; the tool results it gets back name the right workspace-relative files and lines."""
+editor's problems (and the outline of a Rust file, which nothing answers for); the tool results it gets
+back name the right workspace-relative files and lines."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ FILES = {
                       "  return String(addTotals(3, 4));\n}\n"),
     # a type error: the TypeScript server has loaded the project once the editor shows it
     "src/broken.ts": "export const count: number = 'three';\n",
+    # VS Code knows Rust by name (a grammar) but nothing here answers for it
+    "src/lib.rs": "pub fn add_totals(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
 }
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("find_definition", {"path": "src/main.ts", "symbol": "addTotals", "line": 3}),
@@ -31,6 +34,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("hover", {"path": "src/report.ts", "symbol": "addTotals", "line": 4}),
     ("find_implementations", {"path": "src/util.ts", "symbol": "addTotals", "relation": "callHierarchy"}),
     ("editor_diagnostics", {"path": "src/broken.ts"}),
+    ("document_symbols", {"path": "src/lib.rs"}),
 ]
 EDITOR_TOOLS = ["find_definition", "find_references", "hover", "document_symbols", "workspace_symbols",
                 "editor_diagnostics", "find_implementations"]
@@ -103,6 +107,9 @@ def test_the_model_navigates_with_vscodes_typescript_server(open_vscode: OpenVSC
     assert "src/report.ts:4" in results["find_implementations"], results["find_implementations"]
     assert "src/broken.ts:1:" in results["editor_diagnostics"], results["editor_diagnostics"]
     assert "error" in results["editor_diagnostics"]
+    assert results["document_symbols"] == (
+        "ERROR: no language server for .rs in the editor: no extension in VS Code provides language features for "
+        "rust [no_language_server]")
     # the transcript shows the calls as rows
     vs.transcript().locator(".entry", has_text="find_references").first.wait_for(timeout=TIMEOUT_MS)
 
