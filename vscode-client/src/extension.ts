@@ -350,7 +350,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'README.md')),
   );
 
-  // Settings: a new interpreter needs a new process; the rest goes to the running server.
+  // Settings: a new interpreter (or capability) needs a new process; the rest goes to the running server.
   let restartTimer: NodeJS.Timeout | undefined;
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((event) => {
@@ -360,7 +360,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       const change = classifyChange((section) => event.affectsConfiguration(section));
       if (change.restart && started) {
         clearTimeout(restartTimer);
-        restartTimer = setTimeout(() => void server.restart('lspAgent.python changed'), SETTINGS_DEBOUNCE_MS);
+        restartTimer = setTimeout(() => void server.restart('a setting read at start changed (lspAgent.python or lspAgent.editorQueries.enabled)'), SETTINGS_DEBOUNCE_MS);
       } else if (change.push) {
         clearTimeout(pushTimer);
         pushTimer = setTimeout(

@@ -18,6 +18,7 @@ import { CONFIG_SECTION, ServerRequests } from './protocol.js';
 import type { FixDiagnosticArgs, RunResult } from './protocol.js';
 import type { Rpc } from './rpc.js';
 import { saveDocuments } from './saveDocuments.js';
+import { registerEditorQueries } from './vscodeEditorQueries.js';
 import type { OpenDocuments } from './saveDocuments.js';
 import { isNoModelMessage } from './readiness.js';
 import { serverLaunch } from './serverLaunch.js';
@@ -267,6 +268,8 @@ export class ServerManager implements vscode.Disposable {
       onRequest: (method, handler) => client.onRequest(method, handler),
     };
     client.onRequest(ServerRequests.saveDocuments, (params: unknown) => saveDocuments(params, openDocuments));
+    // agent/editorQuery: definitions, references, hover... from VS Code's own language features
+    registerEditorQueries(client);
     // approval policy: a card in the agent view (approvalCards.ts), a notification only while it is hidden
     client.onRequest(REQUEST_APPROVAL, (params: unknown, token: CancellationToken): Promise<RequestApprovalResult> =>
       this.approvals ? this.approvals.ask(params, token) : Promise.resolve({ decision: 'deny' }),

@@ -21,8 +21,8 @@ export const EXPERIMENTAL_FLAGS = {
 
 /** Settings the server reads (relative to `lspAgent.`). */
 export const SERVER_KEYS = ['model', 'providers', 'maxSteps', 'script', 'approvalPolicy', 'approvalTimeoutS', 'experimental'] as const;
-/** Settings that only matter when the server process starts. */
-export const RESTART_KEYS = ['python'] as const;
+/** Settings that only matter when the server process starts (the interpreter; capabilities sent in `initialize`). */
+export const RESTART_KEYS = ['python', 'editorQueries.enabled'] as const;
 
 /**
  * Settings a repository's `.vscode/settings.json` must not decide while VS Code is in Restricted
@@ -142,7 +142,7 @@ export function pythonCommand(setting: unknown, context: PythonContext): string 
 }
 
 export interface SettingsChange {
-  /** the server process must start again (a different interpreter) */
+  /** the server process must start again (a different interpreter, different capabilities) */
   restart: boolean;
   /** the server's settings layer changed: send workspace/didChangeConfiguration */
   push: boolean;

@@ -109,6 +109,7 @@ describe('pythonCommand', () => {
 describe('classifyChange', () => {
   it('restarts for a new interpreter and pushes server settings otherwise', () => {
     assert.deepEqual(classifyChange((s) => s === 'lspAgent.python'), { restart: true, push: false });
+    assert.deepEqual(classifyChange((s) => s === 'lspAgent.editorQueries.enabled'), { restart: true, push: false });
     assert.deepEqual(classifyChange((s) => s === 'lspAgent.model'), { restart: false, push: true });
     assert.deepEqual(classifyChange((s) => s === 'lspAgent.experimental'), { restart: false, push: true });
     assert.deepEqual(classifyChange((s) => s === 'lspAgent.trace.server'), { restart: false, push: false });
