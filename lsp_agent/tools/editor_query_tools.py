@@ -204,8 +204,11 @@ class EditorDiagnostics(Tool[EditorDiagnosticsArgs]):
         found.sort(key=lambda d: (d.spot.path or "", d.spot.start.line, d.spot.start.column, d.message))
         where = args.path or "the workspace"
         if not found:
+            # Some language servers (TypeScript's in VS Code) check only the files open in the editor:
+            # an empty answer is not a clean bill of health, and the model should not read it as one.
             return ToolResult.success(f"the editor reports no {'errors' if args.errors_only else 'problems'} in "
-                                      f"{where}")
+                                      f"{where} (some language servers check only the files open in the editor; "
+                                      "verify_project runs the project's own checks)")
         lines = [diagnostic_line(d) for d in found]
         return ToolResult.success(bounded(f"{len(found)} problem(s) in {where}:", lines, ctx))
 

@@ -103,7 +103,8 @@ async def test_each_tool_answers_with_workspace_paths_and_a_line_of_context(
     assert output_of(editor, generation, "workspace_symbols") == (
         "OK: 1 symbol(s) match 'add':\nFunction add: calc.py:1:5")
     assert output_of(editor, generation, "editor_diagnostics") == (
-        "OK: the editor reports no problems in the workspace")
+        "OK: the editor reports no problems in the workspace (some language servers check only the files open "
+        "in the editor; verify_project runs the project's own checks)")
     # The editor was asked in UTF-16 positions of the document, by URI; the library file was never read.
     definition = next(q for q in editor.queries if q["kind"] == "definition")
     assert definition == {"kind": "definition", "uri": editor.uri("main.py"),
