@@ -95,7 +95,7 @@ class SessionRewind:
         self._messages(session_id)
         return CheckpointsResult(checkpoints=[
             CheckpointOut(id=r.id, message_id=r.message, step=r.step, tool=r.tool, phase=r.phase,
-                          files=sorted(r.changes), outside=r.outside, when=r.when)
+                          files=sorted({*r.changes, *r.expected}), outside=r.outside, when=r.when)
             for r in self._store().records(session_id)])
 
     async def rewind(self, params: RewindParams, open_text: Callable[[str], str | None] | None = None,

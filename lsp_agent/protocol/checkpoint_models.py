@@ -32,7 +32,8 @@ class CheckpointOut(Result):
     phase: Literal["baseline", "before", "after"] = Field(
         description="baseline: the first record of the workspace; before: right before the step (changes "
                     "found then were made outside the agent); after: the step's own writes.")
-    files: list[str] = Field(description="Workspace paths this checkpoint recorded a change of.")
+    files: list[str] = Field(description="Workspace paths this checkpoint recorded a change of (on disk, or left "
+                                         "unsaved in an editor buffer by the step's edit).")
     outside: list[str] = Field(description="Of `files`, those changed outside the agent.")
     when: float = Field(description="Seconds since the epoch.")
 

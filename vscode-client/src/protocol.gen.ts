@@ -57,7 +57,7 @@ export interface CheckpointOut {
   tool: string;
   /** baseline: the first record of the workspace; before: right before the step (changes found then were made outside the agent); after: the step's own writes. */
   phase: 'baseline' | 'before' | 'after';
-  /** Workspace paths this checkpoint recorded a change of. */
+  /** Workspace paths this checkpoint recorded a change of (on disk, or left unsaved in an editor buffer by the step's edit). */
   files: string[];
   /** Of `files`, those changed outside the agent. */
   outside: string[];

@@ -91,11 +91,15 @@ end
 -- For :checkhealth: the names of the other language servers attached to a buffer (nil: all).
 M.other_servers = clients.names
 
+-- Buffers a query loaded, given back when it is answered (see the handler).
+local loaded_here = {}
+
 -- The buffer of `uri`, loaded (which starts the language servers configured for its filetype).
 local function document(uri)
   local bufnr = vim.uri_to_bufnr(uri)
   if not vim.api.nvim_buf_is_loaded(bufnr) then
     vim.fn.bufload(bufnr)
+    loaded_here[bufnr] = true
   end
   return bufnr
 end
@@ -216,13 +220,16 @@ local function diagnostics_of(bufnr, own)
   return answers.diagnostics(bufnr, items)
 end
 
--- Diagnostics of one document (loaded, so its language servers look at it), or of every loaded
--- file buffer that has any.
+-- Diagnostics of one document (what its loaded buffer has; none when it is not loaded), or of every
+-- loaded file buffer that has any.
 local function diagnostics(uri)
   local own = own_namespaces()
   if uri then
-    local bufnr = document(uri)
-    return { diagnostics = { { uri = uri, diagnostics = diagnostics_of(bufnr, own) } } }
+    -- Not loaded for this: a language server says nothing of a file in the moment it is loaded, and
+    -- a buffer left loaded would keep the agent's next edit of that file unsaved in it.
+    local bufnr = vim.fn.bufnr(vim.uri_to_fname(uri))
+    local found = bufnr > 0 and vim.api.nvim_buf_is_loaded(bufnr) and diagnostics_of(bufnr, own) or {}
+    return { diagnostics = { { uri = uri, diagnostics = found } } }
   end
   local per_document = {}
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
@@ -309,6 +316,15 @@ end
 M.handlers["agent/editorQuery"] = function(_, params, _)
   local deadline = clients.now_ms() + (state.editor_query_wait_ms or DEFAULT_TIMEOUT_S * 900)
   local ok, result, err = pcall(answer, params or {}, deadline)
+  -- Buffers loaded only to ask their language servers go again: left loaded (hidden), they would take
+  -- the agent's later edits of those files as unsaved buffer text instead of the file on disk.
+  for bufnr in pairs(loaded_here) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and not vim.api.nvim_buf_get_option(bufnr, "modified")
+        and vim.fn.bufwinid(bufnr) == -1 then
+      pcall(vim.api.nvim_buf_delete, bufnr, { unload = true })
+    end
+  end
+  loaded_here = {}
   if not ok then
     return refuse("failed", "Neovim could not answer: " .. tostring(result))
   end
