@@ -56,6 +56,7 @@ SPAWNING_FILES = frozenset({
     "unit/test_context_long.py",
     "unit/test_headless_run.py",
     "unit/test_no_pydantic_plugins.py",
+    "unit/test_process_start_cancel.py",
     "unit/test_run_command.py",
     "unit/test_skills_cli.py",
     "unit/test_skills_evidence.py",

@@ -27,6 +27,7 @@ from lsp_agent.sandbox.env import command_env
 from lsp_agent.sandbox.git import git_env, harden_argv
 from lsp_agent.sandbox.policy import Prepared, Sandbox
 from lsp_agent.sandbox.sensitive_watch import removal_note
+from lsp_agent.tools.spawn import Started, start
 
 log = logging.getLogger(__name__)
 
@@ -99,15 +100,15 @@ def _die_with_parent(parent: int, prctl: Callable[..., int] | None) -> None:
         os._exit(137)
 
 
-async def _exited(proc: asyncio.subprocess.Process) -> None:
-    """Wait for a killed process. asyncio's `wait()` also waits for its pipes to close, and a child
+async def _exited(proc: Started) -> None:
+    """Wait for a killed process. `wait()` also waits for its output pipe to close, and a child
     that escaped the group kill (see `run_process`) would hold them open until it ends: past a bound,
     the exit the kernel reported is enough."""
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.shield(proc.wait()), KILLED_EXIT_WAIT_S)
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
+def _kill_group(proc: Started) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 
@@ -155,13 +156,6 @@ def _released(future: asyncio.Future[None]) -> None:
         log.warning("releasing a sandbox's mount points failed: %s", future.exception())
 
 
-async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        stream.write(data)
-        await stream.drain()
-    stream.close()
-
-
 async def run_process(argv: list[str], cwd: Path, timeout_s: float,
                       env: dict[str, str] | None = None, sandbox: Sandbox | None = None,
                       approved_unsandboxed: bool = False, stdin: bytes | None = None) -> ProcessOutcome:
@@ -196,16 +190,10 @@ async def _run_prepared(argv: list[str], cwd: Path, timeout_s: float, prepared: 
         return ProcessOutcome(argv=argv, exit_code=None, signal=None, timed_out=False, output="",
                               output_truncated=False, duration_ms=int((time.monotonic() - started) * 1000),
                               cancelled=True)
-    proc = await asyncio.create_subprocess_exec(
-        *command, cwd=str(cwd), env=environment,
-        stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-        preexec_fn=functools.partial(_die_with_parent, os.getpid(), _prctl()),
-    )
-    feeder = None if stdin is None or proc.stdin is None else asyncio.ensure_future(_feed(proc.stdin, stdin))
+    proc = await start(command, cwd, environment, stdin,
+                       functools.partial(_die_with_parent, os.getpid(), _prctl()))
     sink = bytearray()
     truncated = [False]
-    assert proc.stdout is not None
     pump = asyncio.ensure_future(_pump(proc.stdout, sink, truncated))
     timed_out = cancelled = False
     try:
@@ -228,15 +216,15 @@ async def _run_prepared(argv: list[str], cwd: Path, timeout_s: float, prepared: 
         with contextlib.suppress(Exception):
             await _exited(proc)
         pump.cancel()
+        proc.close()
         raise
     finally:
         # Children that inherited the pipe may keep it open; the group kill ends them.
         if proc.returncode is not None and not pump.done():
             _kill_group(proc)
-        if feeder is not None:
-            feeder.cancel()
     with contextlib.suppress(asyncio.CancelledError, TimeoutError):
         await asyncio.wait_for(pump, 2)
+    proc.close()
     code = proc.returncode
     sig = -code if code is not None and code < 0 else None
     output = sink.decode("utf-8", errors="replace")

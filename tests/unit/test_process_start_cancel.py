@@ -1,0 +1,59 @@
+"""A loop that shuts down while a command is starting ends, and the command is killed.
+
+A loop that shuts down cancels every task, asyncio's own included. asyncio's subprocess support
+(Python 3.11 to 3.13.0) connects the pipes in a task of its own, and a start whose pipe task was
+cancelled waited for ever for pipes that never connected: the server's exit, or a test's teardown,
+hung. Each shutdown here lands at another point of the start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from pathlib import Path
+
+from lsp_agent.tools.process import run_process
+
+
+def test_a_loop_shut_down_while_commands_start_ends_and_kills_them(tmp_path: Path) -> None:
+    for steps in range(40):
+        finished = threading.Event()
+        threading.Thread(target=_shut_down_after, args=(tmp_path, steps, finished), daemon=True).start()
+        assert finished.wait(60), f"the loop never closed (shut down {steps} steps into a start)"
+    deadline = time.monotonic() + 60
+    while (left := _running_with(str(tmp_path))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, "a command outlived the loop that started it"
+
+
+def _shut_down_after(cwd: Path, steps: int, finished: threading.Event) -> None:
+    asyncio.run(_start_then_leave(cwd, steps))
+    finished.set()
+
+
+async def _start_then_leave(cwd: Path, steps: int) -> None:
+    # the workspace's path in the command line tells this test's commands apart; the task is left
+    # running on purpose, for the loop's shutdown to cancel
+    command = asyncio.ensure_future(
+        run_process([sys.executable, "-c", "import time; time.sleep(60)", str(cwd)], cwd, 120))
+    for _ in range(steps):
+        await asyncio.sleep(0.0002)
+    assert not command.done() or command.exception() is None
+
+
+def _running_with(marker: str) -> list[int]:
+    """Processes (not zombies) whose command line holds the marker."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            running = marker in (entry / "cmdline").read_bytes().decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if running and state != "Z":
+            found.append(int(entry.name))
+    return found
