@@ -88,11 +88,16 @@ def note(fresh: list[DiagnosticFact], settled: bool, settings: EditorQuerySettin
         return f"\n\nThe editor reports no new errors in the edited files{caveat}."
     shown = fresh[:settings.diagnostics_note_lines]
     lines = [f"  {d.spot.path}:{d.spot.start.line + 1}:{d.spot.start.column + 1}: "
-             f"{d.message.splitlines()[0][:200] if d.message else ''}"
-             f"{f' [{d.source}]' if d.source else ''}" for d in shown]
+             f"{d.message.splitlines()[0][:200] if d.message else ''}{_tag(d)}" for d in shown]
     more = f"\n  ... {len(fresh) - len(shown)} more" if len(fresh) > len(shown) else ""
     return (f"\n\nThe editor reports {len(fresh)} new error(s) in the edited files{caveat} (its language servers; "
             "not a verification — only verify_project verifies):\n" + "\n".join(lines) + more)
+
+
+def _tag(d: DiagnosticFact) -> str:
+    """Who reported it and its rule, as editor_diagnostics shows them (e.g. `[ts 2322]`)."""
+    tag = " ".join(t for t in (d.source, d.code) if t)
+    return f" [{tag}]" if tag else ""
 
 
 class EditDiagnostics:

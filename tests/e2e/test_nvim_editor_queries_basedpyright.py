@@ -225,6 +225,46 @@ def test_symbols_diagnostics_callers_and_a_file_with_no_language_server(nvim: st
                                 "in Neovim for rust [no_language_server]")
 
 
+# basedpyright has analysed the open buffer once it answers a hover there (lsp-agent answers none)
+ANALYSED = r"""
+  wait("basedpyright's analysis", function()
+    local params = { textDocument = { uri = vim.uri_from_bufnr(0) }, position = { line = 2, character = 12 } }
+    for _, answer in pairs(vim.lsp.buf_request_sync(0, "textDocument/hover", params, 5000) or {}) do
+      if answer.result then return true end
+    end
+    return false
+  end, 90000)
+"""
+
+
+@needs_basedpyright
+@pytest.mark.parametrize("nvim", NVIMS)
+def test_an_edit_that_breaks_the_types_comes_back_with_basedpyrights_new_error(nvim: str, tmp_path: Path,
+                                                                              isolated_state: Path) -> None:
+    """The agent's edit lands in the open buffer; basedpyright re-checks it, and the edit's own result
+    carries the new error — not report.py's older one, and without making anything verified."""
+    root = tmp_path / "ws"
+    make_project(root)
+    script = write_script(tmp_path / "script.json", [
+        reply(call("apply_patch", path="main.py", old_text="add(1, 2)", new_text='add(1, "two")')),
+        reply(text="main.py passes a string now")])
+    # main.py is the open buffer, without errors; the run starts once basedpyright has analysed it
+    body = BODY.replace("EDITOR_QUERIES", "true").replace("BEFORE_RUN", ANALYSED).replace(
+        "AFTER_RUN", "result.buffer = vim.api.nvim_buf_get_lines(vim.fn.bufnr(env.ROOT .. '/main.py'), 0, -1, false)")
+    result = run_nvim(nvim, tmp_path, body, root=root, timeout=400,
+                      env={"SCRIPT": str(script), "BASEDPYRIGHT": str(BASEDPYRIGHT)})
+
+    assert result["stop"] == "final", result
+    assert result["buffer"][2] == 'print("é", add(1, "two"))'
+    patched = outputs_by_tool(result)["apply_patch"]
+    print(patched)
+    assert "The editor reports 1 new error(s) in the edited files" in patched, patched
+    assert "main.py:3:19: Argument of type" in patched and "[basedpyright reportArgumentType]" in patched, patched
+    assert "only verify_project verifies" in patched
+    assert "report.py" not in patched
+    assert "verification: not_run" in result["events"][-1], result["events"][-1]
+
+
 # basedpyright-langserver runs node as its child: the whole tree is paused, and resumed at the end.
 PAUSE = r"""
   local function tree(pid, into)

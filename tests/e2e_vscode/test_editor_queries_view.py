@@ -122,3 +122,28 @@ def test_the_setting_off_offers_the_model_no_editor_tools(open_vscode: OpenVSCod
         ask(vs, "hello", "No tools needed.")
         offered = offered_tools(model.requests[0])
         assert "read_file" in offered and not set(EDITOR_TOOLS) & set(offered), offered
+
+
+EDIT_DONE = "main.ts now passes a string."
+
+
+def test_an_edit_that_breaks_the_types_comes_back_with_the_editors_new_error(open_vscode: OpenVSCode) -> None:
+    """The agent's edit lands in the open tab; the TypeScript server re-checks it, and the edit's own
+    result carries the error it reports — before any check runs (and without making it verified)."""
+    edit = ("apply_patch", {"path": "src/main.ts", "old_text": "addTotals(1, 2)", "new_text": "addTotals(1, 'two')"})
+    for model in serve_turns([Turn(call=edit), Turn(text=EDIT_DONE)]):
+        vs = open_vscode("off", [], configured=False, prepare=write_project,
+                         settings={"lspAgent.providers": {"loop": {"baseUrl": model.base_url, "maxRetries": 0}},
+                                   "lspAgent.model": "loop/tiny"})
+        vs.open_file("broken.ts")
+        problems = vs.page.locator("#workbench\\.parts\\.statusbar .statusbar-item[id='status.problems']")
+        problems.filter(has_text="1").first.wait_for(timeout=120_000)  # the TypeScript server has the project
+        vs.open_file("main.ts")  # the TypeScript extension checks the files open in a tab
+        ask(vs, "pass a string to addTotals in main.ts", EDIT_DONE)
+        result = tool_results(model)["apply_patch"]
+        print(result)
+        assert "The editor reports 1 new error(s) in the edited files" in result, result
+        assert "src/main.ts:3:" in result and "not assignable to parameter of type 'number'" in result, result
+        assert "only verify_project verifies" in result
+        # the error the file had before the edit (none) and broken.ts's (not edited) are not listed
+        assert "broken.ts" not in result
