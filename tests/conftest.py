@@ -165,6 +165,7 @@ SLOW_TESTS: dict[str, frozenset[str] | None] = {
         "test_propose_from_a_session_with_fields_as_flags",
         "test_from_session_picks_the_latest_passing_result_and_keeps_every_rule"}),
     "unit/test_verify_project.py": frozenset({"test_timeout_is_an_error_and_kills_the_process_group"}),
+    "e2e/test_headless_language_server.py": frozenset({"test_the_navigation_eval_example_runs_both_arms_offline"}),
     "e2e/test_lsp_autosave.py": frozenset({
         "test_a_correct_run_ends_verified_whatever_the_auto_save_mode",
         "test_the_users_own_typing_saved_by_auto_save_still_counts_as_outside"}),

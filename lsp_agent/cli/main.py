@@ -348,8 +348,18 @@ async def _run(args: argparse.Namespace) -> int:
         store_unavailable_finish(sink, exc, settings.model, provider.scripted, args.session or "")
         return EXIT_STOPPED
     sink.on_closed = run.cancel  # a closed stdout (`| head -1`) ends the run, recorded as cancelled
-    with cancel_on_signals(run) as received:
-        result = await run.run()
+    from lsp_agent.app.language_servers import attach_language_servers
+
+    # Started before the first request: the tools they offer are part of it (and they index meanwhile).
+    editor = await attach_language_servers(env)
+    for problem in editor.problems() if editor is not None else []:
+        print(f"lsp-agent: {problem}", file=sys.stderr, flush=True)
+    try:
+        with cancel_on_signals(run) as received:
+            result = await run.run()
+    finally:
+        if editor is not None:
+            await editor.aclose()
     if env.checkpoints is not None:  # a baseline still being taken for a run that wrote nothing stops here
         await env.checkpoints.close()
     env.store.close()

@@ -1,8 +1,9 @@
 """The editor's language intelligence, as the core sees it: a port a front end with an editor fills.
 
 The core knows no LSP: it asks for a kind of query about a workspace path and gets neutral answers
-back. Positions are 0-based lines and 0-based columns counted in code points (the server adapter
-converts to and from the editor's position encoding). A location's `path` is workspace-relative when
+back. Positions are 0-based lines and 0-based columns counted in code points (the adapters convert
+to and from LSP's UTF-16: server/editor_queries.py asks the editor, langserver/queries.py a language
+server the headless CLI started itself). A location's `path` is workspace-relative when
 it lies inside the workspace; otherwise `path` is None and `outside` names it as the editor did.
 """
 
@@ -86,7 +87,8 @@ class QueryAnswer:
 
 
 class EditorQueries(Protocol):
-    """Implemented by a front end with an editor; absent (None) everywhere else."""
+    """Implemented by a front end with an editor, or by language servers the headless CLI starts;
+    absent (None) everywhere else."""
 
     @property
     def kinds(self) -> tuple[QueryKind, ...]:

@@ -40,7 +40,24 @@ _RESERVED_KEYS = {"model": "the manifest's `model`", "toolProfile": "the arm's `
                   "tool_profile": "the arm's `toolProfile`", "experimental": "the arm's `features`",
                   "sampling": "the arm's `temperature`, `seed` and `maxOutputTokens`"}
 
-ConfigValue = bool | int | float | str
+Scalar = bool | int | float | str
+#: A setting's value: a scalar, or a list of scalars or of tables (e.g. editorQueries.languageServers)
+ConfigValue = Scalar | list[Any]
+
+
+def _config_value_ok(value: Any, depth: int = 0) -> bool:
+    """A scalar (finite), or a list of values or tables of values, nested a few levels at most."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, bool | int | str):
+        return True
+    if depth >= 3:
+        return False
+    if isinstance(value, list):
+        return all(_config_value_ok(item, depth + 1) for item in value)
+    if isinstance(value, dict) and depth > 0:  # a table inside a list (a top-level one is flattened)
+        return all(isinstance(k, str) and _config_value_ok(v, depth + 1) for k, v in value.items())
+    return False
 
 
 class ManifestError(Exception):
@@ -189,8 +206,9 @@ class Arm(_Strict):
                 raise ValueError(f"config key {key!r} is set by {_RESERVED_KEYS[head]}, not by `config`")
             if isinstance(item, float) and not math.isfinite(item):
                 raise ValueError(f"config {key!r}: value must be finite")
-            if not isinstance(item, bool | int | float | str):
-                raise ValueError(f"config {key!r}: value must be a string, number or boolean")
+            if not _config_value_ok(item):
+                raise ValueError(f"config {key!r}: value must be a string, number or boolean, or a list of those "
+                                 "or of tables of those")
         return value
 
 

@@ -4,7 +4,8 @@ Without this, a missing key or a stopped server shows up as every attempt failin
 seconds, dozens of times. For each arm, with the settings its agent will see: a scripted model's
 reply script exists; a hosted provider's key variable is set; the endpoint answers its model list
 within a bound (a connection, a timeout, a refused key are each named); the model is in that list
-when the server gives one. Arms that share a provider are asked once.
+when the server gives one; each language server an arm names (editorQueries.languageServers) is
+installed. Arms that share a provider are asked once.
 
 A manifest with its own `command` runs another agent, whose providers this cannot know: skipped.
 """
@@ -20,7 +21,8 @@ from urllib.parse import urlsplit
 
 from lsp_agent.domain.ports import ProviderError
 from lsp_agent.eval.manifest import Arm, Manifest, flatten_config
-from lsp_agent.eval.runner import expand
+from lsp_agent.eval.runner import expand_value
+from lsp_agent.langserver.program import missing_reason, resolve_program
 from lsp_agent.providers.http_base import DEFAULT_API_KEY_ENV
 from lsp_agent.providers.model_list import TIMEOUT_S, list_models
 from lsp_agent.providers.registry import BUILTIN_PROVIDERS, SCRIPTED, resolve_model
@@ -49,7 +51,7 @@ def _arm_layer(arm: Arm, manifest_dir: str) -> dict[str, Any]:
                 break
             node = child
         else:
-            node[leaf] = expand(value, manifest_dir) if isinstance(value, str) else value
+            node[leaf] = expand_value(value, manifest_dir)
     return layer
 
 
@@ -88,6 +90,11 @@ async def preflight(manifest: Manifest, manifest_dir: Path) -> Preflight:
         except (ConfigError, ProviderError) as exc:
             problems.append(f"arm {arm.name}: its settings are not valid: {exc}")
             continue
+        for server in settings.editor_queries.language_servers:  # every attempt would start it
+            if resolve_program(server.command[0]) is None:
+                problems.append(f"arm {arm.name}: {missing_reason(server.command)}")
+            else:
+                notes.append(f"arm {arm.name}: language server {server.command[0]} found")
         if resolved.provider_name == SCRIPTED:
             script = settings.script
             if script is None or not await asyncio.to_thread(Path(script).is_file):

@@ -116,12 +116,27 @@ def _toml_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _toml_value(value: ConfigValue) -> str:
+def _toml_value(value: ConfigValue | dict[str, Any]) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):  # an inline table (a list's item)
+        return "{" + ", ".join(f"{_toml_string(str(k))} = {_toml_value(v)}" for k, v in value.items()) + "}"
     return _toml_string(value)
+
+
+def expand_value(value: Any, manifest_dir: str) -> Any:
+    """`{manifestDir}` replaced in a setting's strings, also inside its lists and tables."""
+    if isinstance(value, str):
+        return expand(value, manifest_dir)
+    if isinstance(value, list):
+        return [expand_value(item, manifest_dir) for item in value]
+    if isinstance(value, dict):
+        return {key: expand_value(item, manifest_dir) for key, item in value.items()}
+    return value
 
 
 def config_pairs(arm: Arm, manifest_dir: str) -> list[str]:
@@ -132,7 +147,7 @@ def config_pairs(arm: Arm, manifest_dir: str) -> list[str]:
     for key, number in arm.sampling().items():
         pairs.append(f"sampling.{key}={_toml_value(number)}")
     for key, value in flatten_config(arm.config).items():
-        pairs.append(f"{key}={_toml_value(expand(value, manifest_dir) if isinstance(value, str) else value)}")
+        pairs.append(f"{key}={_toml_value(expand_value(value, manifest_dir))}")
     return pairs
 
 

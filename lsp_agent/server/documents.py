@@ -8,31 +8,15 @@ import asyncio
 from pathlib import Path
 from urllib.parse import unquote
 
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import from_fs_path
 from pygls.workspace import TextDocument, Workspace
 
 from lsp_agent.disk.documents import DiskDocuments
 from lsp_agent.domain.ports import Document
+from lsp_agent.langserver.answers import relative_path as relative_path  # where the other modules find it
 
 #: How long a read waits for the didChange that follows an edit the editor accepted.
 CHANGE_WAIT_S = 2.0
-
-
-def relative_path(root: Path, uri: str) -> str | None:
-    """The workspace-relative path of a file URI, or None when it lies outside the root."""
-    fs = to_fs_path(uri)
-    if fs is None:
-        return None
-    path = Path(fs)
-    for base in (root, root.resolve()):
-        try:
-            return path.relative_to(base).as_posix()
-        except ValueError:
-            continue
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return None
 
 
 class BufferDocuments:

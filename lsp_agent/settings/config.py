@@ -11,7 +11,7 @@ import copy
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -197,6 +197,31 @@ EDITOR_QUERY_KINDS = ("definition", "references", "hover", "documentSymbols", "w
                       "typeDefinition", "implementation", "callHierarchy")
 
 
+class LanguageServerSettings(_Section):
+    """One language server the harness starts itself where no editor answers the queries (the
+    headless CLI, and so eval): a program speaking LSP over stdio. User config (or a CLI flag) only."""
+
+    command: list[Annotated[str, Field(min_length=1)]] = Field(
+        min_length=1, description="The program and its arguments, e.g. [\"basedpyright-langserver\", \"--stdio\"]; "
+                                  "a bare name is looked up on PATH, then next to the Python running lsp-agent.")
+    extensions: list[Annotated[str, Field(pattern=r"^\.[^/\\]+$")]] = Field(
+        min_length=1, description="The file name endings it answers for, e.g. [\".py\", \".pyi\"].")
+    kinds: list[str] | None = Field(
+        None, description="Only these query kinds from it (default: every kind its capabilities declare).")
+    language_id: str | None = Field(None, alias="languageId", min_length=1,
+                                    description="The LSP language id of its documents (default: from the extension).")
+    start_timeout_s: float = Field(60.0, gt=0, le=600, alias="startTimeoutS",
+                                   description="Seconds to wait for its answer to `initialize`.")
+
+    @field_validator("kinds")
+    @classmethod
+    def _known_kinds(cls, value: list[str] | None) -> list[str] | None:
+        unknown = [k for k in value or [] if k not in EDITOR_QUERY_KINDS]
+        if unknown:
+            raise ValueError(f"unknown editor query kinds {unknown}; known: {', '.join(EDITOR_QUERY_KINDS)}")
+        return value
+
+
 class EditorQuerySettings(_Section):
     """The editor's language intelligence as tools (docs/configuration.md). A workspace's own config may
     only turn it off or tighten it: nothing from a repository makes the agent ask the editor more."""
@@ -225,6 +250,10 @@ class EditorQuerySettings(_Section):
                                       description="Longest wait for the diagnostics to settle after an edit.")
     diagnostics_note_lines: int = Field(10, ge=1, le=200, alias="diagnosticsNoteLines",
                                         description="Most errors listed in the note after an edit.")
+    language_servers: list[LanguageServerSettings] = Field(
+        default_factory=list, alias="languageServers",
+        description="Language servers the harness starts itself when no editor answers the queries (the headless "
+                    "CLI and eval); none by default. Never from a workspace's own config, even a trusted one.")
 
     @field_validator("disabled_kinds")
     @classmethod
@@ -400,7 +429,10 @@ class Settings(_Section):
 #: (settings/workspace_gate.py) is ignored until trusted anyway.
 SANDBOX_KEYS = ("sandbox_mode", "sandboxMode", "sandbox_network", "sandboxNetwork",
                 "sandbox_readable_roots", "sandboxReadableRoots", "approval_policy", "approvalPolicy",
-                "approvals", "tools.sensitive_paths", "mode")
+                "approvals", "tools.sensitive_paths", "mode",
+                # a repository must never name a program the harness starts outside the sandbox
+                *(f"{section}.{name}" for section in ("editorQueries", "editor_queries")
+                  for name in ("languageServers", "language_servers")))
 
 
 def user_config_path() -> Path:

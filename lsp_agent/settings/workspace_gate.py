@@ -141,8 +141,10 @@ def _turn_down(out: Split, section: str, value: dict[str, Any], defaults: Mappin
 def _turns_down(name: str, default: Any, value: Any) -> bool:
     if isinstance(default, bool):
         return bool(value is False)
-    if isinstance(default, list):  # the kinds switched off: more of them only removes tools
+    if name in ("disabledKinds", "disabled_kinds"):  # the kinds switched off: more of them only removes tools
         return isinstance(value, list) and all(isinstance(k, str) for k in value)
+    if isinstance(default, list):  # any other list (the language servers to start) adds, never turns down
+        return False
     if name in ("outside_workspace", "outsideWorkspace"):
         return bool(value == "refuse")
     number, limit = _number(value), _number(default)

@@ -223,7 +223,8 @@ def test_arm_config_flattens_nested_tables() -> None:
     ({"model": "other/model"}, "manifest's `model`"),
     ({"toolProfile": "minimal"}, "toolProfile"),
     ({"experimental": {"tail_reminders": True}}, "features"),
-    ({"script": ["a", "b"]}, "string, number or boolean"),
+    ({"script": [None]}, "string, number or boolean"),
+    ({"script": [[[["too deep"]]]]}, "string, number or boolean"),
     ({"bad key": 1}, "dotted setting name"),
 ])
 def test_arm_config_cannot_shadow_arm_fields_or_hold_odd_values(config: dict[str, Any], why: str) -> None:
