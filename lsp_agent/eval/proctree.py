@@ -14,11 +14,14 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from lsp_agent.tools.spawn import start
 
 _PROC = Path("/proc")
 _STOP_ROUNDS = 20
@@ -122,25 +125,10 @@ class Finished:
     output_cut: bool = False  # stdout was still open after the tree was killed
 
 
-class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """Knows the moment the process exits.
-
-    `Process.wait()` (3.11) returns only once every pipe is closed, and a descendant that
-    inherited stdout keeps it open; the exit itself is what the clock and the timeout need.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=2**16, loop=loop)
-        self.exited = asyncio.Event()
-
-    def process_exited(self) -> None:
-        super().process_exited()
-        self.exited.set()
-
-
-async def _first(exited: asyncio.Event, cancel: asyncio.Event | None, timeout_s: float) -> bool:
-    """True when the process exited within the budget and before a cancel."""
-    watchers = {asyncio.ensure_future(exited.wait())}
+async def _first(exited: asyncio.Future[int], cancel: asyncio.Event | None, timeout_s: float) -> bool:
+    """True when the process exited within the budget and before a cancel. The exit itself, not
+    its pipes closing: a descendant that inherited stdout may keep it open."""
+    watchers = {asyncio.ensure_future(asyncio.shield(exited))}
     if cancel is not None:
         watchers.add(asyncio.ensure_future(cancel.wait()))
     try:
@@ -148,7 +136,7 @@ async def _first(exited: asyncio.Event, cancel: asyncio.Event | None, timeout_s:
     finally:
         for watcher in watchers:
             watcher.cancel()
-    return exited.is_set()
+    return exited.done()
 
 
 async def run_tree(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
@@ -160,31 +148,29 @@ async def run_tree(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: f
     """
     if cancel is not None and cancel.is_set():
         return Finished(exit_code=None, cancelled=True)
-    loop = asyncio.get_running_loop()
     err_file = log_to.open("ab") if log_to is not None else None
-    sink: Any = err_file if err_file is not None else asyncio.subprocess.DEVNULL
+    sink: Any = err_file if err_file is not None else subprocess.DEVNULL
     started = time.monotonic()
     try:
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(loop), *argv, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE if on_stdout else sink, stderr=sink, start_new_session=True)
+        # Not asyncio's subprocess transport: a loop shut down while it connected the pipes waited
+        # for ever (see tools/spawn.py).
+        proc = await start(argv, cwd, env, None, None, stdout=subprocess.PIPE if on_stdout else sink, stderr=sink)
     except OSError as exc:
         return Finished(exit_code=None, spawn_error=f"{type(exc).__name__}: {exc.strerror or exc}")
     finally:
         if err_file is not None:
             err_file.close()  # the child holds its own copy
-    proc = asyncio.subprocess.Process(transport, protocol, loop)
     reader = asyncio.create_task(_pump(proc.stdout, on_stdout)) if on_stdout and proc.stdout else None
     try:
-        exited = await _first(protocol.exited, cancel, timeout_s)
+        exited = await _first(proc.exited, cancel, timeout_s)
         duration_ms = int((time.monotonic() - started) * 1000)
         if not exited:
             kill_tree(proc.pid)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(protocol.exited.wait(), 10)
+                await asyncio.wait_for(asyncio.shield(proc.exited), 10)
         # Leftovers (background children still in the session) must not outlive the attempt
         # or keep the stdout pipe open.
-        kill_tree(proc.pid, root_alive=not protocol.exited.is_set())
+        kill_tree(proc.pid, root_alive=not proc.exited.done())
         output_cut = False
         if reader is not None:
             try:
@@ -193,14 +179,13 @@ async def run_tree(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: f
                 output_cut = True  # a descendant we could not reach still holds the pipe
     except BaseException:
         # Cancelled, or interrupted in this very frame (a Ray worker's cancel is a KeyboardInterrupt,
-        # which unwinds the coroutine without cancelling it): the tree goes either way; closing the
-        # transport below would kill only the root and leave its children running.
-        kill_tree(proc.pid, root_alive=not protocol.exited.is_set())
+        # which unwinds the coroutine without cancelling it): the tree goes either way.
+        kill_tree(proc.pid, root_alive=not proc.exited.done())
         raise
     finally:
         if reader is not None:
             reader.cancel()
-        transport.close()
+        proc.close()
     timed_out = not exited and not (cancel is not None and cancel.is_set())
     code = proc.returncode
     return Finished(exit_code=code if exited and code is not None and code >= 0 else None,

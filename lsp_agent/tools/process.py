@@ -194,6 +194,7 @@ async def _run_prepared(argv: list[str], cwd: Path, timeout_s: float, prepared: 
                        functools.partial(_die_with_parent, os.getpid(), _prctl()))
     sink = bytearray()
     truncated = [False]
+    assert proc.stdout is not None  # piped: the default
     pump = asyncio.ensure_future(_pump(proc.stdout, sink, truncated))
     timed_out = cancelled = False
     try:

@@ -18,6 +18,7 @@ import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 class _Output(asyncio.StreamReaderProtocol):
@@ -34,32 +35,35 @@ class _Output(asyncio.StreamReaderProtocol):
 
 
 class Started:
-    """A running program: its output as a stream, its exit as a future."""
+    """A running program: its output as a stream (when piped), its exit as a future."""
 
     def __init__(self, popen: subprocess.Popen[bytes], exit_code: asyncio.Future[int],
-                 output: asyncio.StreamReader, output_closed: asyncio.Future[None],
-                 transport: asyncio.ReadTransport) -> None:
+                 output: asyncio.StreamReader | None, output_closed: asyncio.Future[None] | None,
+                 transport: asyncio.ReadTransport | None) -> None:
         self.pid = popen.pid
         self.stdout = output
-        self._exit_code = exit_code
+        #: resolved with the exit code the moment the process exits (its pipes may stay open)
+        self.exited = exit_code
         self._output_closed = output_closed
         self._transport = transport
 
     @property
     def returncode(self) -> int | None:
         """Negative for a signal, like subprocess's; None while it runs."""
-        done = self._exit_code.done() and not self._exit_code.cancelled()
-        return self._exit_code.result() if done else None
+        done = self.exited.done() and not self.exited.cancelled()
+        return self.exited.result() if done else None
 
     async def wait(self) -> int:
         """The exit and the output pipe closed (what asyncio's own `wait()` waits for)."""
-        code = await asyncio.shield(self._exit_code)
-        await asyncio.shield(self._output_closed)
+        code = await asyncio.shield(self.exited)
+        if self._output_closed is not None:
+            await asyncio.shield(self._output_closed)
         return code
 
     def close(self) -> None:
         """Stop reading the output (a child that escaped may still hold the pipe)."""
-        self._transport.close()
+        if self._transport is not None:
+            self._transport.close()
 
 
 def _reap(popen: subprocess.Popen[bytes], data: bytes | None, loop: asyncio.AbstractEventLoop,
@@ -82,26 +86,28 @@ def _settle(exit_code: asyncio.Future[int], code: int) -> None:
 
 
 async def start(argv: list[str], cwd: Path, env: dict[str, str] | None, stdin: bytes | None,
-                preexec_fn: Callable[[], None] | None) -> Started:
-    """Start argv in a session (process group) of its own, stderr merged into stdout; `stdin`:
-    the bytes to give it (None: /dev/null). Raises what subprocess raises for a program that cannot
-    start (FileNotFoundError, PermissionError). If cancelled while the output pipe connects, the
-    process is killed first."""
+                preexec_fn: Callable[[], None] | None, *, stdout: Any = subprocess.PIPE,
+                stderr: Any = subprocess.STDOUT) -> Started:
+    """Start argv in a session (process group) of its own. `stdin`: the bytes to give it (None:
+    /dev/null); `stdout`: piped to `Started.stdout` (the default) or where subprocess may send it (a
+    file, DEVNULL); `stderr` likewise (default: into stdout). Raises what subprocess raises for a
+    program that cannot start (FileNotFoundError, PermissionError). If cancelled while the output
+    pipe connects, the process group is killed first."""
     loop = asyncio.get_running_loop()
     # fork and exec on the loop's thread, as asyncio's own subprocess support does: quick, and a
     # thread here would only move the same wait elsewhere
     popen = subprocess.Popen(  # noqa: ASYNC220
         argv, cwd=str(cwd), env=env,
         stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-        preexec_fn=preexec_fn,
+        stdout=stdout, stderr=stderr, start_new_session=True, preexec_fn=preexec_fn,
     )
     exit_code: asyncio.Future[int] = loop.create_future()
     threading.Thread(target=_reap, args=(popen, stdin, loop, exit_code), daemon=True,
                      name=f"lsp-agent-process-{popen.pid}").start()
+    if popen.stdout is None:
+        return Started(popen, exit_code, None, None, None)
     reader = asyncio.StreamReader(limit=2**16, loop=loop)
     closed: asyncio.Future[None] = loop.create_future()
-    assert popen.stdout is not None
     try:
         transport, _ = await loop.connect_read_pipe(lambda: _Output(reader, closed), popen.stdout)
     except BaseException:

@@ -1,4 +1,4 @@
-"""A loop that shuts down while a command is starting ends, and the command is killed.
+"""A loop that shuts down while a command (or an eval attempt) is starting ends, and the command is killed.
 
 A loop that shuts down cancels every task, asyncio's own included. asyncio's subprocess support
 (Python 3.11 to 3.13.0) connects the pipes in a task of its own, and a start whose pipe task was
@@ -9,18 +9,23 @@ hung. Each shutdown here lands at another point of the start.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import threading
 import time
 from pathlib import Path
 
+import pytest
+
+from lsp_agent.eval.proctree import run_tree
 from lsp_agent.tools.process import run_process
 
 
-def test_a_loop_shut_down_while_commands_start_ends_and_kills_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runner", ["command", "eval attempt"])
+def test_a_loop_shut_down_while_commands_start_ends_and_kills_them(tmp_path: Path, runner: str) -> None:
     for steps in range(40):
         finished = threading.Event()
-        threading.Thread(target=_shut_down_after, args=(tmp_path, steps, finished), daemon=True).start()
+        threading.Thread(target=_shut_down_after, args=(tmp_path, steps, finished, runner), daemon=True).start()
         assert finished.wait(60), f"the loop never closed (shut down {steps} steps into a start)"
     deadline = time.monotonic() + 60
     while (left := _running_with(str(tmp_path))) and time.monotonic() < deadline:
@@ -28,16 +33,18 @@ def test_a_loop_shut_down_while_commands_start_ends_and_kills_them(tmp_path: Pat
     assert not left, "a command outlived the loop that started it"
 
 
-def _shut_down_after(cwd: Path, steps: int, finished: threading.Event) -> None:
-    asyncio.run(_start_then_leave(cwd, steps))
+def _shut_down_after(cwd: Path, steps: int, finished: threading.Event, runner: str) -> None:
+    asyncio.run(_start_then_leave(cwd, steps, runner))
     finished.set()
 
 
-async def _start_then_leave(cwd: Path, steps: int) -> None:
+async def _start_then_leave(cwd: Path, steps: int, runner: str) -> None:
     # the workspace's path in the command line tells this test's commands apart; the task is left
     # running on purpose, for the loop's shutdown to cancel
-    command = asyncio.ensure_future(
-        run_process([sys.executable, "-c", "import time; time.sleep(60)", str(cwd)], cwd, 120))
+    argv = [sys.executable, "-c", "import time; time.sleep(60)", str(cwd)]
+    starting = (run_process(argv, cwd, 120) if runner == "command"
+                else run_tree(argv, cwd, dict(os.environ), 120, on_stdout=lambda _chunk: None))
+    command = asyncio.ensure_future(starting)
     for _ in range(steps):
         await asyncio.sleep(0.0002)
     assert not command.done() or command.exception() is None
