@@ -35,6 +35,7 @@ from lsp_agent.domain.ports import DocumentSource
 from lsp_agent.langserver.program import missing_reason, resolve_program
 from lsp_agent.sandbox.env import command_env
 from lsp_agent.settings.config import LanguageServerSettings
+from lsp_agent.tools.spawn import watch_exit
 
 log = logging.getLogger(__name__)
 
@@ -75,18 +76,6 @@ class _PipeWriter:
 
     def close(self) -> None:
         self.transport.close()
-
-
-def _settle(exited: asyncio.Future[int], code: int) -> None:
-    if not exited.done():
-        exited.set_result(code)
-
-
-def _reap(popen: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop, exited: asyncio.Future[int]) -> None:
-    """The process's own thread: its exit, told to the loop (unless the loop closed meanwhile)."""
-    code = popen.wait()
-    with contextlib.suppress(RuntimeError):
-        loop.call_soon_threadsafe(_settle, exited, code)
 
 
 class LanguageServerConnection:
@@ -175,10 +164,7 @@ class LanguageServerConnection:
             argv, cwd=str(self.root), env=command_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, start_new_session=True)
         self._popen, self.pid = popen, popen.pid
-        exited: asyncio.Future[int] = loop.create_future()
-        self._exited = exited
-        threading.Thread(target=_reap, args=(popen, loop, exited), daemon=True,
-                         name=f"lsp-agent-langserver-{popen.pid}").start()
+        self._exited = watch_exit(popen)
         assert popen.stdout is not None and popen.stdin is not None
         reader = asyncio.StreamReader(limit=2**20)
         try:

@@ -85,6 +85,16 @@ def _settle(exit_code: asyncio.Future[int], code: int) -> None:
         exit_code.set_result(code)
 
 
+def watch_exit(popen: subprocess.Popen[bytes], data: bytes | None = None) -> asyncio.Future[int]:
+    """A future the process's exit code resolves, reported by a thread of the process's own (which
+    first writes `data` to its input and closes it, when given). Call from the running loop."""
+    loop = asyncio.get_running_loop()
+    exit_code: asyncio.Future[int] = loop.create_future()
+    threading.Thread(target=_reap, args=(popen, data, loop, exit_code), daemon=True,
+                     name=f"lsp-agent-process-{popen.pid}").start()
+    return exit_code
+
+
 async def start(argv: list[str], cwd: Path, env: dict[str, str] | None, stdin: bytes | None,
                 preexec_fn: Callable[[], None] | None, *, stdout: Any = subprocess.PIPE,
                 stderr: Any = subprocess.STDOUT) -> Started:
@@ -101,9 +111,7 @@ async def start(argv: list[str], cwd: Path, env: dict[str, str] | None, stdin: b
         stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
         stdout=stdout, stderr=stderr, start_new_session=True, preexec_fn=preexec_fn,
     )
-    exit_code: asyncio.Future[int] = loop.create_future()
-    threading.Thread(target=_reap, args=(popen, stdin, loop, exit_code), daemon=True,
-                     name=f"lsp-agent-process-{popen.pid}").start()
+    exit_code = watch_exit(popen, stdin)
     if popen.stdout is None:
         return Started(popen, exit_code, None, None, None)
     reader = asyncio.StreamReader(limit=2**16, loop=loop)
