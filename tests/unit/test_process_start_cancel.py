@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_agent.eval.proctree import run_tree
+from lsp_agent.eval.proctree import is_alive, run_tree
 from lsp_agent.tools.process import run_process
 
 
@@ -57,10 +57,9 @@ def _running_with(marker: str) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            running = marker in (entry / "cmdline").read_bytes().decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            named = marker in (entry / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if running and state != "Z":
+        if named and is_alive(int(entry.name)):
             found.append(int(entry.name))
     return found
